@@ -1,0 +1,73 @@
+public import Foundation
+public import PushFleetServerSupport
+
+/// Everything the reference backend is started with.
+public struct BackendConfiguration: Sendable {
+    /// Request limits; exceeding one is a 4xx, never a crash.
+    public struct Limits: Sendable {
+        /// Tags per registration (the notification hub's limit).
+        public var maxTags = 60
+        public var maxTagLength = 120
+        public var maxHandleLength = 1024
+        /// Body of every call but the rich send.
+        public var maxBodyBytes = 64 * 1024
+        /// A plain message, so that its native payload stays within the push services' 4 KB.
+        public var maxMessageBytes = 2000
+        /// Body of a rich send (the image travels base64-encoded).
+        public var maxRichBodyBytes = 2 * 1024 * 1024
+
+        public init() {}
+    }
+
+    public var listen: ListenAddress
+    public var users: UserDirectory
+    /// A registration id lives this long after its last create or update; then it is gone (410).
+    public var registrationTTL: Duration
+    /// Secure and rich notifications are readable this long.
+    public var notificationTTL: Duration
+    public var tokenLifetime: Duration
+    /// HMAC key for login tokens; random per start when nil (tokens then die with the process).
+    public var tokenSecret: Data?
+    public var limits: Limits
+    public var apnsTopic: String
+    public var fcmProject: String
+    public var providerToken: String
+    /// Connections to the push service the backend keeps (its pool size).
+    public var pushServiceConnections: Int
+    /// Attempts per push to the push service, the first included.
+    public var pushAttempts: Int
+    public var pushBackoff: Duration
+    public var backlog: Int
+
+    public init(
+        listen: ListenAddress = .init(host: "127.0.0.1", port: 0),
+        users: UserDirectory = .demo,
+        registrationTTL: Duration = .seconds(86_400),
+        notificationTTL: Duration = .seconds(86_400),
+        tokenLifetime: Duration = .seconds(3600),
+        tokenSecret: Data? = nil,
+        limits: Limits = .init(),
+        apnsTopic: String = "com.pushfleet.app",
+        fcmProject: String = "pushfleet",
+        providerToken: String = "pushfleet-provider-token",
+        pushServiceConnections: Int = 64,
+        pushAttempts: Int = 4,
+        pushBackoff: Duration = .milliseconds(20),
+        backlog: Int = 4096
+    ) {
+        self.listen = listen
+        self.users = users
+        self.registrationTTL = registrationTTL
+        self.notificationTTL = notificationTTL
+        self.tokenLifetime = tokenLifetime
+        self.tokenSecret = tokenSecret
+        self.limits = limits
+        self.apnsTopic = apnsTopic
+        self.fcmProject = fcmProject
+        self.providerToken = providerToken
+        self.pushServiceConnections = pushServiceConnections
+        self.pushAttempts = pushAttempts
+        self.pushBackoff = pushBackoff
+        self.backlog = backlog
+    }
+}

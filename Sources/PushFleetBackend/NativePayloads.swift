@@ -1,0 +1,118 @@
+import Foundation
+import PushFleetWire
+
+/// A notification in one platform's native format, as the hub hands it to the push service.
+struct NativeNotification: Sendable, Equatable {
+    var platform: Platform
+    /// APNs `apns-push-type`, or WNS `X-WNS-Type`; unused for FCM.
+    var pushType: String
+    /// The provider body. For FCM it is the `message` object without the token, which the
+    /// sender adds per registration.
+    var body: [String: JSONValue]?
+    var text: String?
+    var contentType: String
+
+    /// The seed's plain alert: `From <sender>: <message>` in the platform's format, encoded
+    /// properly (the seed concatenated strings, so a quote in a message broke the JSON).
+    static func alert(platform: Platform, from sender: String, message: String) -> NativeNotification? {
+        let text = "From \(sender): \(message)"
+        switch platform {
+        case .apns:
+            return .init(platform: .apns, pushType: "alert", body: ["aps": ["alert": .string(text)]], contentType: "application/json")
+        case .fcm:
+            return .init(platform: .fcm, pushType: "data", body: ["data": ["message": .string(text)]], contentType: "application/json")
+        case .wns:
+            let toast =
+                "<toast><visual><binding template=\"ToastText01\"><text id=\"1\">\(xmlEscaped(text))</text></binding></visual></toast>"
+            return .init(platform: .wns, pushType: "wns/toast", text: toast, contentType: "text/xml")
+        case .mpns:
+            return nil
+        }
+    }
+
+    /// The silent push of the secure flow: only the id travels.
+    static func secure(platform: Platform, id: String) -> NativeNotification? {
+        switch platform {
+        case .apns:
+            return .init(
+                platform: .apns, pushType: "background",
+                body: ["aps": ["content-available": 1], "secureId": .string(id)], contentType: "application/json"
+            )
+        case .fcm:
+            return .init(platform: .fcm, pushType: "data", body: ["data": ["secureId": .string(id)]], contentType: "application/json")
+        case .wns:
+            return .init(platform: .wns, pushType: "wns/raw", text: id, contentType: "application/octet-stream")
+        case .mpns:
+            return nil
+        }
+    }
+
+    /// The silent push of the rich flow: id, message and type; the device fetches the content.
+    static func rich(platform: Platform, id: String, message: String, type: String) -> NativeNotification? {
+        let fields: [String: JSONValue] = ["richId": .string(id), "richMessage": .string(message), "richType": .string(type)]
+        switch platform {
+        case .apns:
+            var body = fields
+            body["aps"] = ["content-available": 1, "sound": ""]
+            return .init(platform: .apns, pushType: "background", body: body, contentType: "application/json")
+        case .fcm:
+            return .init(platform: .fcm, pushType: "data", body: ["data": .object(fields)], contentType: "application/json")
+        case .wns:
+            let text = String(decoding: (try? JSONEncoder().encode(fields)) ?? Data(), as: UTF8.self)
+            return .init(platform: .wns, pushType: "wns/raw", text: text, contentType: "application/octet-stream")
+        case .mpns:
+            return nil
+        }
+    }
+
+    static func xmlEscaped(_ text: String) -> String {
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&apos;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+}
+
+/// A JSON value, for building provider bodies with exact key sets.
+enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByDictionaryLiteral
+{
+    case string(String)
+    case int(Int)
+    case object([String: JSONValue])
+
+    init(stringLiteral value: String) { self = .string(value) }
+    init(integerLiteral value: Int) { self = .int(value) }
+    init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(uniqueKeysWithValues: elements))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(Int.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PushFleetWire
+
+/// Sends native notifications to the push service in each platform's wire format through one
+/// pooled HTTP client, retrying throttled and transient failures with exponential backoff.
+struct PushSender: Sendable {
+    struct Settings: Sendable {
+        /// `apns-topic`: the app's bundle id.
+        var apnsTopic: String
+        /// The FCM project in `/v1/projects/{project}/messages:send`.
+        var fcmProject: String
+        /// Sent as `authorization: bearer …` to every provider endpoint.
+        var providerToken: String
+        /// Attempts per push, the first included.
+        var maxAttempts: Int
+        /// First backoff; doubled per retry, with jitter.
+        var backoff: Duration
+        var requestTimeout: Duration
+    }
+
+    enum Result: Equatable {
+        case accepted
+        /// The push service says the handle is dead: the registration must go.
+        case unregistered
+        case failed(reason: String)
+    }
+
+    let client: HTTPClient
+    let settings: Settings
+    /// The push service's base URL; in the embedded setup it is known only once it listens.
+    let baseURL: @Sendable () async throws -> String
+    let counters: BackendCounters
+
+    func send(_ notification: NativeNotification, to handle: String) async -> Result {
+        let request: HTTPClientRequest
+        do {
+            request = try await makeRequest(notification, handle: handle)
+        } catch {
+            counters.update { $0.pnsFailed += 1 }
+            return .failed(reason: "\(error)")
+        }
+        var lastFailure = "no attempt"
+        for attempt in 0..<max(1, settings.maxAttempts) {
+            if attempt > 0 {
+                counters.update { $0.pnsRetried += 1 }
+                let base = settings.backoff.nanosecondCount << min(attempt - 1, 16)
+                try? await Task.sleep(for: .nanoseconds(base / 2 + Int64.random(in: 0...max(1, base / 2))))
+            }
+            counters.update { $0.pnsRequests += 1 }
+            let status: Int
+            do {
+                let response = try await client.execute(request, timeout: .nanoseconds(settings.requestTimeout.nanosecondCount))
+                status = Int(response.status.code)
+                // Drain the body so the connection returns to the pool.
+                _ = try await response.body.collect(upTo: 64 * 1024)
+            } catch {
+                lastFailure = "unreachable"
+                continue
+            }
+            switch classify(status, platform: notification.platform) {
+            case .accepted:
+                counters.update { $0.pnsAccepted += 1 }
+                return .accepted
+            case .unregistered:
+                return .unregistered
+            case .retry:
+                lastFailure = "status \(status)"
+            case .fail:
+                counters.update { $0.pnsFailed += 1 }
+                return .failed(reason: "status \(status)")
+            }
+        }
+        counters.update { $0.pnsFailed += 1 }
+        return .failed(reason: lastFailure)
+    }
+
+    private enum Verdict {
+        case accepted, unregistered, retry, fail
+    }
+
+    private func classify(_ status: Int, platform: Platform) -> Verdict {
+        switch (platform, status) {
+        case (_, 200...299): .accepted
+        case (.apns, 410), (.wns, 410), (.wns, 404), (.fcm, 404): .unregistered
+        // Throttled (WNS says it with 406) or a transient server failure.
+        case (_, 429), (.wns, 406), (_, 500), (_, 502), (_, 503), (_, 504): .retry
+        default: .fail
+        }
+    }
+
+    struct RequestError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private func makeRequest(_ notification: NativeNotification, handle: String) async throws -> HTTPClientRequest {
+        let base = try await baseURL().trimmingSuffix("/")
+        let authorization = "bearer \(settings.providerToken)"
+        var request: HTTPClientRequest
+        var body: Data
+        switch notification.platform {
+        case .apns:
+            request = HTTPClientRequest(url: "\(base)/3/device/\(Self.pathSegment(handle))")
+            request.headers.add(name: "apns-push-type", value: notification.pushType)
+            request.headers.add(name: "apns-topic", value: settings.apnsTopic)
+            request.headers.add(name: "apns-id", value: UUID().uuidString)
+            request.headers.add(name: "apns-priority", value: notification.pushType == "alert" ? "10" : "5")
+            request.headers.add(name: "apns-expiration", value: String(Int(Date().timeIntervalSince1970) + 3600))
+            body = try JSONEncoder().encode(notification.body ?? [:])
+        case .fcm:
+            request = HTTPClientRequest(url: "\(base)/v1/projects/\(settings.fcmProject)/messages:send")
+            var message = notification.body ?? [:]
+            message["token"] = .string(handle)
+            body = try JSONEncoder().encode(["message": JSONValue.object(message)])
+        case .wns:
+            request = HTTPClientRequest(url: try Self.channelURL(handle, base: base))
+            request.headers.add(name: "X-WNS-Type", value: notification.pushType)
+            // Hold raw pushes for an offline device too, so the secure flow survives a reconnect.
+            request.headers.add(name: "X-WNS-Cache-Policy", value: "cache")
+            body = Data((notification.text ?? "").utf8)
+        case .mpns:
+            throw RequestError(description: "mpns is not sent to")
+        }
+        request.method = .POST
+        request.headers.add(name: "authorization", value: authorization)
+        request.headers.add(name: "content-type", value: notification.contentType)
+        request.body = .bytes(ByteBuffer(bytes: body))
+        return request
+    }
+
+    /// A WNS handle is a channel URL on the push service, or a bare channel id. A URL anywhere
+    /// else is refused: posting to whatever URL a client registered would let any client make
+    /// the backend send requests to hosts of its choosing.
+    static func channelURL(_ handle: String, base: String) throws -> String {
+        if handle.hasPrefix("http://") || handle.hasPrefix("https://") {
+            guard handle.hasPrefix(base + "/wns/") else {
+                throw RequestError(description: "channel URL is not on the push service")
+            }
+            return handle
+        }
+        return "\(base)/wns/\(pathSegment(handle))"
+    }
+
+    static func pathSegment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~"))) ?? text
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        var result = self
+        while result.hasSuffix(suffix) { result.removeLast(suffix.count) }
+        return result
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import PushFleetServerSupport
+import PushFleetWire
+
+extension ReferenceBackend {
+    static let challenge: HTTPFields = [.wwwAuthenticate: "Basic realm=\"pushfleet\", Bearer realm=\"pushfleet\""]
+
+    static func unauthorized(_ message: String) -> HTTPError {
+        HTTPError(.unauthorized, headers: challenge, message: message)
+    }
+
+    /// The caller's user name, from Basic credentials or a login token; 401 otherwise.
+    func authenticate(_ request: Request) throws -> String {
+        let credentials: Credentials
+        do {
+            credentials = try Credentials(header: request.headers[.authorization])
+        } catch {
+            throw Self.unauthorized(error.description)
+        }
+        switch credentials {
+        case .basic(let user, let password):
+            guard configuration.users.verify(user: user, password: password) else {
+                throw Self.unauthorized("unknown user or wrong password")
+            }
+            return user
+        case .bearer(let token):
+            do {
+                return try signer.verify(token, now: Int64(Date().timeIntervalSince1970))
+            } catch .expired {
+                throw Self.unauthorized("token expired; log in again")
+            } catch {
+                throw Self.unauthorized("invalid token")
+            }
+        }
+    }
+
+    func addLoginRoute(to api: RouterGroup<BasicRequestContext>) {
+        // Basic credentials in, a signed expiring token out: the scheme the seeds recommend in
+        // place of sending the password on every call.
+        api.post("login") { request, _ -> Response in
+            let user = try self.authenticate(request)
+            let token = self.signer.issue(user: user, now: Int64(Date().timeIntervalSince1970))
+            return .json(LoginResponse(token: token, expiresIn: Int(self.signer.lifetime.components.seconds)))
+        }
+    }
+
+    /// Reads the body up to `limit` bytes (413 beyond) and decodes it as JSON (400 on failure).
+    func decodeBody<T: Decodable>(_ type: T.Type, from request: Request, limit: Int, what: String) async throws -> T {
+        let data = try await body(of: request, limit: limit)
+        do {
+            return try ServerJSON.decoder.decode(T.self, from: data)
+        } catch {
+            throw HTTPError(.badRequest, message: "body must be \(what)")
+        }
+    }
+
+    func body(of request: Request, limit: Int) async throws -> Data {
+        var request = request
+        guard let buffer = try await request.collectBody(limit: limit) else {
+            throw HTTPError(.contentTooLarge, message: "body over \(limit) bytes")
+        }
+        return buffer.data
+    }
+}

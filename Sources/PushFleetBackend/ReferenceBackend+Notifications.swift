@@ -1,0 +1,163 @@
+import Foundation
+import Hummingbird
+import PushFleetCore
+import PushFleetServerSupport
+import PushFleetWire
+
+extension ReferenceBackend {
+    /// A 1×1 PNG: the seed's rich push sends a server-side image; this is ours.
+    static let defaultRichImage = Data(
+        base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    )!
+
+    func addNotificationRoutes(to api: RouterGroup<BasicRequestContext>) {
+        api.post("notifications") { request, _ -> Response in
+            let user = try self.authenticate(request)
+            let query = request.uri.queryParameters
+            guard let pnsName = query["pns"], let platform = Platform(name: pnsName), Platform.pushable.contains(platform) else {
+                throw HTTPError(.badRequest, message: "pns must be apns, fcm (or gcm) or wns")
+            }
+            let recipient = try self.recipient(query["to_tag"], default: nil)
+            let message = try await self.decodeBody(
+                String.self, from: request, limit: self.configuration.limits.maxBodyBytes, what: "a JSON string (the message)"
+            )
+            guard message.utf8.count <= self.configuration.limits.maxMessageBytes else {
+                throw HTTPError(.contentTooLarge, message: "message over \(self.configuration.limits.maxMessageBytes) bytes")
+            }
+            // The seed also put `from:<caller>` in the tag list, which the hub ORs: a send then
+            // reached the sender's own devices too. Only the recipient's tag is addressed here.
+            let outcome = await self.send(to: recipient, platforms: [platform]) { platform in
+                NativeNotification.alert(platform: platform, from: user, message: message)
+            }
+            return Self.response(for: outcome)
+        }
+
+        api.post("notifications/secure") { request, _ -> Response in
+            let user = try self.authenticate(request)
+            let recipient = try self.recipient(request.uri.queryParameters["to_tag"], default: user)
+            let payload = try await self.decodeBody(
+                String.self, from: request, limit: self.configuration.limits.maxBodyBytes, what: "a JSON string (the payload)"
+            )
+            let stored = self.notifications.create(
+                sender: user, recipient: recipient, content: .secure(payload: payload), now: MonotonicClock.nanoseconds()
+            )
+            var outcome = await self.send(to: recipient, platforms: Platform.pushable) { platform in
+                NativeNotification.secure(platform: platform, id: stored.id)
+            }
+            outcome.id = stored.id
+            return Self.response(for: outcome)
+        }
+
+        api.post("notifications/rich") { request, _ -> Response in
+            let user = try self.authenticate(request)
+            let recipient = try self.recipient(request.uri.queryParameters["to_tag"], default: user)
+            let content = try await self.richContent(from: request)
+            let stored = self.notifications.create(sender: user, recipient: recipient, content: content, now: MonotonicClock.nanoseconds())
+            guard case .rich(let message, let type, _, _) = content else { return .empty(status: .internalServerError) }
+            var outcome = await self.send(to: recipient, platforms: Platform.pushable) { platform in
+                NativeNotification.rich(platform: platform, id: stored.id, message: message, type: type)
+            }
+            outcome.id = stored.id
+            return Self.response(for: outcome)
+        }
+
+        api.get("notifications/:id") { request, context -> Response in
+            let user = try self.authenticate(request)
+            let id = try context.parameters.require("id")
+            guard let notification = self.notifications.read(id: id, reader: user, now: MonotonicClock.nanoseconds()) else {
+                throw HTTPError(.notFound, message: "no notification \(id) for you")
+            }
+            switch notification.content {
+            case .secure(let payload):
+                return .json(SecureNotification(id: notification.id, payload: payload, read: notification.read))
+            case .rich(_, _, let contentType, let data):
+                return .bytes(data, contentType: contentType)
+            }
+        }
+    }
+
+    /// The user a send addresses: `to_tag` is a user name, validated as the tag it becomes.
+    func recipient(_ toTag: Substring?, default fallback: String?) throws -> String {
+        guard let toTag, !toTag.isEmpty else {
+            if let fallback { return fallback }
+            throw HTTPError(.badRequest, message: "to_tag (the recipient's user name) is required")
+        }
+        try validateTag(Self.userTagPrefix + toTag)
+        return String(toTag)
+    }
+
+    private func richContent(from request: Request) async throws -> NotificationStore.Content {
+        let data = try await body(of: request, limit: configuration.limits.maxRichBodyBytes)
+        if let message = try? ServerJSON.decoder.decode(String.self, from: data) {
+            return .rich(message: message, type: "img", contentType: "image/png", data: Self.defaultRichImage)
+        }
+        guard let rich = try? ServerJSON.decoder.decode(RichNotificationRequest.self, from: data) else {
+            throw HTTPError(
+                .badRequest, message: "body must be a JSON string (the message) or {\"message\":…,\"image\":<base64>,\"contentType\":…}"
+            )
+        }
+        guard rich.message.utf8.count <= configuration.limits.maxMessageBytes else {
+            throw HTTPError(.contentTooLarge, message: "message over \(configuration.limits.maxMessageBytes) bytes")
+        }
+        var image = Self.defaultRichImage
+        if let encoded = rich.image {
+            guard let decoded = Data(base64Encoded: encoded), !decoded.isEmpty else {
+                throw HTTPError(.badRequest, message: "image must be non-empty base64")
+            }
+            image = decoded
+        }
+        let contentType = rich.contentType ?? "image/png"
+        guard contentType.hasPrefix("image/"), contentType.utf8.count <= 100 else {
+            throw HTTPError(.badRequest, message: "contentType must be an image/* media type")
+        }
+        return .rich(message: rich.message, type: "img", contentType: contentType, data: image)
+    }
+
+    /// Sends to every live registration of `user` on `platforms` at once, acting on the push
+    /// service's feedback, and sums the results into the hub's outcome.
+    func send(
+        to user: String,
+        platforms: [Platform],
+        _ build: @escaping @Sendable (Platform) -> NativeNotification?
+    ) async -> SendOutcome {
+        let now = MonotonicClock.nanoseconds()
+        sweepIfDue(now: now)
+        let targets = registrations.targets(tag: Self.userTagPrefix + user, platform: nil, now: now).filter {
+            platforms.contains($0.platform!)
+        }
+        let results = await withTaskGroup(of: (RegistrationStore.Registration, PushSender.Result?).self) { group in
+            for target in targets {
+                group.addTask {
+                    guard let notification = build(target.platform!) else { return (target, nil) }
+                    return (target, await self.sender.send(notification, to: target.handle!))
+                }
+            }
+            var results: [(RegistrationStore.Registration, PushSender.Result?)] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        var accepted = 0
+        var failed = 0
+        var removed = 0
+        for (target, result) in results {
+            switch result {
+            case .accepted: accepted += 1
+            case .unregistered:
+                if registrations.removeDead(id: target.id, handle: target.handle!) {
+                    removed += 1
+                    counters.update { $0.feedbackRemoved += 1 }
+                }
+            case .failed, nil: failed += 1
+            }
+        }
+        // Handles found dead are no longer targets: a send whose every target was dead found none.
+        let state: SendOutcome.State =
+            accepted > 0 ? .completed : (targets.count - removed == 0 ? .noTargetFound : .abandoned)
+        return SendOutcome(outcome: state, targets: targets.count, accepted: accepted, failed: failed, removed: removed)
+    }
+
+    /// The seed's rule: 200 unless the hub's outcome is Abandoned (or Unknown), then 500.
+    static func response(for outcome: SendOutcome) -> Response {
+        .json(outcome, status: outcome.outcome == .abandoned ? .internalServerError : .ok)
+    }
+}

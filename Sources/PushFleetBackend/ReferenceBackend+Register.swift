@@ -1,0 +1,94 @@
+import Foundation
+import Hummingbird
+import PushFleetCore
+import PushFleetServerSupport
+import PushFleetWire
+
+extension ReferenceBackend {
+    static let userTagPrefix = "username:"
+
+    func addRegisterRoutes(to api: RouterGroup<BasicRequestContext>) {
+        api.post("register") { request, _ -> Response in
+            let user = try self.authenticate(request)
+            let handle = request.uri.queryParameters["handle"].map(String.init)
+            if let handle { try self.validateHandle(handle) }
+            let now = MonotonicClock.nanoseconds()
+            self.sweepIfDue(now: now)
+            let id = self.registrations.create(owner: user, handle: handle, now: now)
+            // The seed answers the id as a JSON string.
+            return .json(id)
+        }
+
+        api.put("register/:id") { request, context -> Response in
+            let user = try self.authenticate(request)
+            let id = try context.parameters.require("id")
+            let update = try await self.decodeBody(
+                DeviceRegistration.self, from: request, limit: self.configuration.limits.maxBodyBytes,
+                what: "{\"Platform\":\"apns|fcm|wns|mpns\",\"Handle\":\"…\",\"Tags\":[\"…\"]}"
+            )
+            guard let platform = Platform(name: update.platform) else {
+                throw HTTPError(.badRequest, message: "unknown Platform '\(update.platform)'; expected apns, fcm, wns or mpns")
+            }
+            try self.validateHandle(update.handle)
+            let tags = try self.validatedTags(update.tags ?? [], caller: user)
+            switch self.registrations.update(
+                id: id, owner: user, platform: platform, handle: update.handle, tags: tags, now: MonotonicClock.nanoseconds()
+            ) {
+            case .updated: return .empty()
+            case .gone: throw HTTPError(.gone, message: "registration \(id) does not exist or has expired; create a new one")
+            case .notOwner: throw HTTPError(.forbidden, message: "registration \(id) belongs to another user")
+            }
+        }
+
+        api.delete("register/:id") { request, context -> Response in
+            let user = try self.authenticate(request)
+            let id = try context.parameters.require("id")
+            switch self.registrations.delete(id: id, owner: user, now: MonotonicClock.nanoseconds()) {
+            case .updated: return .empty()
+            case .gone: throw HTTPError(.gone, message: "registration \(id) does not exist or has expired")
+            case .notOwner: throw HTTPError(.forbidden, message: "registration \(id) belongs to another user")
+            }
+        }
+    }
+
+    func validateHandle(_ handle: String) throws {
+        let limit = configuration.limits.maxHandleLength
+        guard !handle.isEmpty, handle.utf8.count <= limit else {
+            throw HTTPError(.badRequest, message: "Handle must be 1 to \(limit) bytes")
+        }
+        guard handle.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+            throw HTTPError(.badRequest, message: "Handle must be printable ASCII without spaces")
+        }
+    }
+
+    /// The client's tags plus the caller's own user tag. The seed left "check the user may add
+    /// these tags" as a TODO; a `username:` tag naming someone else would route their
+    /// notifications to this device, so it is refused.
+    func validatedTags(_ tags: [String], caller: String) throws -> Set<String> {
+        let limits = configuration.limits
+        guard tags.count < limits.maxTags else {
+            throw HTTPError(.badRequest, message: "at most \(limits.maxTags - 1) tags besides the user tag")
+        }
+        let own = Self.userTagPrefix + caller
+        for tag in tags {
+            try validateTag(tag)
+            if tag.hasPrefix(Self.userTagPrefix) && tag != own {
+                throw HTTPError(.forbidden, message: "tag '\(tag)' names another user; only '\(own)' is allowed")
+            }
+        }
+        return Set(tags).union([own])
+    }
+
+    func validateTag(_ tag: String) throws {
+        let limit = configuration.limits.maxTagLength
+        guard !tag.isEmpty, tag.utf8.count <= limit else {
+            throw HTTPError(.badRequest, message: "tags must be 1 to \(limit) characters")
+        }
+        guard tag.unicodeScalars.allSatisfy({ Self.tagCharacters.contains($0) }) else {
+            throw HTTPError(.badRequest, message: "tag '\(tag)' may use only letters, digits and _@#.:-")
+        }
+    }
+
+    static let tagCharacters = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+        .union(CharacterSet(charactersIn: "_@#.:-"))
+}

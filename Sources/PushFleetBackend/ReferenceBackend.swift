@@ -1,0 +1,129 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+public import Logging
+import NIOCore
+import NIOPosix
+import PushFleetCore
+public import PushFleetServerSupport
+public import PushFleetWire
+public import ServiceLifecycle
+import Synchronization
+
+/// The reference AppBackend: the seeds' register and notification API with their holes closed
+/// (see docs/backend.md), in front of a hub with a tag index that sends to the push service.
+public final class ReferenceBackend: Sendable {
+    public let configuration: BackendConfiguration
+    /// The bound address, known once the server listens.
+    public let bound = Readiness<ListenAddress>()
+
+    let registrations: RegistrationStore
+    let notifications: NotificationStore
+    let counters = BackendCounters()
+    let signer: TokenSigner
+    let client: HTTPClient
+    let sender: PushSender
+    private let lastSweep = Atomic<Int64>(0)
+
+    /// - Parameters:
+    ///   - configuration: listen address, auth, TTLs, limits.
+    ///   - pushServiceURL: the push service's base URL, asked for on first send (the embedded
+    ///     push service may still be binding when the backend is built).
+    public init(configuration: BackendConfiguration, pushServiceURL: @escaping @Sendable () async throws -> String) {
+        self.configuration = configuration
+        self.registrations = RegistrationStore(ttl: configuration.registrationTTL)
+        self.notifications = NotificationStore(ttl: configuration.notificationTTL)
+        let secret = configuration.tokenSecret ?? Data((0..<32).map { _ in UInt8.random(in: 0...255) })
+        self.signer = TokenSigner(secret: secret, lifetime: configuration.tokenLifetime)
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.connectionPool = .init(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.pushServiceConnections
+        )
+        clientConfiguration.timeout = .init(connect: .seconds(5), read: .seconds(30))
+        self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
+        self.sender = PushSender(
+            client: client,
+            settings: .init(
+                apnsTopic: configuration.apnsTopic,
+                fcmProject: configuration.fcmProject,
+                providerToken: configuration.providerToken,
+                maxAttempts: configuration.pushAttempts,
+                backoff: configuration.pushBackoff,
+                requestTimeout: .seconds(30)
+            ),
+            baseURL: pushServiceURL,
+            counters: counters
+        )
+    }
+
+    /// Convenience for a push service at a known URL.
+    public convenience init(configuration: BackendConfiguration, pushServiceURL: String) {
+        self.init(configuration: configuration, pushServiceURL: { pushServiceURL })
+    }
+
+    public var stats: BackendStats {
+        var stats = counters.snapshot
+        stats.registrations = registrations.count
+        stats.storedNotifications = notifications.count
+        return stats
+    }
+
+    func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("/health") { _, _ in "ok" }
+        router.get("/stats") { _, _ in Response.json(self.stats) }
+        let api = router.group("api")
+        addLoginRoute(to: api)
+        addRegisterRoutes(to: api)
+        addNotificationRoutes(to: api)
+        return router
+    }
+
+    /// The backend as a service: serves until graceful shutdown, then closes its client.
+    public func makeService(logger: Logger) -> any Service {
+        let bound = self.bound
+        let listen = configuration.listen
+        let app = Application(
+            router: makeRouter(),
+            configuration: .init(
+                address: .hostname(listen.host, port: listen.port),
+                serverName: "pushfleet-backend",
+                backlog: configuration.backlog
+            ),
+            onServerRunning: { channel in
+                bound.succeed(ListenAddress(host: listen.host, port: channel.localAddress?.port ?? listen.port))
+            },
+            logger: logger
+        )
+        return BackendService(app: app, client: client, bound: bound)
+    }
+
+    /// Drops expired registrations and notifications at most every 30 s, from request handling,
+    /// so memory stays bounded without a background task.
+    func sweepIfDue(now: Int64) {
+        let last = lastSweep.load(ordering: .relaxed)
+        guard now - last > 30_000_000_000,
+            lastSweep.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
+        else { return }
+        registrations.sweep(now: now)
+        notifications.sweep(now: now)
+    }
+}
+
+private struct BackendService: Service {
+    let app: Application<RouterResponder<BasicRequestContext>>
+    let client: HTTPClient
+    let bound: Readiness<ListenAddress>
+
+    func run() async throws {
+        do {
+            try await app.run()
+        } catch {
+            bound.fail(error)
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+}

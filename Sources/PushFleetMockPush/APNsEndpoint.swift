@@ -1,0 +1,100 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import PushFleetServerSupport
+import PushFleetWire
+
+/// The APNs provider API: `POST /3/device/{token}`, with Apple's headers, limits and error reasons.
+struct APNsEndpoint {
+    static let maxPayload = 4096
+    static let pushTypes: Set<String> = [
+        "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity",
+        "pushtotalk", "widgets", "controls",
+    ]
+
+    let service: PushService
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.post("/3/device/:token") { request, context in
+            await handle(request, token: context.parameters.get("token") ?? "")
+        }
+    }
+
+    private struct Reason: Encodable {
+        var reason: String
+        var timestamp: Int64?
+    }
+
+    private func reject(
+        _ status: HTTPResponse.Status,
+        _ reason: String,
+        id: String,
+        timestamp: Int64? = nil
+    ) -> Response {
+        service.recordRejection("apns:\(reason)")
+        return .json(Reason(reason: reason, timestamp: timestamp), status: status, headers: [.apnsID: id])
+    }
+
+    func handle(_ request: Request, token: String) async -> Response {
+        var request = request
+        let headers = request.headers
+        let id = headers[.apnsID] ?? UUID().uuidString
+        guard UUID(uuidString: id) != nil else { return reject(.badRequest, "BadMessageId", id: UUID().uuidString) }
+        guard let authorization = headers[.authorization] else {
+            return reject(.forbidden, "MissingProviderToken", id: id)
+        }
+        guard authorization.lowercased().hasPrefix("bearer "), authorization.count > 7 else {
+            return reject(.forbidden, "InvalidProviderToken", id: id)
+        }
+        guard let topic = headers[.apnsTopic], !topic.isEmpty else { return reject(.badRequest, "MissingTopic", id: id) }
+        let pushType = headers[.apnsPushType] ?? "alert"
+        guard Self.pushTypes.contains(pushType) else { return reject(.badRequest, "InvalidPushType", id: id) }
+        if let priority = headers[.apnsPriority], !["1", "5", "10"].contains(priority) {
+            return reject(.badRequest, "BadPriority", id: id)
+        }
+        var retention = PushService.Retention.defaultDuration
+        if let expiration = headers[.apnsExpiration] {
+            guard let seconds = Int64(expiration), seconds >= 0 else {
+                return reject(.badRequest, "BadExpirationDate", id: id)
+            }
+            retention = seconds == 0 ? .doNotStore : .until(seconds * 1_000_000_000)
+        }
+        if let collapseID = headers[.apnsCollapseID], collapseID.utf8.count > 64 {
+            return reject(.badRequest, "BadCollapseId", id: id)
+        }
+        guard TokenRules.isValidAPNs(token[...]) else { return reject(.badRequest, "BadDeviceToken", id: id) }
+        guard let body = try? await request.collectBody(limit: Self.maxPayload), body.readableBytes <= Self.maxPayload else {
+            return reject(.contentTooLarge, "PayloadTooLarge", id: id)
+        }
+        guard body.readableBytes > 0 else { return reject(.badRequest, "PayloadEmpty", id: id) }
+        let data = body.data
+        guard (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else {
+            // APNs names no reason for a body that is not a JSON dictionary; this one is the mock's.
+            return reject(.badRequest, "BadPayload", id: id)
+        }
+        let push = PushService.IncomingPush(
+            address: DeviceAddress(platform: .apns, token: token),
+            id: id,
+            pushType: pushType,
+            body: String(decoding: data, as: UTF8.self),
+            retention: retention
+        )
+        switch service.accept(push) {
+        case .accepted:
+            return .empty(headers: [.apnsID: id])
+        case .unregistered(let since):
+            return reject(.gone, "Unregistered", id: id, timestamp: since)
+        case .throttled:
+            return reject(.tooManyRequests, "TooManyRequests", id: id)
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static let apnsID = Self("apns-id")!
+    static let apnsTopic = Self("apns-topic")!
+    static let apnsPushType = Self("apns-push-type")!
+    static let apnsPriority = Self("apns-priority")!
+    static let apnsExpiration = Self("apns-expiration")!
+    static let apnsCollapseID = Self("apns-collapse-id")!
+}

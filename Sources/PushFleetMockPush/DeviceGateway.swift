@@ -1,0 +1,143 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOWebSocket
+import PushFleetServerSupport
+import PushFleetWire
+
+/// The device side of the mock push service: WebSocket connections that devices hold, as phones
+/// hold theirs to APNs or FCM.
+///
+/// `GET /device?platform=P&token=T` carries one device; `GET /gateway` carries any number, added
+/// and removed with ``GatewayCommand`` frames. Pushes arrive as ``PushFrame`` text frames.
+struct DeviceGateway {
+    /// Largest client frame read; commands naming many devices fit easily.
+    static let maxInboundMessage = 4 * 1024 * 1024
+
+    let service: PushService
+
+    /// Decides whether an HTTP request becomes a gateway connection. Requests that do not
+    /// qualify fall through to the router, which explains what was wrong.
+    func shouldUpgrade(_ head: HTTPRequest) -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        guard head.method == .get, let target = head.path else { return .dontUpgrade }
+        let uri = URI(target)
+        switch uri.path {
+        case GatewayFrame.devicePath:
+            guard let address = Self.address(from: uri) else { return .dontUpgrade }
+            return .upgrade([:]) { inbound, outbound, context in
+                await run(.single(address), inbound: inbound, outbound: outbound, logger: context.logger)
+            }
+        case GatewayFrame.multiplexPath:
+            return .upgrade([:]) { inbound, outbound, context in
+                await run(.multiplexed, inbound: inbound, outbound: outbound, logger: context.logger)
+            }
+        default:
+            return .dontUpgrade
+        }
+    }
+
+    /// Plain-HTTP answers on the gateway paths: a request that reached the router was not a
+    /// valid upgrade.
+    func register(on router: Router<BasicRequestContext>) {
+        router.get(RouterPath(stringLiteral: GatewayFrame.devicePath)) { request, _ -> Response in
+            if Self.address(from: request.uri) == nil {
+                throw HTTPError(
+                    .badRequest,
+                    message: "platform (apns, fcm or wns) and a valid token are required: /device?platform=apns&token=<hex>"
+                )
+            }
+            throw HTTPError(.upgradeRequired, message: "open a WebSocket on this path")
+        }
+        router.get(RouterPath(stringLiteral: GatewayFrame.multiplexPath)) { _, _ -> Response in
+            throw HTTPError(.upgradeRequired, message: "open a WebSocket on this path")
+        }
+    }
+
+    static func address(from uri: URI) -> DeviceAddress? {
+        let query = uri.queryParameters
+        guard let platform = query["platform"].flatMap({ Platform(name: $0) }), Platform.pushable.contains(platform),
+            let token = query["token"], TokenRules.isValid(token, for: platform)
+        else { return nil }
+        return DeviceAddress(platform: platform, token: String(token))
+    }
+
+    private func run(
+        _ mode: GatewayConnection.Mode,
+        inbound: WebSocketInboundStream,
+        outbound: WebSocketOutboundWriter,
+        logger: Logger
+    ) async {
+        let connection = service.openConnection(mode: mode)
+        if case .single(let address) = mode {
+            service.attach([address], to: connection)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await message in connection.outbound {
+                    do {
+                        switch message {
+                        case .text(let text):
+                            try await outbound.write(.text(text))
+                        case .close(let reason):
+                            try await outbound.close(.goingAway, reason: reason)
+                            return
+                        }
+                    } catch {
+                        return
+                    }
+                }
+            }
+            group.addTask {
+                do {
+                    for try await message in inbound.messages(maxSize: Self.maxInboundMessage) {
+                        handle(message, on: connection)
+                    }
+                } catch {
+                    logger.debug("gateway connection \(connection.id) ended: \(error)")
+                }
+            }
+            // Whichever side ends first (client gone, or service closed it) ends the other.
+            await group.next()
+            group.cancelAll()
+        }
+        service.closeConnection(connection)
+    }
+
+    private func handle(_ message: WebSocketMessage, on connection: GatewayConnection) {
+        guard case .text(let text) = message,
+            let command = try? ServerJSON.decoder.decode(GatewayCommand.self, from: Data(text.utf8))
+        else {
+            connection.send(
+                service.encode(GatewayNotice(type: .error, reason: "expected a JSON text frame {\"op\":…,\"devices\":[…]}"))
+            )
+            return
+        }
+        var devices = command.devices ?? []
+        if case .single(let own) = connection.mode {
+            // A single-device connection speaks only for its own device.
+            guard devices.allSatisfy({ $0 == own }) else {
+                connection.send(service.encode(GatewayNotice(type: .error, reason: "this connection carries \(own) only")))
+                return
+            }
+            devices = [own]
+        }
+        let invalid = devices.filter { !Platform.pushable.contains($0.platform) || !TokenRules.isValid($0.token[...], for: $0.platform) }
+        guard invalid.isEmpty else {
+            connection.send(service.encode(GatewayNotice(type: .error, devices: invalid, reason: "invalid platform or token")))
+            return
+        }
+        switch command.op {
+        case .subscribe:
+            service.attach(devices, to: connection)
+            connection.send(service.encode(GatewayNotice(type: .subscribed, devices: devices)))
+        case .unsubscribe:
+            service.detach(devices, from: connection)
+            connection.send(service.encode(GatewayNotice(type: .unsubscribed, devices: devices)))
+        case .unregister:
+            service.unregister(devices)
+            connection.send(service.encode(GatewayNotice(type: .unregistered, devices: devices)))
+        }
+    }
+}

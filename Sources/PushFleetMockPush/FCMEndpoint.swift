@@ -1,0 +1,123 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import PushFleetCore
+import PushFleetServerSupport
+import PushFleetWire
+
+/// FCM HTTP v1: `POST /v1/projects/{project}/messages:send`, with Google's error JSON.
+struct FCMEndpoint {
+    /// FCM's limit on a message's payload.
+    static let maxPayload = 4096
+    /// Requests larger than this are not read at all.
+    static let maxRequest = 64 * 1024
+
+    let service: PushService
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.post("/v1/projects/:project/messages:send") { request, context in
+            await handle(request, project: context.parameters.get("project") ?? "")
+        }
+    }
+
+    private struct ErrorBody: Encodable {
+        struct Detail: Encodable {
+            var type = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
+            var errorCode: String
+
+            enum CodingKeys: String, CodingKey {
+                case type = "@type"
+                case errorCode
+            }
+        }
+
+        struct Inner: Encodable {
+            var code: Int
+            var message: String
+            var status: String
+            var details: [Detail]
+        }
+
+        var error: Inner
+    }
+
+    private struct Accepted: Encodable {
+        var name: String
+    }
+
+    /// Google's error shape: HTTP code, canonical status, and the FCM error code in details.
+    private func reject(_ status: HTTPResponse.Status, _ canonical: String, _ errorCode: String, _ message: String) -> Response {
+        service.recordRejection("fcm:\(errorCode)")
+        let body = ErrorBody(
+            error: .init(code: status.code, message: message, status: canonical, details: [.init(errorCode: errorCode)])
+        )
+        return .json(body, status: status)
+    }
+
+    private func invalid(_ message: String) -> Response {
+        reject(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", message)
+    }
+
+    func handle(_ request: Request, project: String) async -> Response {
+        var request = request
+        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
+            authorization.count > 7
+        else {
+            return reject(
+                .unauthorized, "UNAUTHENTICATED", "THIRD_PARTY_AUTH_ERROR",
+                "Request is missing required authentication credential."
+            )
+        }
+        guard let body = try? await request.collectBody(limit: Self.maxRequest) else {
+            return invalid("Request payload size exceeds the limit.")
+        }
+        guard let root = try? JSONSerialization.jsonObject(with: body.data) as? [String: Any],
+            let message = root["message"] as? [String: Any]
+        else {
+            return invalid("Invalid JSON payload received: expected an object with a \"message\" object.")
+        }
+        guard let token = message["token"] as? String else {
+            return invalid("The mock push service delivers to \"message.token\" only (no topic or condition).")
+        }
+        guard TokenRules.isValidFCM(token[...]) else {
+            return invalid("The registration token is not a valid FCM registration token")
+        }
+        if let data = message["data"] {
+            guard let fields = data as? [String: Any], fields.values.allSatisfy({ $0 is String }) else {
+                return invalid("Invalid value at 'message.data': every value must be a string.")
+            }
+        }
+        guard body.readableBytes - token.utf8.count <= Self.maxPayload else {
+            return invalid("Message is too big.")
+        }
+        let validateOnly = root["validate_only"] as? Bool ?? false
+        let id = String(UInt64.random(in: 1...UInt64.max), radix: 16)
+        let name = "projects/\(project)/messages/\(id)"
+        if validateOnly { return .json(Accepted(name: "projects/\(project)/messages/fake_message_id")) }
+
+        let push = PushService.IncomingPush(
+            address: DeviceAddress(platform: .fcm, token: token),
+            id: id,
+            pushType: message["notification"] == nil ? "data" : "notification",
+            body: String(buffer: body),
+            retention: Self.retention(message)
+        )
+        switch service.accept(push) {
+        case .accepted:
+            return .json(Accepted(name: name))
+        case .unregistered:
+            return reject(.notFound, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.")
+        case .throttled:
+            return reject(.tooManyRequests, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "Quota exceeded for the device.")
+        }
+    }
+
+    /// `message.android.ttl` ("3.5s"; "0s" means deliver now or never), else the default.
+    private static func retention(_ message: [String: Any]) -> PushService.Retention {
+        guard let android = message["android"] as? [String: Any], let ttl = android["ttl"] as? String,
+            let duration = try? DurationText.parse(ttl)
+        else { return .defaultDuration }
+        if duration == .zero { return .doNotStore }
+        return .until(WallClock.nanoseconds() + duration.nanoseconds)
+    }
+}

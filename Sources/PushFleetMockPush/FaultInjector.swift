@@ -1,0 +1,77 @@
+import Foundation
+import PushFleetCore
+import PushFleetWire
+import Synchronization
+
+/// Draws the faults of ``FaultSettings`` from one seeded generator.
+final class FaultInjector: Sendable {
+    private struct State {
+        var settings: FaultSettings
+        var unregistered: Set<String>
+        var rng: SplitMix64
+    }
+
+    /// What happens to one push, decided when it arrives.
+    struct Decision {
+        var unregistered: Bool
+        var throttled: Bool
+        var dropped: Bool
+        var delay: Duration
+    }
+
+    private let state: Mutex<State>
+
+    init(settings: FaultSettings) {
+        state = Mutex(State(settings: settings, unregistered: Set(settings.unregisteredTokens), rng: SplitMix64(seed: settings.seed)))
+    }
+
+    var settings: FaultSettings {
+        state.withLock { $0.settings }
+    }
+
+    /// Replaces the settings; the generator restarts from the new seed.
+    func replace(with settings: FaultSettings) {
+        state.withLock {
+            $0 = State(settings: settings, unregistered: Set(settings.unregisteredTokens), rng: SplitMix64(seed: settings.seed))
+        }
+    }
+
+    func decide(token: String) -> Decision {
+        state.withLock { state in
+            let settings = state.settings
+            let unregistered =
+                state.unregistered.contains(token)
+                || (settings.unregisteredRatio > 0
+                    && Double(stableHash(token, seed: settings.seed) >> 11) * 0x1.0p-53 < settings.unregisteredRatio)
+            let throttled = settings.throttle > 0 && state.rng.nextUnit() < settings.throttle
+            let dropped = settings.drop > 0 && state.rng.nextUnit() < settings.drop
+            let delay = settings.latency.map { Self.draw($0, rng: &state.rng) } ?? .zero
+            return Decision(unregistered: unregistered, throttled: throttled, dropped: dropped, delay: delay)
+        }
+    }
+
+    /// A uniform draw for choices outside a push (which devices a forced disconnect takes).
+    func nextUnit() -> Double {
+        state.withLock { $0.rng.nextUnit() }
+    }
+
+    private static func draw(_ latency: LatencyDistribution, rng: inout SplitMix64) -> Duration {
+        let ms: Double
+        switch latency.kind {
+        case .fixed:
+            ms = latency.ms ?? 0
+        case .uniform:
+            let low = latency.minMs ?? 0
+            let high = latency.maxMs ?? low
+            ms = low + (high - low) * rng.nextUnit()
+        case .normal:
+            // Box–Muller; 1 - u keeps the logarithm finite.
+            let u1 = 1 - rng.nextUnit()
+            let u2 = rng.nextUnit()
+            let z = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
+            ms = (latency.meanMs ?? 0) + (latency.stddevMs ?? 0) * z
+        }
+        return .nanoseconds(Int64(max(0, ms) * 1e6))
+    }
+}
+

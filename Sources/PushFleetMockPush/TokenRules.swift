@@ -1,0 +1,36 @@
+import PushFleetWire
+
+/// What each platform accepts as a device token (or channel id) in a provider request.
+enum TokenRules {
+    /// APNs tokens are hex; today 64 digits, and Apple warns they may grow.
+    static func isValidAPNs(_ token: Substring) -> Bool {
+        (16...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && token.utf8.allSatisfy(isHex)
+    }
+
+    /// FCM registration tokens: URL-safe characters plus ':'.
+    static func isValidFCM(_ token: Substring) -> Bool {
+        (1...4096).contains(token.utf8.count) && token.utf8.allSatisfy { isAlphanumeric($0) || "_-:.".utf8.contains($0) }
+    }
+
+    /// WNS channel ids as they appear in a channel URL's last path segment.
+    static func isValidWNS(_ token: Substring) -> Bool {
+        (1...512).contains(token.utf8.count) && token.utf8.allSatisfy { isAlphanumeric($0) || "_-.~%".utf8.contains($0) }
+    }
+
+    static func isValid(_ token: Substring, for platform: Platform) -> Bool {
+        switch platform {
+        case .apns: isValidAPNs(token)
+        case .fcm: isValidFCM(token)
+        case .wns: isValidWNS(token)
+        case .mpns: false
+        }
+    }
+
+    private static func isHex(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (97...102).contains(byte) || (65...70).contains(byte)
+    }
+
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (97...122).contains(byte) || (65...90).contains(byte)
+    }
+}

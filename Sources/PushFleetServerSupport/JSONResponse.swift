@@ -1,0 +1,62 @@
+public import Foundation
+public import HTTPTypes
+public import Hummingbird
+import NIOCore
+
+/// Encoders shared by the servers' handlers. Both are thread-safe for use from many requests.
+public enum ServerJSON {
+    public static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+    public static let decoder = JSONDecoder()
+}
+
+extension Response {
+    /// A response whose body is `value` as JSON.
+    public static func json(
+        _ value: some Encodable,
+        status: HTTPResponse.Status = .ok,
+        headers: HTTPFields = [:]
+    ) -> Response {
+        let data = (try? ServerJSON.encoder.encode(value)) ?? Data("{}".utf8)
+        return .bytes(data, status: status, headers: headers, contentType: "application/json")
+    }
+
+    /// A response with a raw body and content type.
+    public static func bytes(
+        _ data: some Collection<UInt8>,
+        status: HTTPResponse.Status = .ok,
+        headers: HTTPFields = [:],
+        contentType: String
+    ) -> Response {
+        var fields = headers
+        fields[.contentType] = contentType
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// A response with no body.
+    public static func empty(status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        Response(status: status, headers: headers, body: .init())
+    }
+}
+
+extension Request {
+    /// Collects the body, or returns nil when it is longer than `limit` bytes.
+    ///
+    /// Returning nil (instead of throwing Hummingbird's generic 413) lets each protocol answer
+    /// an oversized body in its own error format.
+    public mutating func collectBody(limit: Int) async throws -> ByteBuffer? {
+        do {
+            return try await collectBody(upTo: limit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            return nil
+        }
+    }
+}
+
+extension ByteBuffer {
+    /// The readable bytes as `Data`.
+    public var data: Data { Data(readableBytesView) }
+}

@@ -1,0 +1,102 @@
+/// Frames on the device gateway of the mock push service.
+///
+/// A device holds a WebSocket to `GET /device?platform=P&token=T` (one device per connection) or
+/// to `GET /gateway` (many devices multiplexed over one connection). Every frame is one JSON text
+/// message whose `type` (server to client) or `op` (client to server) names its shape.
+public enum GatewayFrame {
+    /// The route of the single-device gateway.
+    public static let devicePath = "/device"
+    /// The route of the multiplexed gateway.
+    public static let multiplexPath = "/gateway"
+}
+
+/// A push as a device receives it: the provider's request body verbatim, plus what the push
+/// service knows of it.
+public struct PushFrame: Codable, Sendable, Equatable {
+    public var type: String = "push"
+    public var platform: Platform
+    public var token: String
+    /// The id the push service gave the push (`apns-id`, the FCM message id, `X-WNS-Msg-ID`).
+    public var id: String
+    /// When the push service accepted the push, in nanoseconds since the Unix epoch.
+    public var acceptedAt: Int64
+    /// `alert`/`background` for APNs, `data` for FCM, `wns/toast`/`wns/raw`/… for WNS.
+    public var pushType: String
+    /// The provider's request body, byte for byte as the backend sent it: UTF-8 text, or base64
+    /// when ``bodyEncoding`` is `base64` (a binary WNS raw push).
+    public var body: String
+    public var bodyEncoding: String?
+    /// True when the push was held while the device was offline and delivered on connect.
+    public var stored: Bool
+
+    public init(
+        platform: Platform,
+        token: String,
+        id: String,
+        acceptedAt: Int64,
+        pushType: String,
+        body: String,
+        bodyEncoding: String? = nil,
+        stored: Bool = false
+    ) {
+        self.platform = platform
+        self.token = token
+        self.id = id
+        self.acceptedAt = acceptedAt
+        self.pushType = pushType
+        self.body = body
+        self.bodyEncoding = bodyEncoding
+        self.stored = stored
+    }
+}
+
+/// A notice from the gateway about device state on a connection.
+public struct GatewayNotice: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable {
+        /// The devices are online on this connection; any stored push was sent before this notice.
+        case subscribed
+        /// The devices are offline on this connection, as the client asked.
+        case unsubscribed
+        /// The devices were taken offline by the service (forced disconnect, or another
+        /// connection took the token over).
+        case disconnected
+        /// The tokens are now answered `Unregistered` (the app was "uninstalled").
+        case unregistered
+        /// The client sent a frame the gateway could not act on; the connection stays open.
+        case error
+    }
+
+    public var type: Kind
+    public var devices: [DeviceAddress]
+    public var reason: String?
+
+    public init(type: Kind, devices: [DeviceAddress] = [], reason: String? = nil) {
+        self.type = type
+        self.devices = devices
+        self.reason = reason
+    }
+}
+
+/// A client's request on the gateway.
+///
+/// On `/device` the devices list may be omitted: it then means the connection's own device.
+public struct GatewayCommand: Codable, Sendable, Equatable {
+    public enum Operation: String, Codable, Sendable {
+        case subscribe
+        case unsubscribe
+        case unregister
+    }
+
+    public var op: Operation
+    public var devices: [DeviceAddress]?
+
+    public init(op: Operation, devices: [DeviceAddress]? = nil) {
+        self.op = op
+        self.devices = devices
+    }
+}
+
+/// Decodes only the discriminator of a server frame, to pick the shape to decode next.
+public struct GatewayFrameHeader: Decodable, Sendable {
+    public var type: String
+}

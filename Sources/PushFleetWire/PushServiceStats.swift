@@ -1,0 +1,29 @@
+/// Counters of the mock push service (`GET /admin/stats`), totals since start.
+public struct PushServiceStats: Codable, Sendable, Equatable {
+    /// Pushes answered with success.
+    public var accepted: Int = 0
+    /// Pushes written to an online device's connection (stored ones included).
+    public var delivered: Int = 0
+    /// Pushes held for an offline device.
+    public var stored: Int = 0
+    /// Held pushes delivered when their device came online.
+    public var storedDelivered: Int = 0
+    /// Held pushes replaced by a newer one for the same device (one is kept per device, as APNs does).
+    public var storedReplaced: Int = 0
+    /// Held pushes that expired before their device came online.
+    public var expired: Int = 0
+    /// Pushes for an offline device that asked not to be stored (`apns-expiration: 0`, WNS no-cache).
+    public var discardedOffline: Int = 0
+    /// Accepted pushes removed by the drop fault.
+    public var dropped: Int = 0
+    /// Rejected requests by reason (`BadDeviceToken`, `Unregistered`, `TooManyRequests`, …).
+    public var rejected: [String: Int] = [:]
+    /// Devices online now.
+    public var online: Int = 0
+    /// Gateway connections open now.
+    public var connections: Int = 0
+    /// Devices disconnected by the service (forced disconnect or takeover).
+    public var forcedDisconnects: Int = 0
+
+    public init() {}
+}

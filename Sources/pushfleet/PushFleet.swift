@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+
+/// The exit codes pushfleet documents.
+enum ExitStatus {
+    static let passed: Int32 = 0
+    static let failure: Int32 = 1
+    static let invalidInput: Int32 = 2
+    static let thresholdFailed: Int32 = 99
+}
+
+struct PushFleet: AsyncParsableCommand {
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "pushfleet",
+        abstract: "A simulated device fleet and load tester for push-notification backends.",
+        version: version,
+        subcommands: [Serve.self, HashPassword.self]
+    )
+}
+
+enum FileHandleOutput {
+    static func standardError(_ text: String) {
+        FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+    }
+
+    static func standardOutput(_ text: String) {
+        FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+    }
+}
+
+struct HashPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hash-password",
+        abstract: "Print a users-file line (user:sha256:SALT:HEX) for the reference backend's --users-file."
+    )
+
+    @Argument(help: "The user name.") var user: String
+    @Argument(help: "The password.") var password: String
+
+    func validate() throws {
+        guard !user.isEmpty, !user.contains(":") else { throw ValidationError("the user name must be non-empty and contain no ':'") }
+    }
+
+    func run() {
+        print(UserDirectoryLine.make(user: user, password: password))
+    }
+}
+
+/// Parses and runs the command line and maps the outcome to a documented exit code.
+///
+/// Lives outside top-level code, where `run()` on an `AsyncParsableCommand` existential resolves to
+/// the synchronous requirement.
+enum CommandRunner {
+    static func run(_ arguments: [String]? = nil) async -> Int32 {
+        do {
+            var command = try await PushFleet.asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            return ExitStatus.passed
+        } catch {
+            let code = PushFleet.exitCode(for: error)
+            let message = PushFleet.fullMessage(for: error)
+            if !message.isEmpty {
+                if code == .success {
+                    FileHandleOutput.standardOutput(message)
+                } else {
+                    FileHandleOutput.standardError(message)
+                }
+            }
+            // Documented exit codes: 2 for invalid input (ArgumentParser's own is 64).
+            return code == .validationFailure ? ExitStatus.invalidInput : code.rawValue
+        }
+    }
+}
