@@ -92,14 +92,15 @@ public struct EmbeddedSystem: Sendable {
             }
             // Either the body finishes, or the servers stop first (a bind failure): both end the run.
             defer { tasks.cancelAll() }
-            while let next = try await tasks.next() {
-                if let value = next {
-                    await group.triggerGracefulShutdown()
-                    return value
-                }
-                throw ServerStoppedError()
+            guard let value = try await tasks.next() ?? nil else { throw ServerStoppedError() }
+            await group.triggerGracefulShutdown()
+            // Give the servers a moment to close cleanly, then stop waiting.
+            tasks.addTask {
+                try await Task.sleep(for: .seconds(5))
+                return nil
             }
-            throw ServerStoppedError()
+            _ = try? await tasks.next()
+            return value
         }
     }
 

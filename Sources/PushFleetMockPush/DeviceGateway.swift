@@ -6,6 +6,7 @@ import Logging
 import NIOWebSocket
 import PushFleetServerSupport
 import PushFleetWire
+import ServiceLifecycle
 
 /// The device side of the mock push service: WebSocket connections that devices hold, as phones
 /// hold theirs to APNs or FCM.
@@ -71,8 +72,25 @@ struct DeviceGateway {
     ) async {
         let connection = service.openConnection(mode: mode)
         if case .single(let address) = mode {
+            // Held pushes go out first; the notice then confirms the device is online.
             service.attach([address], to: connection)
+            connection.send(service.encode(GatewayNotice(type: .subscribed, devices: [address])))
         }
+        // On shutdown the service closes every device connection, as a real service going away would.
+        await withGracefulShutdownHandler {
+            await pump(connection, inbound: inbound, outbound: outbound, logger: logger)
+        } onGracefulShutdown: {
+            connection.close(reason: "shutting down")
+        }
+        service.closeConnection(connection)
+    }
+
+    private func pump(
+        _ connection: GatewayConnection,
+        inbound: WebSocketInboundStream,
+        outbound: WebSocketOutboundWriter,
+        logger: Logger
+    ) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await message in connection.outbound {
@@ -102,7 +120,6 @@ struct DeviceGateway {
             await group.next()
             group.cancelAll()
         }
-        service.closeConnection(connection)
     }
 
     private func handle(_ message: WebSocketMessage, on connection: GatewayConnection) {

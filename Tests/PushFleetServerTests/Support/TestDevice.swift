@@ -1,0 +1,119 @@
+import Foundation
+import HummingbirdWSClient
+import Logging
+import PushFleetCore
+import PushFleetServerSupport
+import PushFleetWire
+import Synchronization
+
+/// A device (or a multiplexing client) holding a real WebSocket to the mock push service's
+/// gateway, recording every frame it receives.
+final class TestDevice: Sendable {
+    let address: DeviceAddress?
+    private let frames = Mutex<[String]>([])
+    private let isClosed = Mutex(false)
+    private let writer = Readiness<WebSocketOutboundWriter>()
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    private init(address: DeviceAddress?) {
+        self.address = address
+    }
+
+    static func randomToken(for platform: Platform) -> String {
+        switch platform {
+        case .apns: (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        case .fcm: "fcm-" + UUID().uuidString
+        case .wns, .mpns: "wns-" + UUID().uuidString
+        }
+    }
+
+    /// Connects one device on `/device` and waits until the gateway confirms it online.
+    static func connect(pushService: String, platform: Platform, token: String? = nil) async throws -> TestDevice {
+        let address = DeviceAddress(platform: platform, token: token ?? randomToken(for: platform))
+        let device = TestDevice(address: address)
+        let url = pushService.replacingOccurrences(of: "http://", with: "ws://")
+            + "/device?platform=\(platform.rawValue)&token=\(address.token)"
+        device.start(url: url)
+        try await device.waitFor(timeout: .seconds(10)) { $0.notices.contains { $0.type == .subscribed } }
+        return device
+    }
+
+    /// Opens a multiplexed gateway connection with no devices yet.
+    static func multiplexed(pushService: String) async throws -> TestDevice {
+        let device = TestDevice(address: nil)
+        device.start(url: pushService.replacingOccurrences(of: "http://", with: "ws://") + GatewayFrame.multiplexPath)
+        _ = try await device.writer.value()
+        return device
+    }
+
+    private func start(url: String) {
+        let task = Task { [self] in
+            do {
+                try await WebSocketClient.connect(url: url, logger: Logger(label: "test-device")) { inbound, outbound, _ in
+                    self.writer.succeed(outbound)
+                    for try await message in inbound.messages(maxSize: 16 * 1024 * 1024) {
+                        if case .text(let text) = message { self.frames.withLock { $0.append(text) } }
+                    }
+                }
+            } catch {
+                self.writer.fail(error)
+            }
+            self.isClosed.withLock { $0 = true }
+        }
+        self.task.withLock { $0 = task }
+    }
+
+    func send(_ command: GatewayCommand) async throws {
+        let text = String(decoding: try JSONEncoder().encode(command), as: UTF8.self)
+        try await writer.value().write(.text(text))
+    }
+
+    func sendRaw(_ text: String) async throws {
+        try await writer.value().write(.text(text))
+    }
+
+    var closed: Bool { isClosed.withLock { $0 } }
+    var rawFrames: [String] { frames.withLock { $0 } }
+
+    var pushes: [PushFrame] {
+        rawFrames.compactMap { text in
+            guard let header = try? JSONDecoder().decode(GatewayFrameHeader.self, from: Data(text.utf8)), header.type == "push" else {
+                return nil
+            }
+            return try? JSONDecoder().decode(PushFrame.self, from: Data(text.utf8))
+        }
+    }
+
+    var notices: [GatewayNotice] {
+        rawFrames.compactMap { text in
+            guard let header = try? JSONDecoder().decode(GatewayFrameHeader.self, from: Data(text.utf8)), header.type != "push" else {
+                return nil
+            }
+            return try? JSONDecoder().decode(GatewayNotice.self, from: Data(text.utf8))
+        }
+    }
+
+    struct Timeout: Error, CustomStringConvertible {
+        var frames: [String]
+        var description: String { "condition not met in time; frames so far: \(frames)" }
+    }
+
+    /// Polls until `condition` holds; polling keeps the device free of per-test plumbing.
+    func waitFor(timeout: Duration = .seconds(5), _ condition: (TestDevice) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(self) {
+            guard ContinuousClock.now < deadline else { throw Timeout(frames: rawFrames) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    func waitForPushes(_ count: Int, timeout: Duration = .seconds(5)) async throws -> [PushFrame] {
+        try await waitFor(timeout: timeout) { $0.pushes.count >= count }
+        return pushes
+    }
+
+    func close() {
+        task.withLock { $0?.cancel() }
+    }
+
+}

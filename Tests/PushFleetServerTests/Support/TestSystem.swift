@@ -1,0 +1,128 @@
+import Foundation
+import Logging
+import NIOHTTP1
+import PushFleetBackend
+import PushFleetEmbedded
+import PushFleetMockPush
+import PushFleetWire
+
+/// The embedded backend and push service on ephemeral loopback ports, for one test.
+struct TestSystem: Sendable {
+    let backend: String
+    let pushService: String
+    let pushServiceHTTP2: String?
+
+    static func run<T: Sendable>(
+        _ configuration: EmbeddedSystem.Configuration = .init(),
+        _ body: @escaping @Sendable (TestSystem) async throws -> T
+    ) async throws -> T {
+        var logger = Logger(label: "test-system")
+        logger.logLevel = .warning
+        return try await EmbeddedSystem.withRunning(configuration, logger: logger) { _, endpoints in
+            try await body(
+                TestSystem(backend: endpoints.backend, pushService: endpoints.pushService, pushServiceHTTP2: endpoints.pushServiceHTTP2)
+            )
+        }
+    }
+
+    // MARK: Backend calls, as the seed's client makes them
+
+    /// `POST /api/register?handle=` then `PUT /api/register/{id}`; returns the id.
+    func register(
+        _ user: String,
+        platform: Platform,
+        handle: String,
+        tags: [String] = [],
+        auth: TestAuth? = nil
+    ) async throws -> String {
+        let id = try await createRegistrationID(user, handle: handle, auth: auth)
+        let put = try await updateRegistration(id, user, platform: platform.rawValue, handle: handle, tags: tags, auth: auth)
+        guard put.status == 200 else { throw UnexpectedStatus(call: "PUT register", response: put) }
+        return id
+    }
+
+    func createRegistrationID(_ user: String, handle: String?, auth: TestAuth? = nil) async throws -> String {
+        let query = handle.map { "?handle=\($0)" } ?? ""
+        let response = try await TestHTTP.request(.POST, "\(backend)/api/register\(query)", auth: auth ?? .user(user))
+        guard response.status == 200 else { throw UnexpectedStatus(call: "POST register", response: response) }
+        return try response.json(String.self)
+    }
+
+    func updateRegistration(
+        _ id: String,
+        _ user: String,
+        platform: String,
+        handle: String,
+        tags: [String] = [],
+        auth: TestAuth? = nil
+    ) async throws -> TestResponse {
+        try await TestHTTP.request(
+            .PUT, "\(backend)/api/register/\(id)", auth: auth ?? .user(user),
+            json: DeviceRegistration(platform: platform, handle: handle, tags: tags)
+        )
+    }
+
+    /// Connects a device to the gateway and registers it for `user`.
+    func device(_ user: String, _ platform: Platform) async throws -> TestDevice {
+        let device = try await TestDevice.connect(pushService: pushService, platform: platform)
+        _ = try await register(user, platform: platform, handle: device.address!.token)
+        return device
+    }
+
+    func sendPlain(from user: String, to recipient: String, pns: String, message: String) async throws -> TestResponse {
+        try await TestHTTP.request(
+            .POST, "\(backend)/api/notifications?pns=\(pns)&to_tag=\(recipient)", auth: .user(user), json: message
+        )
+    }
+
+    func sendSecure(from user: String, to recipient: String, payload: String) async throws -> TestResponse {
+        try await TestHTTP.request(.POST, "\(backend)/api/notifications/secure?to_tag=\(recipient)", auth: .user(user), json: payload)
+    }
+
+    func fetch(_ id: String, as user: String) async throws -> TestResponse {
+        try await TestHTTP.request(.GET, "\(backend)/api/notifications/\(id)", auth: .user(user))
+    }
+
+    // MARK: Push service admin
+
+    func setFaults(_ faults: FaultSettings) async throws {
+        let response = try await TestHTTP.request(.PUT, "\(pushService)/admin/faults", json: faults)
+        guard response.status == 200 else { throw UnexpectedStatus(call: "PUT faults", response: response) }
+    }
+
+    func pushStats() async throws -> PushServiceStats {
+        try await TestHTTP.request(.GET, "\(pushService)/admin/stats").json(PushServiceStats.self)
+    }
+
+    func backendStats() async throws -> BackendStats {
+        try await TestHTTP.request(.GET, "\(backend)/stats").json(BackendStats.self)
+    }
+
+    /// A provider request straight to the push service's APNs endpoint.
+    func apnsPush(
+        token: String,
+        body: String = #"{"aps":{"alert":"hi"}}"#,
+        headers: [(String, String)] = [],
+        base: String? = nil
+    ) async throws -> TestResponse {
+        let defaults = [("authorization", "bearer test"), ("apns-topic", "com.example.app")]
+        let names = Set(headers.map { $0.0.lowercased() })
+        return try await TestHTTP.request(
+            .POST, "\(base ?? pushService)/3/device/\(token)", body: Data(body.utf8),
+            headers: defaults.filter { !names.contains($0.0) } + headers
+        )
+    }
+}
+
+struct UnexpectedStatus: Error, CustomStringConvertible {
+    var call: String
+    var response: TestResponse
+    var description: String { "\(call) answered \(response.status): \(response.text)" }
+}
+
+extension PushFrame {
+    /// The provider body parsed as a JSON object.
+    var json: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+    }
+}
