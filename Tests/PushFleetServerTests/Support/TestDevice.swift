@@ -49,7 +49,9 @@ final class TestDevice: Sendable {
     private func start(url: String) {
         let task = Task { [self] in
             do {
-                try await WebSocketClient.connect(url: url, logger: Logger(label: "test-device")) { inbound, outbound, _ in
+                try await WebSocketClient.connect(
+                    url: url, configuration: .init(maxFrameSize: 16 * 1024 * 1024), logger: Logger(label: "test-device")
+                ) { inbound, outbound, _ in
                     self.writer.succeed(outbound)
                     for try await message in inbound.messages(maxSize: 16 * 1024 * 1024) {
                         if case .text(let text) = message { self.frames.withLock { $0.append(text) } }
