@@ -1,0 +1,97 @@
+import Foundation
+import NIOHTTP1
+import PushFleetWire
+import Testing
+
+/// Every endpoint answers bad input with a 4xx, and the servers keep serving.
+@Suite("Malformed input")
+struct MalformedInputTests {
+    struct Case: CustomStringConvertible {
+        var method: HTTPMethod
+        var path: String
+        var body: Data?
+        var headers: [(String, String)] = []
+        var auth: TestAuth? = .user("alice")
+        var description: String { "\(method) \(path)" }
+    }
+
+    static func json(_ text: String) -> Data { Data(text.utf8) }
+
+    static let backendCases: [Case] = [
+        Case(method: .PUT, path: "/api/register/x", body: json("{")),
+        Case(method: .PUT, path: "/api/register/x", body: json(#"{"Platform":1,"Handle":"h"}"#)),
+        Case(method: .PUT, path: "/api/register/x", body: json(#"{"Platform":"apns"}"#)),
+        Case(method: .PUT, path: "/api/register/x", body: json(#"{"Platform":"blackberry","Handle":"h"}"#)),
+        Case(method: .PUT, path: "/api/register/x", body: json(#"{"Platform":"apns","Handle":""}"#)),
+        Case(method: .PUT, path: "/api/register/x", body: json(#"{"Platform":"apns","Handle":"a b"}"#)),
+        Case(method: .PUT, path: "/api/register/x", body: json(#"{"Platform":"apns","Handle":"h","Tags":"t"}"#)),
+        Case(method: .PUT, path: "/api/register/x", body: json(#"{"Platform":"apns","Handle":"h","Tags":["bad tag"]}"#)),
+        Case(method: .PUT, path: "/api/register/x", body: json(#"{"Platform":"apns","Handle":"h","Tags":["\#(String(repeating: "t", count: 121))"]}"#)),
+        Case(
+            method: .PUT, path: "/api/register/x",
+            body: json(#"{"Platform":"apns","Handle":"h","Tags":[\#((0..<61).map { "\"t\($0)\"" }.joined(separator: ","))]}"#)
+        ),
+        Case(method: .PUT, path: "/api/register/x", body: Data(repeating: 32, count: 70_000)),
+        Case(method: .POST, path: "/api/register?handle=\(String(repeating: "h", count: 2000))"),
+        Case(method: .POST, path: "/api/notifications?pns=apns", body: json(#""hi""#)),
+        Case(method: .POST, path: "/api/notifications?to_tag=bob", body: json(#""hi""#)),
+        Case(method: .POST, path: "/api/notifications?pns=carrier-pigeon&to_tag=bob", body: json(#""hi""#)),
+        Case(method: .POST, path: "/api/notifications?pns=mpns&to_tag=bob", body: json(#""hi""#)),
+        Case(method: .POST, path: "/api/notifications?pns=apns&to_tag=bob", body: json(#"{"message":"hi"}"#)),
+        Case(method: .POST, path: "/api/notifications?pns=apns&to_tag=bob", body: json(#""\#(String(repeating: "m", count: 3000))""#)),
+        Case(method: .POST, path: "/api/notifications?pns=apns&to_tag=b%20b", body: json(#""hi""#)),
+        Case(method: .POST, path: "/api/notifications/secure?to_tag=bob", body: json("42")),
+        Case(method: .POST, path: "/api/notifications/rich?to_tag=bob", body: json(#"{"image":"x"}"#)),
+        Case(method: .POST, path: "/api/notifications/rich?to_tag=bob", body: json(#"{"message":"m","image":"!!"}"#)),
+        Case(method: .POST, path: "/api/notifications/rich?to_tag=bob", body: json(#"{"message":"m","contentType":"text/html"}"#)),
+        Case(method: .GET, path: "/api/notifications/unknown"),
+        Case(method: .GET, path: "/api/nothing-here"),
+        Case(method: .PATCH, path: "/api/register/x", body: json("{}")),
+    ]
+
+    static let pushCases: [Case] = [
+        Case(method: .PUT, path: "/admin/faults", body: json("{"), auth: nil),
+        Case(method: .PUT, path: "/admin/faults", body: json(#"{"latency":{"kind":"uniform","minMs":5,"maxMs":1}}"#), auth: nil),
+        Case(method: .PUT, path: "/admin/faults", body: json(#"{"latency":{"kind":"gaussian"}}"#), auth: nil),
+        Case(method: .POST, path: "/admin/disconnect", body: json(#"{"ratio":-1}"#), auth: nil),
+        Case(method: .GET, path: "/device?platform=apns", auth: nil),
+        Case(method: .GET, path: "/device?platform=sms&token=abcd", auth: nil),
+        Case(method: .GET, path: "/3/device/abcd", auth: nil),
+        Case(method: .POST, path: "/v1/projects/p/messages:send", body: json("[]"), headers: [("authorization", "Bearer t")], auth: nil),
+        Case(method: .POST, path: "/wns/a*b", body: json("x"), headers: [("authorization", "Bearer t"), ("X-WNS-Type", "wns/raw")], auth: nil),
+        Case(method: .GET, path: "/nowhere", auth: nil),
+    ]
+
+    @Test("bad requests to the backend get a 4xx", arguments: backendCases)
+    func backend(_ item: Case) async throws {
+        try await check(item, toBackend: true)
+    }
+
+    @Test("bad requests to the push service get a 4xx", arguments: pushCases)
+    func pushService(_ item: Case) async throws {
+        try await check(item, toBackend: false)
+    }
+
+    private func check(_ item: Case, toBackend: Bool) async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let response = try await TestHTTP.request(
+                item.method, (toBackend ? system.backend : system.pushService) + item.path, auth: item.auth, body: item.body, headers: item.headers
+            )
+            #expect((400..<500).contains(response.status), "\(item) answered \(response.status): \(response.text)")
+            #expect(try await TestHTTP.request(.GET, system.backend + "/health").status == 200)
+            #expect(try await TestHTTP.request(.GET, system.pushService + "/health").status == 200)
+        }
+    }
+
+    @Test("raw garbage on the sockets does not stop either server")
+    func garbage() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            for base in [system.backend, system.pushService] {
+                let port = Int(base.split(separator: ":").last!)!
+                try RawSocket.send("GARBAGE \u{01}\u{02}\r\n\r\n", port: port)
+                try RawSocket.send("POST /api/register HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", port: port)
+                #expect(try await TestHTTP.request(.GET, base + "/health").status == 200)
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import PushFleetCore
+import PushFleetServerSupport
+import PushFleetWire
+import Testing
+
+@testable import PushFleetBackend
+@testable import PushFleetMockPush
+
+@Suite("Units")
+struct UnitTests {
+    @Test("registration store: tag index, expiry, owner checks, feedback")
+    func registrationStore() {
+        let store = RegistrationStore(ttl: .seconds(10))
+        let second: Int64 = 1_000_000_000
+        let a = store.create(owner: "bob", handle: nil, now: 0)
+        #expect(store.update(id: a, owner: "bob", platform: .apns, handle: "h1", tags: ["username:bob"], now: 0) == .updated)
+        #expect(store.update(id: a, owner: "eve", platform: .apns, handle: "h1", tags: ["username:eve"], now: 0) == .notOwner)
+        let b = store.create(owner: "bob", handle: nil, now: 0)
+        // Incomplete registrations (no PUT yet) are not targets.
+        #expect(store.targets(tag: "username:bob", platform: nil, now: 1).map(\.id) == [a])
+        #expect(store.update(id: b, owner: "bob", platform: .fcm, handle: "h2", tags: ["username:bob"], now: 5 * second) == .updated)
+        #expect(Set(store.targets(tag: "username:bob", platform: nil, now: 6 * second).map(\.id)) == [a, b])
+        #expect(store.targets(tag: "username:bob", platform: .fcm, now: 6 * second).map(\.id) == [b])
+        // a expires at 10 s; b was refreshed at 5 s.
+        #expect(store.targets(tag: "username:bob", platform: nil, now: 11 * second).map(\.id) == [b])
+        #expect(store.update(id: a, owner: "bob", platform: .apns, handle: "h1", tags: [], now: 11 * second) == .gone)
+        // Feedback for a handle the registration no longer has is ignored.
+        #expect(!store.removeDead(id: b, handle: "h-old"))
+        #expect(store.removeDead(id: b, handle: "h2"))
+        #expect(store.targets(tag: "username:bob", platform: nil, now: 11 * second).isEmpty)
+        #expect(store.count == 0)
+    }
+
+    @Test("notification store: only the recipient reads, and reading marks read")
+    func notificationStore() {
+        let store = NotificationStore(ttl: .seconds(1))
+        let note = store.create(sender: "alice", recipient: "bob", content: .secure(payload: "p"), now: 0)
+        #expect(store.read(id: note.id, reader: "alice", now: 1) == nil)
+        #expect(store.read(id: note.id, reader: "bob", now: 1)?.read == false)
+        #expect(store.read(id: note.id, reader: "bob", now: 2)?.read == true)
+        #expect(store.read(id: note.id, reader: "bob", now: 2_000_000_000) == nil)
+    }
+
+    @Test("tokens: issued ones verify; tampered, foreign-key and expired ones do not")
+    func tokenSigner() throws {
+        let signer = TokenSigner(secret: Data(repeating: 1, count: 32), lifetime: .seconds(60))
+        let token = signer.issue(user: "bob", now: 1000)
+        #expect(try signer.verify(token, now: 1059) == "bob")
+        #expect(throws: TokenSigner.VerifyError.expired) { try signer.verify(token, now: 1060) }
+        let other = TokenSigner(secret: Data(repeating: 2, count: 32), lifetime: .seconds(60))
+        #expect(throws: TokenSigner.VerifyError.badSignature) { try other.verify(token, now: 1000) }
+        #expect(throws: TokenSigner.VerifyError.malformed) { try signer.verify("a.b", now: 1000) }
+        var tampered = Array(token)
+        tampered[tampered.count / 2] = tampered[tampered.count / 2] == "A" ? "B" : "A"
+        #expect(throws: (any Error).self) { try signer.verify(String(tampered), now: 1000) }
+    }
+
+    @Test("credentials parsing")
+    func credentials() throws {
+        let basic = "Basic " + Data("bob:p:w".utf8).base64EncodedString()
+        #expect(try Credentials(header: basic) == .basic(user: "bob", password: "p:w"))
+        #expect(try Credentials(header: "bearer abc") == .bearer("abc"))
+        #expect(throws: Credentials.ParseError.missing) { try Credentials(header: nil) }
+        #expect(throws: Credentials.ParseError.malformedBasic) { try Credentials(header: "Basic ???") }
+        #expect(throws: Credentials.ParseError.unsupportedScheme) { try Credentials(header: "Token x") }
+    }
+
+    @Test("fault draws: seeded, within bounds, with the asked-for shares")
+    func faultInjector() {
+        let settings = FaultSettings(drop: 0.2, throttle: 0.1, latency: .uniform(minMs: 5, maxMs: 15), seed: 7)
+        let a = FaultInjector(settings: settings)
+        let b = FaultInjector(settings: settings)
+        var drops = 0
+        var throttles = 0
+        for index in 0..<10_000 {
+            let x = a.decide(token: "t\(index)")
+            let y = b.decide(token: "t\(index)")
+            #expect(x.dropped == y.dropped && x.delay == y.delay)
+            #expect(x.delay >= .milliseconds(5) && x.delay <= .milliseconds(15))
+            if x.dropped { drops += 1 }
+            if x.throttled { throttles += 1 }
+        }
+        #expect((1800...2200).contains(drops))
+        #expect((850...1150).contains(throttles))
+
+        let normal = FaultInjector(settings: FaultSettings(latency: .normal(meanMs: 50, stddevMs: 10), seed: 3))
+        let samples = (0..<5000).map { _ in normal.decide(token: "x").delay.seconds * 1000 }
+        let mean = samples.reduce(0, +) / Double(samples.count)
+        let sd = (samples.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(samples.count)).squareRoot()
+        #expect(abs(mean - 50) < 1 && abs(sd - 10) < 1)
+
+        let ratio = FaultInjector(settings: FaultSettings(unregisteredRatio: 0.3, seed: 9))
+        let unregistered = (0..<10_000).filter { ratio.decide(token: "token-\($0)").unregistered }.count
+        #expect((2700...3300).contains(unregistered))
+        // A token's fate is stable across pushes.
+        #expect(ratio.decide(token: "token-1").unregistered == ratio.decide(token: "token-1").unregistered)
+        #expect(FaultSettings(drop: 1.5, latency: .fixed(ms: -1)).problems().count == 2)
+    }
+
+    @Test("durations and listen addresses parse as documented")
+    func parsing() throws {
+        #expect(try DurationText.parse("250ms") == .milliseconds(250))
+        #expect(try DurationText.parse("1.5s") == .milliseconds(1500))
+        #expect(try DurationText.parse("2m") == .seconds(120))
+        #expect(try DurationText.parse("24h") == .seconds(86_400))
+        #expect(try DurationText.parse("30") == .seconds(30))
+        #expect(throws: DurationText.ParseError.self) { try DurationText.parse("fast") }
+        #expect(throws: DurationText.ParseError.self) { try DurationText.parse("-1s") }
+        #expect(DurationText.format(.milliseconds(250)) == "250ms")
+        #expect(DurationText.format(.seconds(120)) == "2m")
+        #expect(try ListenAddress(parsing: "[::1]:8080") == ListenAddress(host: "::1", port: 8080))
+        #expect(try ListenAddress(parsing: ":0") == ListenAddress(host: "127.0.0.1", port: 0))
+        #expect(try ListenAddress(parsing: "[::1]:80").httpURL == "http://[::1]:80")
+        #expect(throws: ListenAddress.ParseError.self) { try ListenAddress(parsing: "localhost") }
+        #expect(throws: ListenAddress.ParseError.self) { try ListenAddress(parsing: "host:99999") }
+    }
+
+    @Test("native payloads are valid JSON and XML whatever the message holds")
+    func nativePayloads() throws {
+        let message = #"quote " backslash \ newline \#n <tag> & 'apos'"#
+        let apns = try #require(NativeNotification.alert(platform: .apns, from: "a", message: message))
+        let data = try JSONEncoder().encode(apns.body)
+        let decoded = try JSONSerialization.jsonObject(with: data) as? [String: [String: String]]
+        #expect(decoded?["aps"]?["alert"] == "From a: " + message)
+        let wns = try #require(NativeNotification.alert(platform: .wns, from: "a", message: message))
+        #expect(wns.text?.contains("&lt;tag&gt; &amp; &apos;apos&apos;") == true)
+        #expect(NativeNotification.alert(platform: .mpns, from: "a", message: "m") == nil)
+        #expect(throws: (any Error).self) { try PushSender.channelURL("http://evil.example/wns/x", base: "http://127.0.0.1:1") }
+        #expect(try PushSender.channelURL("http://127.0.0.1:1/wns/x", base: "http://127.0.0.1:1") == "http://127.0.0.1:1/wns/x")
+    }
+}
