@@ -26,12 +26,48 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // Wire formats shared by the backend, the mock push service and the device clients.
         .target(name: "PushFleetWire", swiftSettings: swiftSettings),
         // Pure domain: no I/O, no clocks read except through WallClock, no networking.
         .target(name: "PushFleetCore", swiftSettings: swiftSettings),
+        // Scenario files: YAML text to a validated Scenario, with positioned errors.
+        .target(
+            name: "PushFleetScenario",
+            dependencies: ["PushFleetCore", .product(name: "Yams", package: "Yams")],
+            swiftSettings: swiftSettings
+        ),
+        // The fleet: virtual devices, senders, the push channels, the ledger and the metrics.
+        .target(
+            name: "PushFleetRunner",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetWire",
+                "PushFleetEmbedded",
+                "PushFleetBackend",
+                "PushFleetMockPush",
+                "PushFleetServerSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Report files from a run's result: no I/O of its own, the CLI writes the bytes.
+        .target(
+            name: "PushFleetReport",
+            dependencies: ["PushFleetCore", "PushFleetRunner"],
+            swiftSettings: swiftSettings
+        ),
         // Small pieces both servers need on top of Hummingbird.
         .target(
             name: "PushFleetServerSupport",
@@ -92,6 +128,9 @@ let package = Package(
             name: "pushfleet",
             dependencies: [
                 "PushFleetCore",
+                "PushFleetScenario",
+                "PushFleetRunner",
+                "PushFleetReport",
                 "PushFleetServerSupport",
                 "PushFleetEmbedded",
                 "PushFleetBackend",
@@ -106,6 +145,9 @@ let package = Package(
         .testTarget(
             name: "PushFleetServerTests",
             dependencies: [
+                "PushFleetScenario",
+                "PushFleetRunner",
+                "PushFleetReport",
                 "PushFleetEmbedded",
                 "PushFleetBackend",
                 "PushFleetMockPush",

@@ -105,6 +105,7 @@ public struct EmbeddedSystem: Sendable {
     }
 
     public struct ServerStoppedError: Error, CustomStringConvertible {
+        public init() {}
         public var description: String { "the embedded servers stopped before the work was done" }
     }
 }

@@ -1,0 +1,99 @@
+/// The fleet a scenario describes, generated deterministically from its seed: the same scenario
+/// gives the same users, devices, tokens, platforms, arrival times and probes.
+public struct FleetPlan: Sendable {
+    public struct Device: Sendable, Equatable {
+        public var index: Int
+        public var user: Int
+        public var platform: Scenario.PlatformName
+        public var token: String
+        /// Intended arrival, in nanoseconds from the start of the run.
+        public var arrival: Int64
+        /// This device also probes for leaks.
+        public var probe: Bool
+    }
+
+    public var users: Int
+    public var devices: [Device]
+    public var devicesOfUser: [[Int]]
+
+    public init(scenario: Scenario) {
+        var rng = SplitMix64(seed: scenario.seed ^ 0xF1EE7)
+        let fleet = scenario.fleet
+        let platforms = fleet.platforms.sorted { $0.key < $1.key }
+        let totalWeight = platforms.reduce(0) { $0 + $1.value }
+        var devices: [Device] = []
+        var devicesOfUser = Array(repeating: [Int](), count: fleet.users)
+        for user in 0..<fleet.users {
+            let count: Int
+            switch fleet.devicesPerUser {
+            case .fixed(let n): count = n
+            case .uniform(let low, let high): count = low + Int(rng.next() % UInt64(high - low + 1))
+            }
+            for _ in 0..<count {
+                var pick = rng.nextUnit() * totalWeight
+                var platform = platforms.last!.key
+                for (name, weight) in platforms {
+                    if pick < weight {
+                        platform = name
+                        break
+                    }
+                    pick -= weight
+                }
+                let index = devices.count
+                devicesOfUser[user].append(index)
+                devices.append(
+                    Device(
+                        index: index, user: user, platform: platform, token: Self.token(platform: platform, rng: &rng), arrival: 0,
+                        probe: scenario.leakProbeShare > 0 && rng.nextUnit() < scenario.leakProbeShare
+                    )
+                )
+            }
+        }
+        if let arrival = fleet.arrival {
+            let instants = Self.arrivals(arrival, count: devices.count)
+            for index in devices.indices { devices[index].arrival = instants[index] }
+        }
+        self.users = fleet.users
+        self.devices = devices
+        self.devicesOfUser = devicesOfUser
+    }
+
+    /// Arrival instants for `count` devices; past the profile's end the last rate goes on.
+    static func arrivals(_ profile: LoadProfile, count: Int) -> [Int64] {
+        var instants = profile.instants(limit: count)
+        let rate = profile.stages.last?.target.perSecond ?? profile.startRate.perSecond
+        let end = instants.last ?? 0
+        let base = max(end, profile.totalDuration.nanoseconds)
+        var k = 1.0
+        while instants.count < count {
+            instants.append(rate > 0 ? base + Int64(k / rate * 1e9) : base)
+            k += 1
+        }
+        return instants
+    }
+
+    /// Tokens shaped like each platform's: 64 hex digits for APNs, FCM-like and WNS channel ids.
+    static func token(platform: Scenario.PlatformName, rng: inout SplitMix64) -> String {
+        switch platform {
+        case .apns:
+            return (0..<4).map { _ in
+                let hex = String(rng.next(), radix: 16)
+                return String(repeating: "0", count: 16 - hex.count) + hex
+            }.joined()
+        case .fcm:
+            return "fcm_" + String(rng.next(), radix: 36) + String(rng.next(), radix: 36)
+        case .wns:
+            return "wns-" + String(rng.next(), radix: 36) + String(rng.next(), radix: 36)
+        }
+    }
+}
+
+/// How users are named in a fleet: `user1` … `userN`.
+public enum FleetNames {
+    public static func user(_ index: Int) -> String { "user\(index + 1)" }
+
+    public static func userIndex(_ name: String, users: Int) -> Int? {
+        guard name.hasPrefix("user"), let number = Int(name.dropFirst(4)), (1...users).contains(number) else { return nil }
+        return number - 1
+    }
+}

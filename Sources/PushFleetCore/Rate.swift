@@ -1,0 +1,111 @@
+import Foundation
+
+/// An event rate: `200/s`, `12000/m`, `5/h`, or a bare number per second.
+public struct Rate: Sendable, Equatable, Codable, CustomStringConvertible {
+    public var perSecond: Double
+
+    public init(perSecond: Double) {
+        self.perSecond = perSecond
+    }
+
+    public struct ParseError: Error, Equatable, CustomStringConvertible {
+        public let text: String
+        public var description: String { "'\(text)' is not a rate; write e.g. 200/s, 12000/m or 5/h" }
+    }
+
+    public init(parsing text: String) throws(ParseError) {
+        let parts = text.split(separator: "/", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let count = Double(parts[0]), count.isFinite, count >= 0 else { throw ParseError(text: text) }
+        let divisor: Double
+        switch parts.count == 2 ? parts[1] : "s" {
+        case "s", "sec", "second": divisor = 1
+        case "m", "min", "minute": divisor = 60
+        case "h", "hour": divisor = 3600
+        default: throw ParseError(text: text)
+        }
+        self.init(perSecond: count / divisor)
+    }
+
+    public var description: String {
+        perSecond == perSecond.rounded() ? "\(Int(perSecond))/s" : "\(perSecond)/s"
+    }
+}
+
+/// One stretch of an open-model load profile: the rate moves linearly to `target` over `duration`.
+public struct Stage: Sendable, Equatable, Codable {
+    public var duration: Duration
+    public var target: Rate
+
+    public init(duration: Duration, target: Rate) {
+        self.duration = duration
+        self.target = target
+    }
+}
+
+/// An open-model schedule: when each event should start, whatever the target does.
+///
+/// The rate is piecewise linear: it starts at `startRate` and moves through the stages. The k-th
+/// event is due when the integral of the rate reaches k, so a ramp produces events at exactly
+/// the intended density, and a stalled target cannot slow the schedule down.
+public struct LoadProfile: Sendable, Equatable, Codable {
+    public var startRate: Rate
+    public var stages: [Stage]
+
+    public init(startRate: Rate = .init(perSecond: 0), stages: [Stage]) {
+        self.startRate = startRate
+        self.stages = stages
+    }
+
+    /// A constant rate for a duration.
+    public static func constant(_ rate: Rate, for duration: Duration) -> LoadProfile {
+        LoadProfile(startRate: rate, stages: [Stage(duration: duration, target: rate)])
+    }
+
+    public var totalDuration: Duration {
+        stages.reduce(.zero) { $0 + $1.duration }
+    }
+
+    /// The expected number of events over the whole profile.
+    public var expectedCount: Double {
+        var previous = startRate.perSecond
+        var total = 0.0
+        for stage in stages {
+            total += (previous + stage.target.perSecond) / 2 * stage.duration.seconds
+            previous = stage.target.perSecond
+        }
+        return total
+    }
+
+    /// Intended start offsets (nanoseconds from the profile's start) of up to `limit` events.
+    public func instants(limit: Int = .max) -> [Int64] {
+        var result: [Int64] = []
+        var stageStart = 0.0
+        var previous = startRate.perSecond
+        var k = 1.0
+        var before = 0.0  // events due before this stage
+        for stage in stages {
+            let d = stage.duration.seconds
+            let r0 = previous
+            let r1 = stage.target.perSecond
+            let inStage = (r0 + r1) / 2 * d
+            while k <= before + inStage + 1e-9, result.count < limit {
+                let n = k - before
+                let t: Double
+                let slope = (r1 - r0) / d
+                if abs(slope) < 1e-12 {
+                    t = r0 > 0 ? n / r0 : d
+                } else {
+                    // n = r0 t + slope t² / 2, the root within [0, d].
+                    let discriminant = max(0, r0 * r0 + 2 * slope * n)
+                    t = (-r0 + discriminant.squareRoot()) / slope
+                }
+                result.append(Int64(((stageStart + min(max(t, 0), d)) * 1e9).rounded()))
+                k += 1
+            }
+            before += inStage
+            stageStart += d
+            previous = r1
+        }
+        return result
+    }
+}

@@ -1,0 +1,261 @@
+/// A validated scenario: everything one run does. Built by the Scenario module from YAML; the
+/// schema is documented key by key in docs/scenarios.md.
+public struct Scenario: Sendable, Equatable {
+    public var name: String
+    public var seed: UInt64
+    public var target: Target
+    public var auth: AuthMode
+    public var fleet: Fleet
+    public var lifecycle: Set<LifecycleStep>
+    public var timeouts: Timeouts
+    public var traffic: [Traffic]
+    /// A push received this long after its send started counts as late, not delivered.
+    public var deadline: Duration
+    /// How long after the last send the run keeps listening for late pushes before calling the
+    /// rest lost.
+    public var grace: Duration
+    /// Share of devices that also probe for leaks.
+    public var leakProbeShare: Double
+    public var thresholds: [Threshold]
+    public var faults: [FaultStep]
+    public var embedded: EmbeddedOptions
+
+    public init(
+        name: String,
+        seed: UInt64 = 1,
+        target: Target = .embedded,
+        auth: AuthMode = .basic,
+        fleet: Fleet,
+        lifecycle: Set<LifecycleStep> = Set(LifecycleStep.allCases),
+        timeouts: Timeouts = .init(),
+        traffic: [Traffic] = [],
+        deadline: Duration = .seconds(5),
+        grace: Duration = .seconds(2),
+        leakProbeShare: Double = 0,
+        thresholds: [Threshold] = [],
+        faults: [FaultStep] = [],
+        embedded: EmbeddedOptions = .init()
+    ) {
+        self.name = name
+        self.seed = seed
+        self.target = target
+        self.auth = auth
+        self.fleet = fleet
+        self.lifecycle = lifecycle
+        self.timeouts = timeouts
+        self.traffic = traffic
+        self.deadline = deadline
+        self.grace = grace
+        self.leakProbeShare = leakProbeShare
+        self.thresholds = thresholds
+        self.faults = faults
+        self.embedded = embedded
+    }
+
+    public enum Target: Sendable, Equatable {
+        /// Start the reference backend and the mock push service in-process.
+        case embedded
+        /// An external backend; the push service is external too, or embedded and listening
+        /// where the external backend was told to send.
+        case external(backend: String, pushService: PushServiceTarget)
+    }
+
+    public enum PushServiceTarget: Sendable, Equatable {
+        case url(String)
+        case embedded(listen: String)
+    }
+
+    public enum AuthMode: String, Sendable, Equatable, CaseIterable {
+        /// Basic credentials on every call (the seed's way); login costs no request.
+        case basic
+        /// `POST /api/login` once per device, then Bearer; a 401 triggers one re-login.
+        case token
+    }
+
+    public enum LifecycleStep: String, Sendable, Equatable, CaseIterable, Comparable {
+        case login, register, connect, receive, fetchSecure = "fetch_secure", fetchRich = "fetch_rich"
+
+        public static func < (a: Self, b: Self) -> Bool {
+            allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+        }
+    }
+
+    public struct Timeouts: Sendable, Equatable {
+        public var login: Duration = .seconds(10)
+        public var register: Duration = .seconds(10)
+        public var connect: Duration = .seconds(10)
+        public var send: Duration = .seconds(10)
+        public var fetch: Duration = .seconds(10)
+
+        public init() {}
+    }
+
+    public struct Fleet: Sendable, Equatable {
+        public var users: Int
+        public var devicesPerUser: DeviceCount
+        /// Platform weights; shares are weight / sum.
+        public var platforms: [PlatformName: Double]
+        /// Device arrivals; nil means all at once.
+        public var arrival: LoadProfile?
+        public var pushChannel: PushChannel
+        public var http: HTTPMode
+        /// Connections of the shared HTTP pool.
+        public var connections: Int
+        /// Share of devices that unregister and disconnect before traffic ends.
+        public var departure: Departure?
+
+        public init(
+            users: Int,
+            devicesPerUser: DeviceCount = .fixed(1),
+            platforms: [PlatformName: Double] = [.apns: 1],
+            arrival: LoadProfile? = nil,
+            pushChannel: PushChannel = .perDevice,
+            http: HTTPMode = .pooled,
+            connections: Int = 64,
+            departure: Departure? = nil
+        ) {
+            self.users = users
+            self.devicesPerUser = devicesPerUser
+            self.platforms = platforms
+            self.arrival = arrival
+            self.pushChannel = pushChannel
+            self.http = http
+            self.connections = connections
+            self.departure = departure
+        }
+    }
+
+    public struct Departure: Sendable, Equatable {
+        public var share: Double
+        /// When, from the start of traffic.
+        public var at: Duration
+
+        public init(share: Double, at: Duration) {
+            self.share = share
+            self.at = at
+        }
+    }
+
+    public enum DeviceCount: Sendable, Equatable {
+        case fixed(Int)
+        /// Uniform between the bounds, inclusive.
+        case uniform(min: Int, max: Int)
+
+        public var maximum: Int {
+            switch self {
+            case .fixed(let n): n
+            case .uniform(_, let high): high
+            }
+        }
+    }
+
+    public enum PlatformName: String, Sendable, Equatable, CaseIterable, Comparable {
+        case apns, fcm, wns
+
+        public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    public enum PushChannel: String, Sendable, Equatable, CaseIterable {
+        case perDevice = "per_device"
+        case multiplexed
+    }
+
+    public enum HTTPMode: String, Sendable, Equatable, CaseIterable {
+        case pooled
+        case perDevice = "per_device"
+    }
+
+    public struct Traffic: Sendable, Equatable {
+        public enum Kind: String, Sendable, Equatable, CaseIterable {
+            case plain, secure, rich
+        }
+
+        public enum Party: Sendable, Equatable {
+            case randomUser
+            /// The sender itself (`to` only).
+            case selfUser
+            case user(String)
+            case group([String])
+        }
+
+        public var name: String
+        public var kind: Kind
+        public var from: Party
+        public var to: Party
+        /// The platforms a plain send goes to, one call per platform.
+        public var platforms: [PlatformName]
+        public var profile: LoadProfile
+        /// When this sender starts, from the start of traffic.
+        public var start: Duration
+        /// Sends allowed in flight at once; a send due while this many are open is dropped and
+        /// counted.
+        public var maxInFlight: Int
+
+        public init(
+            name: String,
+            kind: Kind,
+            from: Party = .randomUser,
+            to: Party = .randomUser,
+            platforms: [PlatformName] = PlatformName.allCases,
+            profile: LoadProfile,
+            start: Duration = .zero,
+            maxInFlight: Int = 2000
+        ) {
+            self.name = name
+            self.kind = kind
+            self.from = from
+            self.to = to
+            self.platforms = platforms
+            self.profile = profile
+            self.start = start
+            self.maxInFlight = maxInFlight
+        }
+    }
+
+    /// A change to the push service at a time from the start of traffic.
+    public struct FaultStep: Sendable, Equatable {
+        public var at: Duration
+        /// Knobs to set, as the push service's `/admin/faults` JSON takes them; nil leaves them.
+        public var drop: Double?
+        public var throttle: Double?
+        public var latency: LatencySpec?
+        public var unregisteredRatio: Double?
+        /// Share of online devices to disconnect at that moment.
+        public var disconnect: Double?
+
+        public init(
+            at: Duration,
+            drop: Double? = nil,
+            throttle: Double? = nil,
+            latency: LatencySpec? = nil,
+            unregisteredRatio: Double? = nil,
+            disconnect: Double? = nil
+        ) {
+            self.at = at
+            self.drop = drop
+            self.throttle = throttle
+            self.latency = latency
+            self.unregisteredRatio = unregisteredRatio
+            self.disconnect = disconnect
+        }
+    }
+
+    public enum LatencySpec: Sendable, Equatable {
+        case none
+        case fixed(Duration)
+        case uniform(min: Duration, max: Duration)
+        case normal(mean: Duration, stddev: Duration)
+    }
+
+    /// Settings of the embedded system under test.
+    public struct EmbeddedOptions: Sendable, Equatable {
+        public var registrationTTL: Duration = .seconds(86_400)
+
+        public init() {}
+    }
+
+    /// Every platform a send of this traffic can reach.
+    public func targetedPlatforms(of traffic: Traffic) -> [PlatformName] {
+        traffic.kind == .plain ? traffic.platforms : PlatformName.allCases
+    }
+}

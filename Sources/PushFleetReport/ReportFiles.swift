@@ -1,0 +1,152 @@
+public import Foundation
+public import PushFleetRunner
+import PushFleetCore
+
+/// Renders every report file of a run from its ``RunResult`` alone. Returns names and bytes;
+/// the caller writes them (so the renderers need no disk and are tested in memory).
+public enum ReportFiles {
+    public static func render(_ result: RunResult) throws -> [(name: String, data: Data)] {
+        [
+            ("run.json", try runJSON(result)),
+            ("summary.csv", Data(summaryCSV(result).utf8)),
+            ("operations.csv", Data(operationsCSV(result).utf8)),
+            ("users.csv", Data(usersCSV(result).utf8)),
+            ("timeseries.csv", Data(timeseriesCSV(result).utf8)),
+            ("errors.csv", Data(errorsCSV(result).utf8)),
+            ("junit.xml", Data(JUnitReport.render(result).utf8)),
+        ]
+    }
+
+    public static func runJSON(_ result: RunResult) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(result)
+    }
+
+    public static func decodeRunJSON(_ data: Data) throws -> RunResult {
+        try JSONDecoder().decode(RunResult.self, from: data)
+    }
+
+    /// `passed`, `failed` (a threshold failed) or `aborted`.
+    public static func verdict(_ result: RunResult) -> String {
+        result.info.aborted ? "aborted" : (result.passed ? "passed" : "failed")
+    }
+
+    static func summaryCSV(_ r: RunResult) -> String {
+        let c = r.delivery
+        let rows: [(String, String)] = [
+            ("scenario", r.info.scenario), ("seed", String(r.info.seed)), ("target", r.info.target),
+            ("started_at", r.info.startedAt), ("ended_at", r.info.endedAt), ("duration_s", format(r.info.durationSeconds)),
+            ("result", verdict(r)), ("aborted", String(r.info.aborted)), ("abort_reason", r.info.abortReason ?? ""),
+            ("devices_planned", String(r.devices.planned)), ("devices_ready", String(r.devices.ready)),
+            ("devices_failed", String(r.devices.failed)), ("sends", number(r.counters["sends"])),
+            ("sends_failed", number(r.counters["sends.failed"])), ("sends_dropped", number(r.counters["sends.dropped"])),
+            ("expected", String(c.expected)), ("delivered", String(c.delivered)), ("late", String(c.late)), ("lost", String(c.lost)),
+            ("misdelivered", String(c.misdelivered)), ("duplicates", String(c.duplicates)), ("indeterminate", String(c.indeterminate)),
+            ("leaks", String(c.leaks)), ("errors", number(r.counters["errors"])),
+            ("thresholds_passed", String(r.thresholds.filter(\.passed).count)),
+            ("thresholds_failed", String(r.thresholds.filter { !$0.passed }.count)),
+        ]
+        return csv(["key", "value"], rows.map { [$0.0, $0.1] })
+    }
+
+    static func operationsCSV(_ r: RunResult) -> String {
+        csv(
+            ["operation", "measure", "count", "failures", "rps", "min_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p99_9_ms", "max_ms", "mean_ms"],
+            r.operations.map {
+                [
+                    $0.name, $0.measure, String($0.count), String($0.failures), format($0.rps), format($0.minMs), format($0.p50Ms),
+                    format($0.p90Ms), format($0.p95Ms), format($0.p99Ms), format($0.p999Ms), format($0.maxMs), format($0.meanMs),
+                ]
+            }
+        )
+    }
+
+    static func usersCSV(_ r: RunResult) -> String {
+        csv(
+            ["user", "devices", "expected", "delivered", "late", "lost", "misdelivered", "duplicates", "indeterminate", "leaks", "p50_ms", "p99_ms"],
+            r.users.map {
+                let c = $0.counts
+                return [
+                    $0.user, String($0.devices), String(c.expected), String(c.delivered), String(c.late), String(c.lost),
+                    String(c.misdelivered), String(c.duplicates), String(c.indeterminate), String(c.leaks),
+                    $0.p50Ms.map(format) ?? "", $0.p99Ms.map(format) ?? "",
+                ]
+            }
+        )
+    }
+
+    static func timeseriesCSV(_ r: RunResult) -> String {
+        csv(
+            ["second", "devices_ready", "sends", "send_failures", "sends_dropped", "received", "misdelivered", "errors", "delivery_p50_ms", "delivery_p99_ms"],
+            r.timeseries.map {
+                [
+                    String($0.second), String($0.devicesReady), String($0.sends), String($0.sendFailures), String($0.sendsDropped),
+                    String($0.received), String($0.misdelivered), String($0.errors), $0.deliveryP50Ms.map(format) ?? "",
+                    $0.deliveryP99Ms.map(format) ?? "",
+                ]
+            }
+        )
+    }
+
+    static func errorsCSV(_ r: RunResult) -> String {
+        csv(
+            ["error_class", "count", "first_second", "last_second"],
+            r.errors.map { [$0.errorClass, String($0.count), String($0.firstSecond), String($0.lastSecond)] }
+        )
+    }
+
+    static func number(_ value: Double?) -> String {
+        guard let value else { return "" }
+        return value == value.rounded() ? String(Int(value)) : format(value)
+    }
+
+    static func format(_ value: Double) -> String {
+        String(format: "%.3f", value)
+    }
+
+    static func csv(_ header: [String], _ rows: [[String]]) -> String {
+        ([header] + rows).map { $0.map(escape).joined(separator: ",") }.joined(separator: "\n") + "\n"
+    }
+
+    static func escape(_ field: String) -> String {
+        guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return field }
+        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+/// `junit.xml`: one test case per threshold and per correctness rule, so a CI page shows
+/// which one failed and by how much.
+public enum JUnitReport {
+    public static func render(_ r: RunResult) -> String {
+        var cases: [(name: String, failure: String?)] = r.thresholds.map { t in
+            let measured = t.measured.map { ReportFiles.format($0) + t.unit } ?? "no data"
+            return ("\(t.metric): \(t.expression)", t.passed ? nil : "\(t.expression) failed: measured \(measured)")
+        }
+        let c = r.delivery
+        let rules: [(String, Int)] = [("no misdelivered notifications", c.misdelivered), ("no lost notifications", c.lost), ("no leaks", c.leaks)]
+        for (name, count) in rules {
+            cases.append(("correctness: \(name)", count == 0 ? nil : "\(count) found"))
+        }
+        if r.info.aborted { cases.append(("run completed", "aborted: \(r.info.abortReason ?? "stopped")")) }
+        let failures = cases.filter { $0.failure != nil }.count
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        xml += "<testsuites name=\"pushfleet\" tests=\"\(cases.count)\" failures=\"\(failures)\">\n"
+        xml += "  <testsuite name=\"\(escape(r.info.scenario))\" tests=\"\(cases.count)\" failures=\"\(failures)\" time=\"\(ReportFiles.format(r.info.durationSeconds))\">\n"
+        for item in cases {
+            xml += "    <testcase classname=\"pushfleet.\(escape(r.info.scenario))\" name=\"\(escape(item.name))\""
+            if let failure = item.failure {
+                xml += ">\n      <failure message=\"\(escape(failure))\"/>\n    </testcase>\n"
+            } else {
+                xml += "/>\n"
+            }
+        }
+        xml += "  </testsuite>\n</testsuites>\n"
+        return xml
+    }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+}

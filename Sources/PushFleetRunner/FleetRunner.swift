@@ -1,0 +1,289 @@
+public import Logging
+public import PushFleetCore
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PushFleetBackend
+import PushFleetEmbedded
+import PushFleetMockPush
+import PushFleetWire
+import PushFleetServerSupport
+import ServiceLifecycle
+import Synchronization
+
+/// Plays a scenario: brings up the target, ramps the fleet, runs the senders and faults, drains,
+/// and returns everything measured.
+public struct FleetRunner: Sendable {
+    public struct Options: Sendable {
+        public var scenarioFile: String
+        public var scenarioText: String
+        public var version: String
+        public var logger: Logger
+        /// Receives a progress line about once a second.
+        public var progress: (@Sendable (String) -> Void)?
+
+        public init(
+            scenarioFile: String, scenarioText: String, version: String, logger: Logger, progress: (@Sendable (String) -> Void)? = nil
+        ) {
+            self.scenarioFile = scenarioFile
+            self.scenarioText = scenarioText
+            self.version = version
+            self.logger = logger
+            self.progress = progress
+        }
+    }
+
+    public let scenario: Scenario
+    public let options: Options
+
+    public init(scenario: Scenario, options: Options) {
+        self.scenario = scenario
+        self.options = options
+    }
+
+    struct Endpoints {
+        var backend: String
+        var pushService: String
+    }
+
+    /// Runs the scenario to its end, or until `stop` says so.
+    public func run(stop: StopControl = StopControl()) async throws -> RunResult {
+        var logger = options.logger
+        logger.logLevel = max(logger.logLevel, .warning)
+        switch scenario.target {
+        case .embedded:
+            var configuration = EmbeddedSystem.Configuration()
+            configuration.backend.registrationTTL = scenario.embedded.registrationTTL
+            return try await EmbeddedSystem.withRunning(configuration, logger: logger) { _, endpoints in
+                try await play(Endpoints(backend: endpoints.backend, pushService: endpoints.pushService), stop: stop)
+            }
+        case .external(let backend, .url(let pushService)):
+            return try await play(Endpoints(backend: backend, pushService: pushService), stop: stop)
+        case .external(let backend, .embedded(let listen)):
+            let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen)))
+            let group = ServiceGroup(configuration: .init(services: server.makeServices(logger: logger).map { .init(service: $0) }, logger: logger))
+            return try await withThrowingTaskGroup(of: RunResult?.self) { tasks in
+                tasks.addTask {
+                    try await group.run()
+                    return nil
+                }
+                tasks.addTask {
+                    let pushService = try await server.bound.value().httpURL
+                    return try await play(Endpoints(backend: backend, pushService: pushService), stop: stop)
+                }
+                defer { tasks.cancelAll() }
+                guard let result = try await tasks.next() ?? nil else { throw EmbeddedSystem.ServerStoppedError() }
+                await group.triggerGracefulShutdown()
+                return result
+            }
+        }
+    }
+
+    private func play(_ endpoints: Endpoints, stop: StopControl) async throws -> RunResult {
+        let plan = FleetPlan(scenario: scenario)
+        let startedAt = Date()
+        let start = MonotonicClock.nanoseconds()
+        let recorder = Recorder(users: plan.users, start: start)
+        for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform)) }
+        let (events, sink) = AsyncStream<RunEvent>.makeStream()
+        let httpClient = BackendClient.makeHTTPClient(connections: scenario.fleet.connections)
+        let backend = BackendClient(client: httpClient, baseURL: endpoints.backend)
+        let context = RunContext(
+            scenario: scenario, plan: plan, backend: backend, pushServiceURL: endpoints.pushService, start: start, events: sink,
+            logger: options.logger
+        )
+        let ownClients: [HTTPClient?] = plan.devices.map { _ in
+            scenario.fleet.http == .perDevice ? BackendClient.makeHTTPClient(connections: 1) : nil
+        }
+        let devices = plan.devices.enumerated().map { index, device in
+            VirtualDevice(plan: device, http: ownClients[index].map { BackendClient(client: $0, baseURL: endpoints.backend) })
+        }
+        let setup = SetupTracker(total: devices.count)
+        let consumer = Task {
+            for await event in events { recorder.apply([event]) }
+        }
+        let progress = Task { await reportProgress(recorder, context: context, total: devices.count) }
+
+        // The fleet: every device (and shared channel) is a child of one discarding group, so
+        // one cancellation reaches all of them.
+        let fleet = Task {
+            await withDiscardingTaskGroup { group in
+                switch scenario.fleet.pushChannel {
+                case .perDevice:
+                    for device in devices { group.addTask { await device.runWithOwnChannel(context, setup: setup) } }
+                case .multiplexed:
+                    let count = max(1, min(16, (devices.count + 4999) / 5000))
+                    let channels = (0..<count).map { _ in MuxChannel(pushServiceURL: endpoints.pushService) }
+                    for channel in channels { group.addTask { await channel.run(context) } }
+                    for device in devices {
+                        group.addTask { await device.runOnSharedChannel(channels[device.plan.index % count], context, setup: setup) }
+                    }
+                }
+            }
+        }
+        let stopWatcher = Task {
+            while !Task.isCancelled {
+                if stop.level >= .stopping {
+                    context.stopping.store(true, ordering: .relaxed)
+                    setup.releaseAll()
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+
+        await setup.waitForAll()
+        let trafficStart = MonotonicClock.nanoseconds()
+        context.trafficStart.store(trafficStart, ordering: .relaxed)
+        context.emit(.marker("traffic starts", at: trafficStart))
+        await runTraffic(context, trafficStart: trafficStart, devices: devices)
+        let trafficEnd = MonotonicClock.nanoseconds()
+        if context.isStopping { context.emit(.marker("stop requested", at: trafficEnd)) }
+        await drain(recorder, stop: stop, until: trafficEnd + (stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace).nanoseconds)
+
+        context.stopping.store(true, ordering: .relaxed)
+        fleet.cancel()
+        stopWatcher.cancel()
+        if stop.level < .aborting { await fleet.value }
+        progress.cancel()
+        sink.finish()
+        await consumer.value
+        try? await httpClient.shutdown()
+        for client in ownClients { try? await client?.shutdown() }
+
+        let info = RunResult.Info(
+            tool: "pushfleet", version: options.version, scenario: scenario.name, scenarioFile: options.scenarioFile,
+            scenarioText: options.scenarioText, seed: scenario.seed, target: Self.describe(scenario.target), backendURL: endpoints.backend,
+            pushServiceURL: endpoints.pushService, host: ProcessInfo.processInfo.hostName,
+            cores: ProcessInfo.processInfo.activeProcessorCount, memoryBytes: ProcessInfo.processInfo.physicalMemory,
+            os: ProcessInfo.processInfo.operatingSystemVersionString, startedAt: Self.iso(startedAt), endedAt: Self.iso(Date()),
+            durationSeconds: Double(MonotonicClock.nanoseconds() - start) / 1e9, aborted: stop.level >= .stopping,
+            abortReason: stop.reason, trafficStartSecond: Double(trafficStart - start) / 1e9, trafficEndSecond: Double(trafficEnd - start) / 1e9
+        )
+        return ResultBuilder(scenario: scenario, plan: plan, recorder: recorder).build(info: info)
+    }
+
+    private func runTraffic(_ context: RunContext, trafficStart: Int64, devices: [VirtualDevice]) async {
+        guard !context.isStopping else { return }
+        await withDiscardingTaskGroup { group in
+            for (index, traffic) in scenario.traffic.enumerated() {
+                group.addTask { await TrafficSender(traffic: traffic, index: index).run(context, trafficStart: trafficStart) }
+            }
+            if !scenario.faults.isEmpty {
+                group.addTask { await FaultScheduler(steps: scenario.faults).run(context, trafficStart: trafficStart) }
+            }
+            if let departure = scenario.fleet.departure {
+                group.addTask {
+                    guard await context.sleep(until: trafficStart + departure.at.nanoseconds) else { return }
+                    context.emit(.marker("departure of \(Int(departure.share * 100))% of devices", at: context.now()))
+                    var rng = SplitMix64(seed: scenario.seed ^ 0xDE9A)
+                    let leaving = devices.filter { _ in rng.nextUnit() < departure.share }
+                    await withDiscardingTaskGroup { inner in
+                        for device in leaving { inner.addTask { await device.depart(context) } }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits for late pushes until `deadline`, or until every expected pair is settled.
+    private func drain(_ recorder: Recorder, stop: StopControl, until deadline: Int64) async {
+        var lastCheck: Int64 = 0
+        while MonotonicClock.nanoseconds() < deadline && stop.level < .aborting {
+            try? await Task.sleep(for: .milliseconds(100))
+            let now = MonotonicClock.nanoseconds()
+            guard now - lastCheck > 1_000_000_000 else { continue }
+            lastCheck = now
+            let settled = recorder.state.withLock { state in
+                state.ledger.sends.count < 200_000 && state.ledger.verdict(deadline: scenario.deadline).total.lost == 0
+            }
+            if settled { return }
+        }
+    }
+
+    private func reportProgress(_ recorder: Recorder, context: RunContext, total: Int) async {
+        guard let progress = options.progress else { return }
+        var previousSends = 0
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            if Task.isCancelled { return }
+            let live = recorder.live
+            let elapsed = Double(MonotonicClock.nanoseconds() - context.start) / 1e9
+            progress(
+                String(
+                    format: "[%6.1fs] devices %d/%d ready, %d failed | sends %d (%d/s), dropped %d, failed %d | received %d | errors %d | send p99 %.1fms",
+                    elapsed, live.devicesReady, total, live.devicesFailed, live.sends, live.sends - previousSends, live.sendsDropped,
+                    live.sendFailures, live.received, live.errors, Double(live.sendP99) / 1e6
+                )
+            )
+            previousSends = live.sends
+        }
+    }
+
+    static func describe(_ target: Scenario.Target) -> String {
+        switch target {
+        case .embedded: "embedded"
+        case .external(let backend, .url(let pns)): "backend \(backend), push service \(pns)"
+        case .external(let backend, .embedded(let listen)): "backend \(backend), embedded push service on \(listen)"
+        }
+    }
+
+    static func iso(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}
+
+/// Applies the scenario's fault steps to the push service's admin API at their times.
+struct FaultScheduler: Sendable {
+    let steps: [Scenario.FaultStep]
+
+    func run(_ context: RunContext, trafficStart: Int64) async {
+        for step in steps.sorted(by: { $0.at < $1.at }) {
+            guard await context.sleep(until: trafficStart + step.at.nanoseconds) else { return }
+            await apply(step, context)
+        }
+    }
+
+    private func apply(_ step: Scenario.FaultStep, _ context: RunContext) async {
+        let admin = BackendClient(client: context.backend.client, baseURL: context.pushServiceURL)
+        var labels: [String] = []
+        if step.drop != nil || step.throttle != nil || step.latency != nil || step.unregisteredRatio != nil {
+            var settings = FaultSettings(seed: context.scenario.seed)
+            if case .success(let current) = await admin.exchange(.GET, "/admin/faults", authorization: nil, timeout: .seconds(5)),
+                let decoded = try? JSONDecoder().decode(FaultSettings.self, from: Data(current.body.readableBytesView))
+            {
+                settings = decoded
+            }
+            if let drop = step.drop { settings.drop = drop; labels.append("drop \(drop)") }
+            if let throttle = step.throttle { settings.throttle = throttle; labels.append("throttle \(throttle)") }
+            if let ratio = step.unregisteredRatio { settings.unregisteredRatio = ratio; labels.append("unregistered \(ratio)") }
+            if let latency = step.latency {
+                settings.latency = Self.distribution(latency)
+                labels.append("latency \(latency)")
+            }
+            let body = try! JSONEncoder().encode(settings)
+            let result = await admin.exchange(.PUT, "/admin/faults", authorization: nil, body: body, timeout: .seconds(5))
+            _ = context.record(result, metric: "pns.admin", operation: "faults")
+        }
+        if let ratio = step.disconnect {
+            let body = try! JSONEncoder().encode(DisconnectRequest(ratio: ratio))
+            let result = await admin.exchange(.POST, "/admin/disconnect", authorization: nil, body: body, timeout: .seconds(5))
+            _ = context.record(result, metric: "pns.admin", operation: "disconnect")
+            labels.append("disconnect \(ratio)")
+        }
+        context.emit(.marker("faults: " + labels.joined(separator: ", "), at: context.now()))
+    }
+
+    static func distribution(_ spec: Scenario.LatencySpec) -> LatencyDistribution? {
+        func ms(_ d: Duration) -> Double { d.seconds * 1000 }
+        switch spec {
+        case .none: return nil
+        case .fixed(let d): return .fixed(ms: ms(d))
+        case .uniform(let low, let high): return .uniform(minMs: ms(low), maxMs: ms(high))
+        case .normal(let mean, let sd): return .normal(meanMs: ms(mean), stddevMs: ms(sd))
+        }
+    }
+}

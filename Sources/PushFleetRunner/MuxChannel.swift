@@ -1,0 +1,168 @@
+import Foundation
+import HummingbirdWSClient
+import Logging
+import NIOWebSocket
+import PushFleetCore
+import PushFleetWire
+import Synchronization
+
+/// One multiplexed gateway connection carrying many devices, each online or offline on its own.
+///
+/// Devices subscribe through it and wait for the gateway's confirmation; pushes are dispatched
+/// by token to their device and handled concurrently in the connection's task group.
+final class MuxChannel: Sendable {
+    private struct State {
+        var devices: [String: VirtualDevice] = [:]
+        var waiters: [String: CheckedContinuation<Bool, Never>] = [:]
+        /// The live connection's outgoing commands; nil while (re)connecting.
+        var sink: AsyncStream<String>.Continuation?
+    }
+
+    private let state = Mutex(State())
+    let url: String
+
+    init(pushServiceURL: String) {
+        url = pushServiceURL.replacingOccurrences(of: "http", with: "ws", options: .anchored) + GatewayFrame.multiplexPath
+    }
+
+    /// Sends a command on the live connection. Without one, nothing is lost: a connection
+    /// resubscribes every device it carries when it comes up.
+    private func send(_ text: String) {
+        state.withLock { $0.sink?.yield(text) }
+    }
+
+    /// Subscribes a device and waits for the gateway to confirm it online (false on timeout or
+    /// when the connection is gone).
+    func subscribe(_ device: VirtualDevice, timeout: Duration) async -> Bool {
+        let text = Self.command(.subscribe, [device.address])
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    self.state.withLock {
+                        $0.devices[device.address.token] = device
+                        $0.waiters[device.address.token] = continuation
+                    }
+                    self.send(text)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                self.resume(device.address.token, with: false)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    func unsubscribe(_ device: VirtualDevice) {
+        _ = state.withLock { $0.devices.removeValue(forKey: device.address.token) }
+        send(Self.command(.unsubscribe, [device.address]))
+    }
+
+    private func resume(_ token: String, with value: Bool) {
+        let waiter = state.withLock { $0.waiters.removeValue(forKey: token) }
+        waiter?.resume(returning: value)
+    }
+
+    private static func command(_ op: GatewayCommand.Operation, _ devices: [DeviceAddress]) -> String {
+        String(decoding: (try? JSONEncoder().encode(GatewayCommand(op: op, devices: devices))) ?? Data(), as: UTF8.self)
+    }
+
+    /// Holds the connection until the run ends, reconnecting (and resubscribing every device it
+    /// carries) when it drops.
+    func run(_ context: RunContext) async {
+        while !Task.isCancelled && !context.isStopping {
+            do {
+                try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 16 << 20), logger: context.logger) {
+                    inbound, outbound, _ in
+                    let (commands, sink) = AsyncStream<String>.makeStream()
+                    let carried = self.state.withLock { state in
+                        state.sink = sink
+                        return Array(state.devices.values.map(\.address))
+                    }
+                    defer { self.state.withLock { $0.sink = nil } }
+                    if !carried.isEmpty { try await outbound.write(.text(Self.command(.subscribe, carried))) }
+                    try await withThrowingDiscardingTaskGroup { group in
+                        group.addTask {
+                            for await text in commands {
+                                try await outbound.write(.text(text))
+                            }
+                        }
+                        for try await message in inbound.messages(maxSize: 16 << 20) {
+                            guard case .text(let text) = message else { continue }
+                            let receivedAt = context.now()
+                            switch GatewayInbound(text) {
+                            case .push(let frame):
+                                guard let device = self.state.withLock({ $0.devices[frame.token] }) else { continue }
+                                group.addTask { await device.receive(frame, at: receivedAt, context: context) }
+                            case .notice(let notice):
+                                self.handle(notice, group: &group, context: context)
+                            case .garbage:
+                                context.emit(.error("gateway:bad_frame", at: receivedAt))
+                            }
+                        }
+                        throw CancellationError()
+                    }
+                }
+            } catch {
+                if Task.isCancelled || context.isStopping { return }
+                context.emit(.error("gateway:\(BackendClient.label(for: error))", at: context.now()))
+            }
+            guard await context.sleep(until: context.now() + 200_000_000) else { return }
+        }
+    }
+
+    private func handle(_ notice: GatewayNotice, group: inout ThrowingDiscardingTaskGroup<any Error>, context: RunContext) {
+        switch notice.type {
+        case .subscribed:
+            for device in notice.devices { resume(device.token, with: true) }
+        case .disconnected:
+            // Taken offline by the service: come back after a pause, as a phone does.
+            let devices = notice.devices
+            group.addTask {
+                guard await context.sleep(until: context.now() + 200_000_000) else { return }
+                let still = self.state.withLock { state in devices.filter { state.devices[$0.token] != nil } }
+                if !still.isEmpty { self.send(Self.command(.subscribe, still)) }
+            }
+        case .error:
+            context.emit(.error("gateway:error_notice", at: context.now()))
+        default:
+            break
+        }
+    }
+}
+
+extension VirtualDevice {
+    /// A device's life on a multiplexed channel: arrive, log in, subscribe, register.
+    /// Receiving is done by the channel.
+    func runOnSharedChannel(_ channel: MuxChannel, _ context: RunContext, setup: SetupTracker) async {
+        defer { setup.finished() }
+        guard await context.sleep(until: context.start + plan.arrival) else { return }
+        let steps = context.scenario.lifecycle
+        if steps.contains(.login) {
+            guard await context.credentials.login(userName, context: context) else {
+                context.emit(.deviceFailed(plan.index, at: context.now()))
+                return
+            }
+        }
+        if steps.contains(.connect) {
+            let start = context.now()
+            guard await channel.subscribe(self, timeout: context.scenario.timeouts.connect) else {
+                context.emit(.error("connect:timeout", at: context.now()))
+                context.emit(.deviceFailed(plan.index, at: context.now()))
+                return
+            }
+            context.emit(.operation(metric: MetricName.connect, nanoseconds: context.now() - start, failed: false, at: context.now()))
+        }
+        if steps.contains(.register) {
+            guard await register(context) else {
+                context.emit(.deviceFailed(plan.index, at: context.now()))
+                return
+            }
+            if plan.probe { await probeTagSpoof(context) }
+        }
+        context.emit(.deviceReady(plan.index, at: context.now()))
+    }
+}

@@ -1,0 +1,134 @@
+import PushFleetCore
+import Synchronization
+
+/// What devices and senders report. Emitted from anywhere; consumed by one ``Recorder`` task,
+/// so histograms and the ledger are never locked on the hot path.
+enum RunEvent: Sendable {
+    /// A closed operation (login, register, connect, fetch) and its latency; `failed` when the
+    /// answer was an error status.
+    case operation(metric: String, nanoseconds: Int64, failed: Bool, at: Int64)
+    case error(String, at: Int64)
+    case deviceReady(Int, at: Int64)
+    case deviceFailed(Int, at: Int64)
+    case eligibility(device: Int, eligible: Bool, at: Int64)
+    case send(DeliveryLedger.Send)
+    case sendDropped(at: Int64)
+    case receipt(DeliveryLedger.Receipt)
+    case probeLeak(at: Int64)
+    case marker(String, at: Int64)
+}
+
+/// A snapshot for the live progress line.
+struct LiveCounts: Sendable {
+    var devicesReady = 0
+    var devicesFailed = 0
+    var sends = 0
+    var sendFailures = 0
+    var sendsDropped = 0
+    var received = 0
+    var errors = 0
+    var sendP99: Int64 = 0
+}
+
+/// Owns the histograms, counters, per-second buckets and the delivery ledger of one run.
+final class Recorder: Sendable {
+    struct SecondBucket {
+        var devicesReady = 0
+        var sends = 0
+        var sendFailures = 0
+        var sendsDropped = 0
+        var received = 0
+        var errors = 0
+    }
+
+    struct State {
+        var ledger: DeliveryLedger
+        var closed: [String: LatencyHistogram] = [:]
+        var failures: [String: Int] = [:]
+        var sendCorrected = LatencyHistogram()
+        var sendRaw = LatencyHistogram()
+        var errors: [String: (count: Int, first: Int64, last: Int64)] = [:]
+        var seconds: [SecondBucket] = []
+        var markers: [(Int64, String)] = []
+        var live = LiveCounts()
+    }
+
+    let start: Int64
+    let state: Mutex<State>
+
+    init(users: Int, start: Int64) {
+        self.start = start
+        self.state = Mutex(State(ledger: DeliveryLedger(users: users)))
+    }
+
+    func addDevice(_ device: DeliveryLedger.Device) {
+        state.withLock { _ = $0.ledger.addDevice(device) }
+    }
+
+    var live: LiveCounts { state.withLock { $0.live } }
+
+    private func second(_ time: Int64) -> Int {
+        max(0, Int((time - start) / 1_000_000_000))
+    }
+
+    /// Applies a batch of events under one lock acquisition.
+    func apply(_ events: [RunEvent]) {
+        state.withLock { state in
+            for event in events { apply(event, to: &state) }
+        }
+    }
+
+    private func bucket(_ state: inout State, _ time: Int64, _ body: (inout SecondBucket) -> Void) {
+        let index = second(time)
+        if state.seconds.count <= index {
+            state.seconds.append(contentsOf: Array(repeating: SecondBucket(), count: index - state.seconds.count + 1))
+        }
+        body(&state.seconds[index])
+    }
+
+    private func apply(_ event: RunEvent, to state: inout State) {
+        switch event {
+        case .operation(let metric, let ns, let failed, let at):
+            state.closed[metric, default: LatencyHistogram()].record(nanoseconds: ns)
+            if failed { state.failures[metric, default: 0] += 1 }
+            _ = at
+        case .error(let label, let at):
+            let current = state.errors[label] ?? (0, at, at)
+            state.errors[label] = (current.count + 1, min(current.first, at), max(current.last, at))
+            state.live.errors += 1
+            bucket(&state, at) { $0.errors += 1 }
+        case .deviceReady(_, let at):
+            state.live.devicesReady += 1
+            bucket(&state, at) { $0.devicesReady += 1 }
+        case .deviceFailed:
+            state.live.devicesFailed += 1
+        case .eligibility(let device, let eligible, let at):
+            state.ledger.setEligible(device, eligible, at: at)
+        case .send(let send):
+            state.ledger.record(send)
+            state.sendCorrected.record(nanoseconds: send.end - send.intended)
+            state.sendRaw.record(nanoseconds: send.end - send.start)
+            state.live.sends += 1
+            if !send.succeeded {
+                state.live.sendFailures += 1
+                state.failures[MetricName.send, default: 0] += 1
+            }
+            state.live.sendP99 = state.sendCorrected.percentile(99)
+            bucket(&state, send.start) {
+                $0.sends += 1
+                if !send.succeeded { $0.sendFailures += 1 }
+            }
+        case .sendDropped(let at):
+            state.live.sendsDropped += 1
+            bucket(&state, at) { $0.sendsDropped += 1 }
+        case .receipt(let receipt):
+            state.ledger.record(receipt)
+            state.live.received += 1
+            bucket(&state, receipt.time) { $0.received += 1 }
+        case .probeLeak:
+            state.ledger.recordProbeLeak()
+        case .marker(let label, let at):
+            state.markers.append((at, label))
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import PushFleetCore
+import Synchronization
+
+/// Turns what the recorder holds into a ``RunResult``: verdicts, operation tables, per-user
+/// rows, the per-second series and the thresholds.
+struct ResultBuilder {
+    let scenario: Scenario
+    let plan: FleetPlan
+    let recorder: Recorder
+
+    func build(info: RunResult.Info) -> RunResult {
+        recorder.state.withLock { state in
+            let verdict = state.ledger.verdict(deadline: scenario.deadline)
+            var histograms: [String: LatencyHistogram] = state.closed
+            histograms[MetricName.send] = state.sendCorrected
+            histograms[MetricName.send + ".raw"] = state.sendRaw
+            var delivery = LatencyHistogram()
+            var deliveryRaw = LatencyHistogram()
+            var endToEnd = LatencyHistogram()
+            var endToEndRaw = LatencyHistogram()
+            for item in verdict.deliveries {
+                delivery.record(nanoseconds: item.corrected)
+                deliveryRaw.record(nanoseconds: item.raw)
+                if let corrected = item.endToEndCorrected, let raw = item.endToEndRaw {
+                    endToEnd.record(nanoseconds: corrected)
+                    endToEndRaw.record(nanoseconds: raw)
+                }
+            }
+            histograms[MetricName.delivery] = delivery
+            histograms[MetricName.delivery + ".raw"] = deliveryRaw
+            histograms[MetricName.endToEnd] = endToEnd
+            histograms[MetricName.endToEnd + ".raw"] = endToEndRaw
+
+            let duration = max(info.durationSeconds, 0.001)
+            let sends = state.ledger.sends.count
+            let sendFailures = state.live.sendFailures
+            var failures = state.failures
+            failures[MetricName.delivery] = verdict.total.lost
+            var operations: [RunResult.Operation] = []
+            for name in MetricName.operations + histograms.keys.filter({ !MetricName.operations.contains($0) && !$0.hasSuffix(".raw") }).sorted() {
+                guard let histogram = histograms[name], histogram.count > 0 || MetricName.openModel.contains(name) else { continue }
+                let open = MetricName.openModel.contains(name)
+                operations.append(Self.operation(name, open ? "corrected" : "closed", histogram, failures: failures[name] ?? 0, duration: duration))
+                if open, let raw = histograms[name + ".raw"] {
+                    operations.append(Self.operation(name, "raw", raw, failures: failures[name] ?? 0, duration: duration))
+                }
+            }
+
+            let counts = verdict.total
+            let counters: [String: Double] = [
+                "delivery.expected": Double(counts.expected), "delivery.delivered": Double(counts.delivered),
+                "delivery.late": Double(counts.late), "delivery.lost": Double(counts.lost),
+                "delivery.misdelivered": Double(counts.misdelivered), "delivery.duplicates": Double(counts.duplicates),
+                "delivery.indeterminate": Double(counts.indeterminate), "leaks": Double(counts.leaks), "sends": Double(sends),
+                "sends.failed": Double(sendFailures), "sends.dropped": Double(state.live.sendsDropped),
+                "errors": Double(state.errors.values.reduce(0) { $0 + $1.count }), "devices.ready": Double(state.live.devicesReady),
+                "devices.failed": Double(plan.devices.count - state.live.devicesReady),
+                "delivery.lost_ratio": Self.ratio(counts.lost, counts.expected),
+                "delivery.late_ratio": Self.ratio(counts.late, counts.expected),
+                "delivery.misdelivered_ratio": Self.ratio(counts.misdelivered, counts.expected + counts.misdelivered),
+                "sends.failed_ratio": Self.ratio(sendFailures, sends),
+            ]
+
+            let thresholds = scenario.thresholds.map { threshold -> RunResult.ThresholdResult in
+                let measured = Self.measure(threshold, histograms: histograms, counters: counters)
+                let isLatency = MetricName.kind(of: threshold.metric) == .latency && threshold.aggregate != .count
+                return RunResult.ThresholdResult(
+                    metric: threshold.metric, expression: threshold.expression, measured: measured.map { isLatency ? $0 / 1e6 : $0 },
+                    unit: isLatency ? "ms" : "", passed: measured.map { threshold.holds(for: $0) } ?? false
+                )
+            }
+
+            return RunResult(
+                info: info,
+                devices: .init(
+                    planned: plan.devices.count, ready: state.live.devicesReady, failed: plan.devices.count - state.live.devicesReady,
+                    byPlatform: Dictionary(grouping: plan.devices, by: { $0.platform.rawValue }).mapValues(\.count)
+                ),
+                operations: operations,
+                histograms: histograms,
+                delivery: counts,
+                deliveryByPlatform: Dictionary(uniqueKeysWithValues: verdict.byPlatform.map { ($0.key.rawValue, $0.value) }),
+                counters: counters,
+                users: users(verdict),
+                timeseries: timeseries(state, verdict),
+                errors: state.errors.map { label, value in
+                    RunResult.ErrorRow(errorClass: label, count: value.count, firstSecond: second(value.first), lastSecond: second(value.last))
+                }.sorted { $0.count > $1.count },
+                thresholds: thresholds,
+                markers: state.markers.map { RunResult.Marker(second: Double($0.0 - recorder.start) / 1e9, label: $0.1) }
+            )
+        }
+    }
+
+    private func second(_ time: Int64) -> Int { max(0, Int((time - recorder.start) / 1_000_000_000)) }
+
+    static func ratio(_ part: Int, _ whole: Int) -> Double { whole == 0 ? 0 : Double(part) / Double(whole) }
+
+    static func operation(_ name: String, _ measure: String, _ h: LatencyHistogram, failures: Int, duration: Double) -> RunResult.Operation {
+        func ms(_ ns: Int64) -> Double { Double(ns) / 1e6 }
+        return RunResult.Operation(
+            name: name, measure: measure, count: h.count, failures: failures, rps: Double(h.count) / duration, minMs: ms(h.min),
+            p50Ms: ms(h.percentile(50)), p90Ms: ms(h.percentile(90)), p95Ms: ms(h.percentile(95)), p99Ms: ms(h.percentile(99)),
+            p999Ms: ms(h.percentile(99.9)), maxMs: ms(h.max), meanMs: h.mean / 1e6
+        )
+    }
+
+    /// The measured value in base units (ns for latencies); nil when there is no data.
+    static func measure(_ threshold: Threshold, histograms: [String: LatencyHistogram], counters: [String: Double]) -> Double? {
+        let name = threshold.metric.hasSuffix(".latency") ? String(threshold.metric.dropLast(".latency".count)) : threshold.metric
+        if let histogram = histograms[name] ?? (MetricName.kind(of: name) == .latency ? LatencyHistogram() : nil) {
+            if threshold.aggregate == .count { return Double(histogram.count) }
+            guard histogram.count > 0 else { return nil }
+            switch threshold.aggregate {
+            case .percentile(let p): return Double(histogram.percentile(p))
+            case .avg: return histogram.mean
+            case .min: return Double(histogram.min)
+            case .max: return Double(histogram.max)
+            case .med: return Double(histogram.percentile(50))
+            case .count, .value: return nil
+            }
+        }
+        return counters[threshold.metric]
+    }
+
+    private func users(_ verdict: DeliveryLedger.Verdict) -> [RunResult.UserRow] {
+        var latencies = Array(repeating: [Int64](), count: plan.users)
+        for item in verdict.deliveries { latencies[plan.devices[item.device].user].append(item.raw) }
+        return (0..<plan.users).map { user in
+            let sorted = latencies[user].sorted()
+            return RunResult.UserRow(
+                user: FleetNames.user(user), devices: plan.devicesOfUser[user].count, counts: verdict.byUser[user],
+                p50Ms: Self.percentile(sorted, 50).map { Double($0) / 1e6 }, p99Ms: Self.percentile(sorted, 99).map { Double($0) / 1e6 }
+            )
+        }
+    }
+
+    /// Nearest-rank percentile of sorted values.
+    static func percentile(_ sorted: [Int64], _ p: Double) -> Int64? {
+        guard !sorted.isEmpty else { return nil }
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
+    }
+
+    private func timeseries(_ state: Recorder.State, _ verdict: DeliveryLedger.Verdict) -> [RunResult.Second] {
+        var latencyBySecond: [Int: [Int64]] = [:]
+        for item in verdict.deliveries { latencyBySecond[second(item.receivedAt), default: []].append(item.raw) }
+        var misdelivered: [Int: Int] = [:]
+        for time in verdict.misdeliveredAt { misdelivered[second(time), default: 0] += 1 }
+        let last = max(state.seconds.count - 1, latencyBySecond.keys.max() ?? 0, misdelivered.keys.max() ?? 0)
+        guard last >= 0, !(state.seconds.isEmpty && latencyBySecond.isEmpty) else { return [] }
+        return (0...last).map { index in
+            let bucket = index < state.seconds.count ? state.seconds[index] : Recorder.SecondBucket()
+            let sorted = (latencyBySecond[index] ?? []).sorted()
+            return RunResult.Second(
+                second: index, devicesReady: bucket.devicesReady, sends: bucket.sends, sendFailures: bucket.sendFailures,
+                sendsDropped: bucket.sendsDropped, received: bucket.received, misdelivered: misdelivered[index] ?? 0, errors: bucket.errors,
+                deliveryP50Ms: Self.percentile(sorted, 50).map { Double($0) / 1e6 }, deliveryP99Ms: Self.percentile(sorted, 99).map { Double($0) / 1e6 }
+            )
+        }
+    }
+}

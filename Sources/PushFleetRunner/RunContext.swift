@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import PushFleetCore
+import PushFleetWire
+import Synchronization
+
+/// What every device and sender of one run shares.
+final class RunContext: Sendable {
+    let scenario: Scenario
+    let plan: FleetPlan
+    let backend: BackendClient
+    /// The push service's base URL (`http://…`).
+    let pushServiceURL: String
+    let start: Int64
+    let logger: Logger
+    let probes = ProbePool()
+    let credentials: CredentialCache
+    private let events: AsyncStream<RunEvent>.Continuation
+    private let nextSend = Atomic<Int>(0)
+    /// Set on the first stop request: no new arrivals, sends or reconnects.
+    let stopping = Atomic<Bool>(false)
+    let trafficStart = Atomic<Int64>(0)
+
+    init(
+        scenario: Scenario,
+        plan: FleetPlan,
+        backend: BackendClient,
+        pushServiceURL: String,
+        start: Int64,
+        events: AsyncStream<RunEvent>.Continuation,
+        logger: Logger
+    ) {
+        self.scenario = scenario
+        self.plan = plan
+        self.backend = backend
+        self.pushServiceURL = pushServiceURL
+        self.start = start
+        self.events = events
+        self.logger = logger
+        self.credentials = CredentialCache(mode: scenario.auth)
+    }
+
+    func emit(_ event: RunEvent) {
+        events.yield(event)
+    }
+
+    func now() -> Int64 { MonotonicClock.nanoseconds() }
+
+    func makeSendID() -> Int {
+        nextSend.add(1, ordering: .relaxed).newValue
+    }
+
+    var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+    /// Sleeps until a monotonic instant, in short steps so a stop request is seen promptly.
+    /// Returns false when the run is stopping or the task was cancelled.
+    func sleep(until instant: Int64) async -> Bool {
+        while true {
+            if isStopping || Task.isCancelled { return false }
+            let remaining = instant - now()
+            if remaining <= 0 { return true }
+            do {
+                try await Task.sleep(for: .nanoseconds(min(remaining, 50_000_000)))
+            } catch {
+                return false
+            }
+        }
+    }
+
+    /// Records an HTTP exchange of a closed operation, or its failure; returns the exchange.
+    func record(_ result: Result<HTTPExchange, TransportError>, metric: String, operation: String) -> HTTPExchange? {
+        switch result {
+        case .success(let exchange):
+            emit(.operation(metric: metric, nanoseconds: exchange.latency, failed: !exchange.succeeded, at: exchange.end))
+            if !exchange.succeeded && exchange.status != 401 { emit(.error("\(operation):status_\(exchange.status)", at: exchange.end)) }
+            return exchange
+        case .failure(let error):
+            emit(.error("\(operation):\(error.label)", at: error.end))
+            return nil
+        }
+    }
+}
+
+/// Recently seen secure ids and their recipients, for leak probes to try as someone else.
+final class ProbePool: Sendable {
+    private let entries = Mutex<(items: [(id: String, user: Int)], next: Int)>(([], 0))
+    private static let capacity = 1024
+
+    func add(id: String, user: Int) {
+        entries.withLock { state in
+            if state.items.count < Self.capacity {
+                state.items.append((id, user))
+            } else {
+                state.items[state.next] = (id, user)
+                state.next = (state.next + 1) % Self.capacity
+            }
+        }
+    }
+
+    /// A stored id that belongs to someone other than `user`.
+    func foreign(to user: Int, pick: UInt64) -> String? {
+        entries.withLock { state in
+            let others = state.items.filter { $0.user != user }
+            return others.isEmpty ? nil : others[Int(pick % UInt64(others.count))].id
+        }
+    }
+}
+
+/// The Authorization header each user sends: Basic on every call, or a login token.
+final class CredentialCache: Sendable {
+    let mode: Scenario.AuthMode
+    private let tokens = Mutex<[String: String]>([:])
+
+    init(mode: Scenario.AuthMode) {
+        self.mode = mode
+    }
+
+    func header(for user: String) -> String? {
+        switch mode {
+        case .basic: BackendClient.basic(user)
+        case .token: tokens.withLock { $0[user] }.map { "Bearer \($0)" }
+        }
+    }
+
+    func store(token: String, for user: String) {
+        tokens.withLock { $0[user] = token }
+    }
+
+    /// Logs the user in (token mode) and records the login; false when it failed.
+    func login(_ user: String, context: RunContext) async -> Bool {
+        guard mode == .token else { return true }
+        let result = await context.backend.exchange(
+            .POST, "/api/login", authorization: BackendClient.basic(user), timeout: context.scenario.timeouts.login
+        )
+        guard let exchange = context.record(result, metric: MetricName.login, operation: "login"), exchange.succeeded,
+            let login = try? JSONDecoder().decode(LoginResponse.self, from: Data(exchange.body.readableBytesView))
+        else {
+            if case .success(let exchange) = result, exchange.status == 401 {
+                context.emit(.error("login:status_401", at: exchange.end))
+            }
+            return false
+        }
+        store(token: login.token, for: user)
+        return true
+    }
+
+    /// Runs an exchange with the user's credentials; on a 401 in token mode, logs in again once
+    /// and retries.
+    func withAuth(
+        _ user: String,
+        context: RunContext,
+        _ call: @Sendable (String?) async -> Result<HTTPExchange, TransportError>
+    ) async -> Result<HTTPExchange, TransportError> {
+        if mode == .token && header(for: user) == nil { _ = await login(user, context: context) }
+        let first = await call(header(for: user))
+        guard mode == .token, case .success(let exchange) = first, exchange.status == 401 else { return first }
+        guard await login(user, context: context) else { return first }
+        return await call(header(for: user))
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PushFleetCore
+import PushFleetWire
+import Synchronization
+
+/// One open-model sender: each send has an intended start from the profile, and its latency is
+/// measured from that instant, so a stalled backend cannot hide its stall by slowing the
+/// sender down (coordinated omission). Sends due while `maxInFlight` are open are dropped and
+/// counted, never silently skipped.
+struct TrafficSender: Sendable {
+    let traffic: Scenario.Traffic
+    let index: Int
+
+    func run(_ context: RunContext, trafficStart: Int64) async {
+        let instants = traffic.profile.instants()
+        var rng = SplitMix64(seed: context.scenario.seed ^ stableHash(traffic.name, seed: UInt64(index)))
+        let inFlight = InFlight()
+        let base = trafficStart + traffic.start.nanoseconds
+        await withDiscardingTaskGroup { group in
+            for offset in instants {
+                let intended = base + offset
+                guard await context.sleep(until: intended) else { break }
+                let (from, to) = choose(&rng, users: context.plan.users)
+                guard inFlight.enter(limit: traffic.maxInFlight) else {
+                    context.emit(.sendDropped(at: context.now()))
+                    continue
+                }
+                group.addTask {
+                    await send(from: from, to: to, intended: intended, context: context)
+                    inFlight.leave()
+                }
+            }
+        }
+    }
+
+    private func pick(_ party: Scenario.Traffic.Party, _ rng: inout SplitMix64, users: Int, sender: Int?) -> Int {
+        switch party {
+        case .randomUser: return Int(rng.next() % UInt64(users))
+        case .selfUser: return sender ?? 0
+        case .user(let name): return FleetNames.userIndex(name, users: users) ?? 0
+        case .group(let names): return FleetNames.userIndex(names[Int(rng.next() % UInt64(names.count))], users: users) ?? 0
+        }
+    }
+
+    private func choose(_ rng: inout SplitMix64, users: Int) -> (Int, Int) {
+        let from = pick(traffic.from, &rng, users: users, sender: nil)
+        return (from, pick(traffic.to, &rng, users: users, sender: from))
+    }
+
+    private func send(from: Int, to: Int, intended: Int64, context: RunContext) async {
+        let sender = FleetNames.user(from)
+        let recipient = FleetNames.user(to)
+        switch traffic.kind {
+        case .plain:
+            // One call per platform, as the seed's app does with its switches, all at once.
+            await withDiscardingTaskGroup { group in
+                for platform in traffic.platforms {
+                    group.addTask {
+                        let id = context.makeSendID()
+                        let body = try! JSONEncoder().encode(PushContent.nonceText(id))
+                        await perform(
+                            id: id, from: from, to: to, platforms: [platform], intended: intended,
+                            path: "/api/notifications?pns=\(platform.rawValue)&to_tag=\(recipient)", body: body, sender: sender,
+                            context: context
+                        )
+                    }
+                }
+            }
+        case .secure:
+            let id = context.makeSendID()
+            let body = try! JSONEncoder().encode(PushContent.securePayload(send: id, recipient: recipient))
+            await perform(
+                id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended,
+                path: "/api/notifications/secure?to_tag=\(recipient)", body: body, sender: sender, context: context
+            )
+        case .rich:
+            let id = context.makeSendID()
+            let image = Data(PushContent.securePayload(send: id, recipient: recipient).utf8).base64EncodedString()
+            let body = try! JSONEncoder().encode(
+                RichNotificationRequest(message: PushContent.nonceText(id), image: image, contentType: "image/png")
+            )
+            await perform(
+                id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended,
+                path: "/api/notifications/rich?to_tag=\(recipient)", body: body, sender: sender, context: context
+            )
+        }
+    }
+
+    private func perform(
+        id: Int, from: Int, to: Int, platforms: [Scenario.PlatformName], intended: Int64, path: String, body: Data,
+        sender: String, context: RunContext
+    ) async {
+        let result = await context.credentials.withAuth(sender, context: context) { auth in
+            await context.backend.exchange(.POST, path, authorization: auth, body: body, timeout: context.scenario.timeouts.send)
+        }
+        let start: Int64
+        let end: Int64
+        let succeeded: Bool
+        switch result {
+        case .success(let exchange):
+            (start, end, succeeded) = (exchange.start, exchange.end, exchange.succeeded)
+            if !succeeded { context.emit(.error("send:status_\(exchange.status)", at: end)) }
+        case .failure(let error):
+            (start, end, succeeded) = (error.start, error.end, false)
+            context.emit(.error("send:\(error.label)", at: end))
+        }
+        context.emit(
+            .send(
+                DeliveryLedger.Send(
+                    id: id, from: from, to: to, kind: traffic.kind, platforms: platforms, intended: intended, start: start, end: end,
+                    succeeded: succeeded
+                )
+            )
+        )
+    }
+}
+
+/// Sends open right now, against a sender's limit.
+final class InFlight: Sendable {
+    private let count = Atomic<Int>(0)
+
+    func enter(limit: Int) -> Bool {
+        if count.add(1, ordering: .relaxed).newValue > limit {
+            count.subtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func leave() {
+        count.subtract(1, ordering: .relaxed)
+    }
+}

@@ -1,0 +1,57 @@
+/// One problem in a scenario file, located precisely enough to fix without searching.
+public struct ScenarioIssue: Error, Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    public var line: Int
+    public var column: Int
+    /// Dotted key path, e.g. `traffic[1].rate`.
+    public var path: String
+    public var message: String
+    public var suggestion: String?
+
+    public init(file: String, line: Int, column: Int, path: String, message: String, suggestion: String? = nil) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.path = path
+        self.message = message
+        self.suggestion = suggestion
+    }
+
+    public var description: String {
+        var text = "\(file):\(line):\(column): \(path.isEmpty ? "(document)" : path): \(message)"
+        if let suggestion { text += " (did you mean '\(suggestion)'?)" }
+        return text
+    }
+}
+
+/// Every problem found in a scenario file; nothing runs while there is one.
+public struct ScenarioIssues: Error, Sendable, CustomStringConvertible {
+    public var issues: [ScenarioIssue]
+
+    public var description: String {
+        issues.map(\.description).joined(separator: "\n")
+    }
+}
+
+/// The closest candidate within an edit distance that suggests a typo.
+func closest(to word: String, in candidates: [String]) -> String? {
+    let scored = candidates.map { ($0, editDistance(word.lowercased(), $0.lowercased())) }
+    guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(2, word.count / 3) else { return nil }
+    return best.0
+}
+
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a)
+    let b = Array(b)
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[b.count]
+}

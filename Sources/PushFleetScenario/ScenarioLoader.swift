@@ -1,0 +1,449 @@
+public import PushFleetCore
+import Foundation
+import Yams
+
+/// Reads a scenario file into a validated ``Scenario``, reporting every problem at once.
+public enum ScenarioLoader {
+    static let topKeys = [
+        "name", "seed", "target", "auth", "fleet", "lifecycle", "timeouts", "traffic", "deadline", "grace", "leak_probes",
+        "thresholds", "faults", "embedded",
+    ]
+
+    /// Loads and validates a scenario file.
+    public static func load(path: String) throws(ScenarioIssues) -> Scenario {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ScenarioIssues(issues: [
+                ScenarioIssue(file: path, line: 0, column: 0, path: "", message: "cannot read the file: \(error.localizedDescription)")
+            ])
+        }
+        return try parse(text, file: path)
+    }
+
+    /// Parses and validates scenario text; `file` names it in messages.
+    public static func parse(_ text: String, file: String) throws(ScenarioIssues) -> Scenario {
+        let root: Node
+        do {
+            guard let node = try Yams.compose(yaml: text) else {
+                throw ScenarioIssues(issues: [ScenarioIssue(file: file, line: 1, column: 1, path: "", message: "the file is empty")])
+            }
+            root = node
+        } catch let issues as ScenarioIssues {
+            throw issues
+        } catch let error as YamlError {
+            throw ScenarioIssues(issues: [yamlIssue(error, file: file)])
+        } catch {
+            throw ScenarioIssues(issues: [ScenarioIssue(file: file, line: 1, column: 1, path: "", message: "\(error)")])
+        }
+        let reader = NodeReader(file: file)
+        let scenario = read(root, reader)
+        if let scenario { validate(scenario, root: root, reader: reader) }
+        guard reader.issues.isEmpty, let scenario else { throw ScenarioIssues(issues: reader.issues) }
+        return scenario
+    }
+
+    private static func yamlIssue(_ error: YamlError, file: String) -> ScenarioIssue {
+        switch error {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
+            return ScenarioIssue(file: file, line: mark.line, column: mark.column, path: "", message: "YAML syntax: \(problem)")
+        case .duplicatedKeysInMapping(let duplicates, _):
+            return ScenarioIssue(file: file, line: 1, column: 1, path: "", message: "duplicated keys: \(duplicates.joined(separator: ", "))")
+        default:
+            return ScenarioIssue(file: file, line: 1, column: 1, path: "", message: "YAML: \(error)")
+        }
+    }
+
+    // MARK: Reading
+
+    private static func read(_ root: Node, _ r: NodeReader) -> Scenario? {
+        guard let top = r.mapping(root, "", allowed: topKeys) else { return nil }
+        var name: String?
+        if let node = top["name"] {
+            name = r.string(node, "name")
+            if let value = name, value.isEmpty || !value.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) {
+                r.report(node, "name", "use letters, digits, '-', '_' and '.' only (it names the report folder)")
+            }
+        } else {
+            r.report(root, "name", "required key is missing")
+        }
+        guard let fleetNode = top["fleet"] else {
+            r.report(root, "fleet", "required key is missing")
+            return nil
+        }
+        guard let fleet = readFleet(fleetNode, r) else { return nil }
+        var scenario = Scenario(name: name ?? "unnamed", fleet: fleet)
+        if let node = top["seed"], let seed = r.int(node, "seed", in: 0...Int.max) { scenario.seed = UInt64(seed) }
+        if let node = top["target"], let target = readTarget(node, r) { scenario.target = target }
+        if let node = top["auth"], let auth = r.choice(node, "auth", Scenario.AuthMode.self) { scenario.auth = auth }
+        if let node = top["lifecycle"], let steps = r.sequence(node, "lifecycle", "steps") {
+            scenario.lifecycle = Set(steps.enumerated().compactMap { r.choice($1, "lifecycle[\($0)]", Scenario.LifecycleStep.self) })
+        }
+        if let node = top["timeouts"] { readTimeouts(node, r, into: &scenario.timeouts) }
+        if let node = top["traffic"], let items = r.sequence(node, "traffic", "senders") {
+            scenario.traffic = items.enumerated().compactMap { readTraffic($1, "traffic[\($0)]", index: $0, r) }
+        }
+        if let node = top["deadline"], let value = r.duration(node, "deadline") { scenario.deadline = value }
+        if let node = top["grace"], let value = r.duration(node, "grace", allowZero: true) { scenario.grace = value }
+        if let node = top["leak_probes"], let value = r.ratio(node, "leak_probes") { scenario.leakProbeShare = value }
+        if let node = top["thresholds"] { scenario.thresholds = readThresholds(node, r) }
+        if let node = top["faults"], let items = r.sequence(node, "faults", "fault steps") {
+            scenario.faults = items.enumerated().compactMap { readFault($1, "faults[\($0)]", r) }
+        }
+        if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl"]) {
+            if let ttl = embedded["registration_ttl"], let value = r.duration(ttl, "embedded.registration_ttl") {
+                scenario.embedded.registrationTTL = value
+            }
+        }
+        return scenario
+    }
+
+    private static func readTarget(_ node: Node, _ r: NodeReader) -> Scenario.Target? {
+        if let text = node.string {
+            guard text == "embedded" else {
+                r.report(node, "target", "'\(text)' is not a target; use 'embedded' or {backend: URL, pns: URL | embedded}")
+                return nil
+            }
+            return .embedded
+        }
+        guard let map = r.mapping(node, "target", allowed: ["backend", "pns", "pns_listen"]) else { return nil }
+        guard let backendNode = map["backend"], let backend = r.string(backendNode, "target.backend") else {
+            r.report(node, "target.backend", "required key is missing")
+            return nil
+        }
+        guard isHTTPURL(backend) else {
+            r.report(backendNode, "target.backend", "expected an http(s) URL, got '\(backend)'")
+            return nil
+        }
+        let pns = map["pns"].flatMap { r.string($0, "target.pns") } ?? "embedded"
+        if pns == "embedded" {
+            let listen = map["pns_listen"].flatMap { r.string($0, "target.pns_listen") } ?? "127.0.0.1:0"
+            return .external(backend: backend, pushService: .embedded(listen: listen))
+        }
+        guard isHTTPURL(pns) else {
+            r.report(map["pns"], "target.pns", "expected an http(s) URL or 'embedded', got '\(pns)'")
+            return nil
+        }
+        return .external(backend: backend, pushService: .url(pns))
+    }
+
+    static func isHTTPURL(_ text: String) -> Bool {
+        guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+            return false
+        }
+        return true
+    }
+
+    private static func readFleet(_ node: Node, _ r: NodeReader) -> Scenario.Fleet? {
+        let keys = ["users", "devices_per_user", "platforms", "arrival", "push_channel", "http", "connections", "departure"]
+        guard let map = r.mapping(node, "fleet", allowed: keys) else { return nil }
+        guard let usersNode = map["users"] else {
+            r.report(node, "fleet.users", "required key is missing")
+            return nil
+        }
+        guard let users = r.int(usersNode, "fleet.users", in: 1...10_000_000) else { return nil }
+        var fleet = Scenario.Fleet(users: users)
+        if let node = map["devices_per_user"] {
+            if let range = node.mapping {
+                _ = range
+                if let bounds = r.mapping(node, "fleet.devices_per_user", allowed: ["min", "max"]),
+                    let low = bounds["min"].flatMap({ r.int($0, "fleet.devices_per_user.min", in: 0...100) }),
+                    let high = bounds["max"].flatMap({ r.int($0, "fleet.devices_per_user.max", in: 1...100) })
+                {
+                    if low > high {
+                        r.report(node, "fleet.devices_per_user", "min (\(low)) must not exceed max (\(high))")
+                    } else {
+                        fleet.devicesPerUser = .uniform(min: low, max: high)
+                    }
+                } else if r.issues.isEmpty {
+                    r.report(node, "fleet.devices_per_user", "expected a number or {min: N, max: M}")
+                }
+            } else if let count = r.int(node, "fleet.devices_per_user", in: 1...100) {
+                fleet.devicesPerUser = .fixed(count)
+            }
+        }
+        if let node = map["platforms"],
+            let weights = r.mapping(node, "fleet.platforms", allowed: Scenario.PlatformName.allCases.map(\.rawValue))
+        {
+            var parsed: [Scenario.PlatformName: Double] = [:]
+            for (key, value) in weights {
+                if let weight = r.number(value, "fleet.platforms.\(key)", in: 0...1_000_000) {
+                    parsed[Scenario.PlatformName(rawValue: key)!] = weight
+                }
+            }
+            if parsed.values.reduce(0, +) <= 0 {
+                r.report(node, "fleet.platforms", "at least one platform needs a weight above 0")
+            } else {
+                fleet.platforms = parsed.filter { $0.value > 0 }
+            }
+        }
+        if let node = map["arrival"] { fleet.arrival = readProfile(node, "fleet.arrival", r, requireDuration: false) }
+        if let node = map["push_channel"], let value = r.choice(node, "fleet.push_channel", Scenario.PushChannel.self) {
+            fleet.pushChannel = value
+        }
+        if let node = map["http"], let value = r.choice(node, "fleet.http", Scenario.HTTPMode.self) { fleet.http = value }
+        if let node = map["connections"], let value = r.int(node, "fleet.connections", in: 1...20_000) { fleet.connections = value }
+        if let node = map["departure"], let departure = r.mapping(node, "fleet.departure", allowed: ["share", "at"]) {
+            if let share = departure["share"].flatMap({ r.ratio($0, "fleet.departure.share") }),
+                let at = departure["at"].flatMap({ r.duration($0, "fleet.departure.at", allowZero: true) })
+            {
+                fleet.departure = .init(share: share, at: at)
+            } else if departure["share"] == nil || departure["at"] == nil {
+                r.report(node, "fleet.departure", "needs both share and at")
+            }
+        }
+        return fleet
+    }
+
+    /// `{rate: R, duration: D}` (constant), or `{start_rate: R, stages: [{duration: D, target: R}]}`.
+    private static func readProfile(_ node: Node, _ path: String, _ r: NodeReader, requireDuration: Bool) -> LoadProfile? {
+        guard let map = r.mapping(node, path, allowed: ["rate", "duration", "start_rate", "stages"]) else { return nil }
+        return readProfile(map, node, path, r, requireDuration: requireDuration)
+    }
+
+    static func readProfile(_ map: [String: Node], _ node: Node, _ path: String, _ r: NodeReader, requireDuration: Bool) -> LoadProfile? {
+        if let stagesNode = map["stages"] {
+            if map["rate"] != nil {
+                r.report(map["rate"], "\(path).rate", "give either rate or stages, not both")
+            }
+            let start = map["start_rate"].flatMap { r.rate($0, "\(path).start_rate") } ?? Rate(perSecond: 0)
+            guard let items = r.sequence(stagesNode, "\(path).stages", "{duration, target} stages") else { return nil }
+            var stages: [Stage] = []
+            for (index, item) in items.enumerated() {
+                let stagePath = "\(path).stages[\(index)]"
+                guard let stage = r.mapping(item, stagePath, allowed: ["duration", "target"]) else { continue }
+                guard let durationNode = stage["duration"], let targetNode = stage["target"] else {
+                    r.report(item, stagePath, "each stage needs duration and target")
+                    continue
+                }
+                if let duration = r.duration(durationNode, "\(stagePath).duration"), let target = r.rate(targetNode, "\(stagePath).target") {
+                    stages.append(Stage(duration: duration, target: target))
+                }
+            }
+            guard !stages.isEmpty else {
+                r.report(stagesNode, "\(path).stages", "needs at least one stage")
+                return nil
+            }
+            return LoadProfile(startRate: start, stages: stages)
+        }
+        guard let rateNode = map["rate"] else {
+            r.report(node, "\(path).rate", "required: a rate (e.g. 100/s), or stages")
+            return nil
+        }
+        guard let rate = r.rate(rateNode, "\(path).rate") else { return nil }
+        if rate.perSecond <= 0 {
+            r.report(rateNode, "\(path).rate", "must be above 0")
+            return nil
+        }
+        if let durationNode = map["duration"] {
+            guard let duration = r.duration(durationNode, "\(path).duration") else { return nil }
+            return .constant(rate, for: duration)
+        }
+        if requireDuration {
+            r.report(node, "\(path).duration", "required with a constant rate")
+            return nil
+        }
+        // Arrivals without a duration go on at this rate until the whole fleet is in.
+        return .constant(rate, for: .seconds(0))
+    }
+
+    private static func readTimeouts(_ node: Node, _ r: NodeReader, into timeouts: inout Scenario.Timeouts) {
+        guard let map = r.mapping(node, "timeouts", allowed: ["login", "register", "connect", "send", "fetch"]) else { return }
+        if let v = map["login"].flatMap({ r.duration($0, "timeouts.login") }) { timeouts.login = v }
+        if let v = map["register"].flatMap({ r.duration($0, "timeouts.register") }) { timeouts.register = v }
+        if let v = map["connect"].flatMap({ r.duration($0, "timeouts.connect") }) { timeouts.connect = v }
+        if let v = map["send"].flatMap({ r.duration($0, "timeouts.send") }) { timeouts.send = v }
+        if let v = map["fetch"].flatMap({ r.duration($0, "timeouts.fetch") }) { timeouts.fetch = v }
+    }
+
+    private static func readTraffic(_ node: Node, _ path: String, index: Int, _ r: NodeReader) -> Scenario.Traffic? {
+        let keys = ["name", "kind", "from", "to", "platforms", "rate", "duration", "start_rate", "stages", "start", "max_in_flight"]
+        guard let map = r.mapping(node, path, allowed: keys) else { return nil }
+        guard let kindNode = map["kind"] else {
+            r.report(node, "\(path).kind", "required: plain, secure or rich")
+            return nil
+        }
+        let kind = r.choice(kindNode, "\(path).kind", Scenario.Traffic.Kind.self)
+        let profileMap = map.filter { ["rate", "duration", "start_rate", "stages"].contains($0.key) }
+        let profile = readProfile(profileMap, node, path, r, requireDuration: true)
+        guard let kind, let profile else { return nil }
+        var traffic = Scenario.Traffic(name: map["name"].flatMap { r.string($0, "\(path).name") } ?? "\(kind.rawValue)-\(index + 1)", kind: kind, profile: profile)
+        if let from = map["from"] { traffic.from = readParty(from, "\(path).from", r, allowSelf: false) ?? .randomUser }
+        if let to = map["to"] { traffic.to = readParty(to, "\(path).to", r, allowSelf: true) ?? .randomUser }
+        if let node = map["platforms"], let items = r.sequence(node, "\(path).platforms", "platforms") {
+            traffic.platforms = items.enumerated().compactMap { r.choice($1, "\(path).platforms[\($0)]", Scenario.PlatformName.self) }
+            if traffic.platforms.isEmpty { r.report(node, "\(path).platforms", "needs at least one platform") }
+        }
+        if let node = map["start"], let value = r.duration(node, "\(path).start", allowZero: true) { traffic.start = value }
+        if let node = map["max_in_flight"], let value = r.int(node, "\(path).max_in_flight", in: 1...1_000_000) {
+            traffic.maxInFlight = value
+        }
+        return traffic
+    }
+
+    private static func readParty(_ node: Node, _ path: String, _ r: NodeReader, allowSelf: Bool) -> Scenario.Traffic.Party? {
+        if let text = node.string {
+            switch text {
+            case "random_user": return .randomUser
+            case "self" where allowSelf: return .selfUser
+            default:
+                let options = allowSelf ? ["random_user", "self"] : ["random_user"]
+                r.report(node, path, "'\(text)' is not one of \(options.joined(separator: ", ")), {user: NAME} or {group: [NAMES]}",
+                    suggestion: closest(to: text, in: options))
+                return nil
+            }
+        }
+        guard let map = r.mapping(node, path, allowed: ["user", "group"]) else { return nil }
+        if let user = map["user"] { return r.string(user, "\(path).user").map { .user($0) } }
+        if let group = map["group"], let items = r.sequence(group, "\(path).group", "user names") {
+            let names = items.enumerated().compactMap { r.string($1, "\(path).group[\($0)]") }
+            guard !names.isEmpty else {
+                r.report(group, "\(path).group", "needs at least one user")
+                return nil
+            }
+            return .group(names)
+        }
+        r.report(node, path, "expected {user: NAME} or {group: [NAMES]}")
+        return nil
+    }
+
+    private static func readThresholds(_ node: Node, _ r: NodeReader) -> [Threshold] {
+        guard case .mapping(let mapping) = node else {
+            r.report(node, "thresholds", "expected a mapping of metric name to expressions")
+            return []
+        }
+        var thresholds: [Threshold] = []
+        for (keyNode, value) in mapping {
+            guard let metric = keyNode.string else { continue }
+            let path = "thresholds.\(metric)"
+            guard let kind = MetricName.kind(of: metric) else {
+                r.report(keyNode, path, "unknown metric '\(metric)'", suggestion: closest(to: metric, in: MetricName.all))
+                continue
+            }
+            let expressions: [Node] = value.string != nil ? [value] : (r.sequence(value, path, "expressions") ?? [])
+            for expressionNode in expressions {
+                guard let text = r.string(expressionNode, path) else { continue }
+                do {
+                    let threshold = try Threshold(metric: metric, expression: text)
+                    guard kind.supports(threshold.aggregate) else {
+                        r.report(expressionNode, path, "'\(threshold.aggregate)' does not apply to \(kindName(kind)) metric '\(metric)'")
+                        continue
+                    }
+                    thresholds.append(threshold)
+                } catch {
+                    r.report(expressionNode, path, error.description)
+                }
+            }
+        }
+        return thresholds
+    }
+
+    private static func kindName(_ kind: MetricKind) -> String {
+        switch kind {
+        case .latency: "latency (use p(N), avg, min, max, med or count)"
+        case .counter: "counter (use count)"
+        case .ratio: "ratio (use value)"
+        }
+    }
+
+    private static func readFault(_ node: Node, _ path: String, _ r: NodeReader) -> Scenario.FaultStep? {
+        guard let map = r.mapping(node, path, allowed: ["at", "pns", "disconnect"]) else { return nil }
+        guard let atNode = map["at"], let at = r.duration(atNode, "\(path).at", allowZero: true) else {
+            if map["at"] == nil { r.report(node, "\(path).at", "required: when, from the start of traffic") }
+            return nil
+        }
+        var step = Scenario.FaultStep(at: at)
+        if let node = map["disconnect"] { step.disconnect = r.ratio(node, "\(path).disconnect") }
+        if let pnsNode = map["pns"], let pns = r.mapping(pnsNode, "\(path).pns", allowed: ["drop", "throttle", "latency", "unregistered_ratio"]) {
+            step.drop = pns["drop"].flatMap { r.ratio($0, "\(path).pns.drop") }
+            step.throttle = pns["throttle"].flatMap { r.ratio($0, "\(path).pns.throttle") }
+            step.unregisteredRatio = pns["unregistered_ratio"].flatMap { r.ratio($0, "\(path).pns.unregistered_ratio") }
+            if let latency = pns["latency"] { step.latency = readLatency(latency, "\(path).pns.latency", r) }
+        }
+        if step.disconnect == nil && step.drop == nil && step.throttle == nil && step.latency == nil && step.unregisteredRatio == nil {
+            r.report(node, path, "sets nothing; give pns knobs (drop, throttle, latency, unregistered_ratio) or disconnect")
+            return nil
+        }
+        return step
+    }
+
+    /// `none`, `{fixed: 20ms}`, `{uniform: [5ms, 50ms]}` or `{normal: {mean: 20ms, stddev: 5ms}}`.
+    private static func readLatency(_ node: Node, _ path: String, _ r: NodeReader) -> Scenario.LatencySpec? {
+        if node.string == "none" { return Scenario.LatencySpec.none }
+        guard let map = r.mapping(node, path, allowed: ["fixed", "uniform", "normal"]), map.count == 1, let (kind, value) = map.first else {
+            r.report(node, path, "expected none, {fixed: D}, {uniform: [MIN, MAX]} or {normal: {mean: D, stddev: D}}")
+            return nil
+        }
+        switch kind {
+        case "fixed":
+            return r.duration(value, "\(path).fixed", allowZero: true).map { .fixed($0) }
+        case "uniform":
+            guard let items = r.sequence(value, "\(path).uniform", "two durations"), items.count == 2,
+                let low = r.duration(items[0], "\(path).uniform[0]", allowZero: true),
+                let high = r.duration(items[1], "\(path).uniform[1]", allowZero: true)
+            else {
+                r.report(value, "\(path).uniform", "expected [MIN, MAX]")
+                return nil
+            }
+            guard low <= high else {
+                r.report(value, "\(path).uniform", "MIN must not exceed MAX")
+                return nil
+            }
+            return .uniform(min: low, max: high)
+        default:
+            guard let normal = r.mapping(value, "\(path).normal", allowed: ["mean", "stddev"]),
+                let mean = normal["mean"].flatMap({ r.duration($0, "\(path).normal.mean", allowZero: true) }),
+                let sd = normal["stddev"].flatMap({ r.duration($0, "\(path).normal.stddev", allowZero: true) })
+            else {
+                r.report(value, "\(path).normal", "expected {mean: D, stddev: D}")
+                return nil
+            }
+            return .normal(mean: mean, stddev: sd)
+        }
+    }
+
+    // MARK: Cross-checks
+
+    private static func validate(_ scenario: Scenario, root: Node, reader r: NodeReader) {
+        let top = root.mapping
+        func node(_ key: String) -> Node? { top?[Node(key)] }
+        let steps = scenario.lifecycle
+        func require(_ step: Scenario.LifecycleStep, for other: Scenario.LifecycleStep) {
+            if steps.contains(other) && !steps.contains(step) {
+                r.report(node("lifecycle"), "lifecycle", "'\(other.rawValue)' needs '\(step.rawValue)'")
+            }
+        }
+        require(.register, for: .connect)
+        require(.connect, for: .receive)
+        require(.receive, for: .fetchSecure)
+        require(.receive, for: .fetchRich)
+        var names = Set<String>()
+        for (index, traffic) in scenario.traffic.enumerated() {
+            let path = "traffic[\(index)]"
+            let item = node("traffic")?.sequence?[index]
+            if !names.insert(traffic.name).inserted { r.report(item, "\(path).name", "duplicate sender name '\(traffic.name)'") }
+            if traffic.kind == .secure && !steps.contains(.fetchSecure) {
+                r.report(item, "\(path).kind", "secure sends carry only an id; add fetch_secure to lifecycle to attribute them")
+            }
+            if !steps.contains(.receive) {
+                r.report(item, path, "traffic needs devices that receive; add connect and receive to lifecycle")
+            }
+            for party in [traffic.from, traffic.to] {
+                let users: [String]
+                switch party {
+                case .user(let name): users = [name]
+                case .group(let group): users = group
+                default: users = []
+                }
+                for user in users where FleetNames.userIndex(user, users: scenario.fleet.users) == nil {
+                    r.report(item, path, "no user '\(user)' in a fleet of \(scenario.fleet.users) (users are user1…user\(scenario.fleet.users))")
+                }
+            }
+        }
+        if !scenario.faults.isEmpty, case .external(_, .url) = scenario.target {
+            r.report(node("faults"), "faults", "faults need the embedded push service (or one with its /admin API); the target's pns is external")
+        }
+    }
+}
+

@@ -1,0 +1,194 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import PushFleetCore
+import PushFleetReport
+import PushFleetRunner
+import PushFleetScenario
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Play a scenario against its target and write the reports.",
+        discussion: """
+            Exit codes: 0 every threshold passed; 99 a threshold failed; 2 invalid input; 1 anything \
+            else (including a run stopped by a signal, whose reports are still written, marked aborted).
+            """
+    )
+
+    @Argument(help: "The scenario file (YAML).") var scenario: String
+    @Option(help: "Write the reports here instead of reports/<scenario>-<UTC time>/.") var out: String?
+    @Option(help: "The folder that holds report folders.") var reportsDir = "reports"
+    @Option(help: "Override the scenario's seed.") var seed: UInt64?
+    @Flag(help: "No progress line.") var quiet = false
+
+    func run() async throws {
+        var loaded: Scenario
+        do {
+            loaded = try ScenarioLoader.load(path: scenario)
+        } catch {
+            FileHandleOutput.standardError(error.description)
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+        if let seed { loaded.seed = seed }
+        let text = (try? String(contentsOfFile: scenario, encoding: .utf8)) ?? ""
+        let stop = StopControl()
+        let signals = SignalWatcher { signal in
+            switch stop.escalate(reason: "received \(signal)") {
+            case .stopping:
+                FileHandleOutput.standardError("\n\(signal): stopping arrivals and sends, finishing work in flight (again to stop now)")
+            default:
+                FileHandleOutput.standardError("\n\(signal): stopping now, writing what was recorded")
+            }
+        }
+        defer { signals.cancel() }
+
+        let progress = ProgressLine(enabled: !quiet)
+        var logger = Logger(label: "pushfleet.run")
+        logger.logLevel = .warning
+        let runner = FleetRunner(
+            scenario: loaded,
+            options: .init(scenarioFile: scenario, scenarioText: text, version: PushFleet.version, logger: logger) { line in
+                progress.show(line)
+            }
+        )
+        let result = try await runner.run(stop: stop)
+        progress.finish()
+
+        let directory = out ?? "\(reportsDir)/\(loaded.name)-\(Self.stamp(Date()))"
+        try ReportWriter.write(result, to: directory)
+        FileHandleOutput.standardOutput(SummaryTable.render(result))
+        FileHandleOutput.standardOutput("reports: \(directory)")
+        if result.info.aborted { throw ExitCode(ExitStatus.failure) }
+        if !result.passed { throw ExitCode(ExitStatus.thresholdFailed) }
+    }
+
+    static func stamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        return formatter.string(from: date)
+    }
+}
+
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check scenario files and report every problem; exit 2 if any.")
+
+    @Argument(help: "Scenario files.") var files: [String]
+
+    func run() throws {
+        var failed = false
+        for file in files {
+            do {
+                let scenario = try ScenarioLoader.load(path: file)
+                let plan = FleetPlan(scenario: scenario)
+                FileHandleOutput.standardOutput(
+                    "ok: \(file): \(scenario.fleet.users) users, \(plan.devices.count) devices, \(scenario.traffic.count) senders, \(scenario.thresholds.count) thresholds"
+                )
+            } catch {
+                failed = true
+                FileHandleOutput.standardError(error.description)
+            }
+        }
+        if failed { throw ExitCode(ExitStatus.invalidInput) }
+    }
+}
+
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Re-render every report file of a run folder from its run.json.")
+
+    @Argument(help: "A run's report folder.") var directory: String
+
+    func run() throws {
+        let path = (directory as NSString).appendingPathComponent("run.json")
+        guard let data = FileManager.default.contents(atPath: path) else {
+            FileHandleOutput.standardError("no run.json in \(directory)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+        let result: RunResult
+        do { result = try ReportFiles.decodeRunJSON(data) } catch {
+            FileHandleOutput.standardError("\(path) is not a pushfleet run.json: \(error)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+        try ReportWriter.write(result, to: directory)
+        FileHandleOutput.standardOutput("re-rendered: \(directory)")
+    }
+}
+
+/// Writes the rendered report files into a folder.
+enum ReportWriter {
+    static func write(_ result: RunResult, to directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for file in try ReportFiles.render(result) {
+            let path = (directory as NSString).appendingPathComponent(file.name)
+            guard FileManager.default.createFile(atPath: path, contents: file.data) else {
+                throw ValidationError("cannot write \(path)")
+            }
+        }
+    }
+}
+
+/// The live progress line: redrawn in place on a terminal, plain periodic lines otherwise.
+final class ProgressLine: Sendable {
+    let enabled: Bool
+    let terminal = isatty(STDERR_FILENO) != 0
+    private let counter = SynchronizedCounter()
+
+    init(enabled: Bool) {
+        self.enabled = enabled
+    }
+
+    func show(_ line: String) {
+        guard enabled else { return }
+        if terminal {
+            FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
+        } else if counter.next() % 5 == 0 {
+            FileHandleOutput.standardError(line)
+        }
+    }
+
+    func finish() {
+        if enabled && terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}
+
+final class SynchronizedCounter: Sendable {
+    private let value = Mutex(0)
+
+    func next() -> Int {
+        value.withLock {
+            $0 += 1
+            return $0
+        }
+    }
+}
+
+/// Turns SIGINT and SIGTERM into calls, instead of the default immediate exit.
+final class SignalWatcher {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ handler: @escaping @Sendable (String) -> Void) {
+        var sources: [any DispatchSourceSignal] = []
+        for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { handler(name) }
+            source.resume()
+            sources.append(source)
+        }
+        self.sources = sources
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}
+
+import Synchronization

@@ -1,0 +1,50 @@
+import Foundation
+import PushFleetCore
+import PushFleetReport
+import PushFleetRunner
+
+/// The end-of-run summary printed to the terminal.
+enum SummaryTable {
+    static func render(_ r: RunResult) -> String {
+        var lines: [String] = []
+        let verdict = ReportFiles.verdict(r).uppercased()
+        lines.append("")
+        lines.append("\(r.info.scenario) — \(verdict) in \(String(format: "%.1f", r.info.durationSeconds))s (seed \(r.info.seed), \(r.info.target))")
+        lines.append("devices: \(r.devices.ready)/\(r.devices.planned) ready, \(r.devices.failed) failed")
+        let c = r.delivery
+        lines.append(
+            "delivery: expected \(c.expected), delivered \(c.delivered), late \(c.late), lost \(c.lost), misdelivered \(c.misdelivered), duplicates \(c.duplicates), indeterminate \(c.indeterminate), leaks \(c.leaks)"
+        )
+        lines.append("")
+        let header = ["operation", "measure", "count", "fail", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"]
+        var rows = [header]
+        for op in r.operations {
+            rows.append([
+                op.name, op.measure, String(op.count), String(op.failures), String(format: "%.1f", op.rps), f(op.p50Ms), f(op.p90Ms), f(op.p99Ms),
+                f(op.p999Ms), f(op.maxMs),
+            ])
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            lines.append(row.enumerated().map { index, cell in
+                index < 2 ? cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+                    : String(repeating: " ", count: widths[index] - cell.count) + cell
+            }.joined(separator: "  "))
+        }
+        if !r.errors.isEmpty {
+            lines.append("")
+            lines.append("errors: " + r.errors.prefix(8).map { "\($0.errorClass) ×\($0.count)" }.joined(separator: ", "))
+        }
+        if !r.thresholds.isEmpty {
+            lines.append("")
+            lines.append("thresholds:")
+            for t in r.thresholds {
+                let measured = t.measured.map { String(format: "%.3f", $0) + t.unit } ?? "no data"
+                lines.append("  \(t.passed ? "pass" : "FAIL")  \(t.metric): \(t.expression)  (measured \(measured))")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func f(_ value: Double) -> String { String(format: "%.2f", value) }
+}
