@@ -42,7 +42,7 @@ struct AuthTests {
     @Test("forged and expired tokens are refused")
     func tokens() async throws {
         var configuration = EmbeddedSystem.Configuration()
-        configuration.backend.tokenLifetime = .seconds(1)
+        configuration.backend.tokenLifetime = .seconds(2)
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
             let token = try await TestHTTP.request(.POST, "\(system.backend)/api/login", auth: .user("bob")).json(LoginResponse.self).token
             #expect(try await TestHTTP.request(.POST, "\(system.backend)/api/register", auth: .bearer(token)).status == 200)
@@ -60,7 +60,7 @@ struct AuthTests {
             let none = Data(#"{"alg":"none","typ":"JWT"}"#.utf8).base64URL + "." + parts[1] + "."
             #expect(try await TestHTTP.request(.POST, "\(system.backend)/api/register", auth: .bearer(none)).status == 401)
 
-            try await Task.sleep(for: .milliseconds(2100))
+            try await Task.sleep(for: .milliseconds(3100))
             let expired = try await TestHTTP.request(.POST, "\(system.backend)/api/register", auth: .bearer(token))
             #expect(expired.status == 401)
             #expect(expired.text.contains("expired"))

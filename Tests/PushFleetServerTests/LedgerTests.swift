@@ -1,0 +1,152 @@
+import PushFleetCore
+import Testing
+
+/// The ledger's verdict for every outcome class, on hand-built timelines (no I/O).
+@Suite("Delivery ledger")
+struct LedgerTests {
+    static let ms: Int64 = 1_000_000
+
+    /// Two users: alice (apns + fcm), bob (apns); all registered at t = 0.
+    func ledger() -> (DeliveryLedger, alicePhone: Int, aliceAndroid: Int, bobPhone: Int) {
+        var ledger = DeliveryLedger(users: 2)
+        let a1 = ledger.addDevice(.init(user: 0, platform: .apns))
+        let a2 = ledger.addDevice(.init(user: 0, platform: .fcm))
+        let b1 = ledger.addDevice(.init(user: 1, platform: .apns))
+        for device in [a1, a2, b1] { ledger.setEligible(device, true, at: 0) }
+        return (ledger, a1, a2, b1)
+    }
+
+    func send(_ id: Int, to user: Int, platforms: [Scenario.PlatformName] = [.apns, .fcm], at start: Int64, end: Int64? = nil, ok: Bool = true)
+        -> DeliveryLedger.Send
+    {
+        .init(id: id, from: 1 - user, to: user, kind: .secure, platforms: platforms, intended: start - 2 * Self.ms, start: start,
+            end: end ?? start + 5 * Self.ms, succeeded: ok)
+    }
+
+    @Test("delivered, late, lost and duplicate, with latencies from actual and intended start")
+    func basicOutcomes() {
+        var (ledger, a1, a2, _) = ledger()
+        ledger.record(send(1, to: 0, at: 100 * Self.ms))
+        ledger.record(.init(device: a1, attribution: .send(1), time: 110 * Self.ms, contentTime: 115 * Self.ms))
+        ledger.record(.init(device: a1, attribution: .send(1), time: 120 * Self.ms))
+        ledger.record(.init(device: a2, attribution: .send(1), time: 100 * Self.ms + 6_000 * Self.ms))
+        ledger.record(send(2, to: 0, at: 200 * Self.ms))
+        let verdict = ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.expected == 4)
+        #expect(verdict.total.delivered == 1)
+        #expect(verdict.total.late == 1)
+        #expect(verdict.total.lost == 2)
+        #expect(verdict.total.duplicates == 1)
+        #expect(verdict.total.misdelivered == 0)
+        let first = verdict.deliveries.first { $0.device == a1 }!
+        #expect(first.raw == 10 * Self.ms && first.corrected == 12 * Self.ms)
+        #expect(first.endToEndRaw == 15 * Self.ms && first.endToEndCorrected == 17 * Self.ms)
+        #expect(verdict.byUser[0].lost == 2 && verdict.byUser[1] == DeliveryLedger.Counts())
+        #expect(verdict.byPlatform[.fcm]?.late == 1)
+    }
+
+    @Test("a receipt by another user's device, an untargeted platform or an unknown send is misdelivered")
+    func misdelivered() {
+        var (ledger, a1, a2, b1) = ledger()
+        ledger.record(send(1, to: 0, platforms: [.apns], at: 100 * Self.ms))
+        ledger.record(.init(device: a1, attribution: .send(1), time: 110 * Self.ms))
+        ledger.record(.init(device: b1, attribution: .send(1), time: 111 * Self.ms))
+        ledger.record(.init(device: a2, attribution: .send(1), time: 112 * Self.ms))
+        ledger.record(.init(device: b1, attribution: .send(99), time: 113 * Self.ms))
+        ledger.record(.init(device: b1, attribution: .unattributable, time: 114 * Self.ms))
+        let verdict = ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.delivered == 1)
+        #expect(verdict.total.misdelivered == 4)
+        #expect(verdict.byUser[1].misdelivered == 3 && verdict.byUser[0].misdelivered == 1)
+        #expect(verdict.misdeliveredAt.count == 4)
+    }
+
+    @Test("devices whose registration changed while the send was open are indeterminate")
+    func indeterminate() {
+        var (ledger, a1, a2, _) = ledger()
+        // a2 re-registers during send 1 (100…105 ms); a1 registers only after send 2 started.
+        ledger.setEligible(a2, false, at: 101 * Self.ms)
+        ledger.setEligible(a2, true, at: 103 * Self.ms)
+        ledger.record(send(1, to: 0, at: 100 * Self.ms))
+        ledger.record(.init(device: a1, attribution: .send(1), time: 110 * Self.ms))
+        ledger.record(.init(device: a2, attribution: .send(1), time: 110 * Self.ms))
+        ledger.setEligible(a1, false, at: 150 * Self.ms)
+        ledger.record(send(2, to: 0, at: 200 * Self.ms))
+        let verdict = ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.indeterminate == 1)
+        #expect(verdict.total.delivered == 1)
+        // Send 2: a1 was not eligible (departed) so not expected; a2 expected and lost.
+        #expect(verdict.total.expected == 2 && verdict.total.lost == 1)
+        #expect(verdict.total.misdelivered == 0)
+    }
+
+    @Test("a failed send expects nobody; its target's devices are indeterminate, others misdelivered")
+    func failedSend() {
+        var (ledger, a1, _, b1) = ledger()
+        ledger.record(send(1, to: 0, at: 100 * Self.ms, ok: false))
+        ledger.record(.init(device: a1, attribution: .send(1), time: 110 * Self.ms))
+        ledger.record(.init(device: b1, attribution: .send(1), time: 110 * Self.ms))
+        let verdict = ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.expected == 0 && verdict.total.lost == 0)
+        #expect(verdict.total.indeterminate == 2 && verdict.total.misdelivered == 1)
+    }
+
+    @Test("fetched content of another user is a leak and a misdelivery; probe leaks add up")
+    func leaks() {
+        var (ledger, a1, _, b1) = ledger()
+        ledger.record(send(1, to: 0, at: 100 * Self.ms))
+        ledger.record(.init(device: a1, attribution: .send(1), time: 110 * Self.ms, contentTime: 112 * Self.ms))
+        ledger.record(.init(device: b1, attribution: .send(1), time: 111 * Self.ms, contentTime: 113 * Self.ms, foreignContent: true))
+        ledger.recordProbeLeak()
+        let verdict = ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.leaks == 2)
+        #expect(verdict.total.misdelivered == 1)
+        #expect(verdict.byUser[1].leaks == 1)
+    }
+
+    @Test("open-model schedules put events where the rate says")
+    func loadProfile() throws {
+        let constant = LoadProfile.constant(Rate(perSecond: 100), for: .seconds(2)).instants()
+        #expect(constant.count == 200)
+        #expect(constant[0] == 10_000_000 && constant[199] == 2_000_000_000)
+        // A ramp 0 → 100/s over 10 s: 500 events, denser at the end.
+        let ramp = LoadProfile(stages: [Stage(duration: .seconds(10), target: Rate(perSecond: 100))]).instants()
+        #expect(ramp.count == 500)
+        let firstHalf = ramp.filter { $0 <= 5_000_000_000 }.count
+        #expect(firstHalf == 125)
+        #expect(abs(LoadProfile(stages: [Stage(duration: .seconds(10), target: Rate(perSecond: 100))]).expectedCount - 500) < 1e-9)
+        #expect(try Rate(parsing: "12000/m") == Rate(perSecond: 200))
+    }
+
+    @Test("thresholds parse k6-style expressions and compare in base units")
+    func thresholds() throws {
+        let p99 = try Threshold(metric: "delivery.latency", expression: "p(99) < 250ms")
+        #expect(p99.aggregate == .percentile(99) && p99.bound == 250_000_000)
+        #expect(p99.holds(for: 249_000_000) && !p99.holds(for: 250_000_000))
+        let count = try Threshold(metric: "delivery.misdelivered", expression: "count == 0")
+        #expect(count.holds(for: 0) && !count.holds(for: 1))
+        #expect(try Threshold(metric: "x", expression: "value < 0.1%").bound == 0.001)
+        #expect(throws: Threshold.ParseError.self) { try Threshold(metric: "x", expression: "p(99) 250ms") }
+        #expect(throws: Threshold.ParseError.self) { try Threshold(metric: "x", expression: "q(99) < 1") }
+        #expect(MetricKind.latency.supports(.percentile(99)) && !MetricKind.counter.supports(.percentile(99)))
+    }
+
+    @Test("the same scenario gives the same fleet")
+    func deterministicFleet() {
+        let scenario = Scenario(
+            name: "t", seed: 7,
+            fleet: .init(users: 50, devicesPerUser: .uniform(min: 1, max: 3), platforms: [.apns: 1, .fcm: 1, .wns: 1],
+                arrival: .constant(Rate(perSecond: 100), for: .zero)),
+            leakProbeShare: 0.1
+        )
+        let a = FleetPlan(scenario: scenario)
+        let b = FleetPlan(scenario: scenario)
+        #expect(a.devices == b.devices)
+        #expect(Set(a.devices.map(\.platform)).count == 3)
+        #expect(a.devices.allSatisfy { $0.platform != .apns || $0.token.count == 64 })
+        #expect(a.devices.last!.arrival == Int64(a.devices.count) * 10_000_000)
+        var other = scenario
+        other.seed = 8
+        #expect(FleetPlan(scenario: other).devices != a.devices)
+    }
+}

@@ -1,0 +1,130 @@
+import PushFleetCore
+import PushFleetScenario
+import Testing
+
+/// One test per class of scenario error, with the message text asserted.
+@Suite("Scenario validation")
+struct ScenarioValidationTests {
+    static let valid = """
+        name: ok
+        fleet:
+          users: 10
+        lifecycle: [login, register, connect, receive, fetch_secure]
+        traffic:
+          - { kind: secure, rate: 10/s, duration: 1s }
+        """
+
+    func issues(_ yaml: String) -> [ScenarioIssue] {
+        do {
+            _ = try ScenarioLoader.parse(yaml, file: "test.yaml")
+            return []
+        } catch {
+            return error.issues
+        }
+    }
+
+    func only(_ yaml: String) throws -> String {
+        let found = issues(yaml)
+        try #require(found.count == 1, "\(found)")
+        return found[0].description
+    }
+
+    @Test("a valid file loads with defaults filled in")
+    func valid() throws {
+        let scenario = try ScenarioLoader.parse(Self.valid, file: "ok.yaml")
+        #expect(scenario.fleet.devicesPerUser == .fixed(1))
+        #expect(scenario.deadline == .seconds(5) && scenario.auth == .basic && scenario.target == .embedded)
+        #expect(scenario.traffic[0].profile == .constant(Rate(perSecond: 10), for: .seconds(1)))
+    }
+
+    @Test("a misspelled key is named with its position and a suggestion")
+    func unknownKey() throws {
+        let message = try only(Self.valid.replacingOccurrences(of: "  users: 10", with: "  users: 10\n  devices_per_usr: 2"))
+        #expect(message == "test.yaml:4:3: fleet.devices_per_usr: unknown key 'devices_per_usr' (did you mean 'devices_per_user'?)")
+    }
+
+    @Test("wrong types and out-of-range values")
+    func types() throws {
+        #expect(try only(Self.valid.replacingOccurrences(of: "users: 10", with: "users: many")) == "test.yaml:3:10: fleet.users: expected a whole number")
+        #expect(try only(Self.valid.replacingOccurrences(of: "users: 10", with: "users: 0")).hasSuffix("fleet.users: must be between 1 and 10000000, got 0"))
+        #expect(try only(Self.valid + "\nleak_probes: 150%").contains("leak_probes: '150%' is not a percentage between 0% and 100%"))
+    }
+
+    @Test("durations and rates")
+    func units() throws {
+        #expect(try only(Self.valid.replacingOccurrences(of: "duration: 1s", with: "duration: soon"))
+            .contains("traffic[0].duration: 'soon' is not a duration; write a number with a unit, e.g. 250ms, 30s, 2m, 1h"))
+        #expect(try only(Self.valid.replacingOccurrences(of: "rate: 10/s", with: "rate: 10/fortnight"))
+            .contains("traffic[0].rate: '10/fortnight' is not a rate; write e.g. 200/s, 12000/m or 5/h"))
+    }
+
+    @Test("missing required keys")
+    func missing() {
+        let found = issues("seed: 1\n")
+        #expect(found.map(\.path) == ["name", "fleet"])
+        #expect(found[0].message == "required key is missing")
+    }
+
+    @Test("enumerations suggest the closest choice")
+    func choices() throws {
+        #expect(try only(Self.valid + "\nauth: tokn") == "test.yaml:7:7: auth: 'tokn' is not one of basic, token (did you mean 'token'?)")
+    }
+
+    @Test("thresholds: unknown metric, bad expression, wrong aggregate")
+    func thresholds() throws {
+        #expect(try only(Self.valid + "\nthresholds:\n  delivery.lots: [\"count == 0\"]")
+            .contains("unknown metric 'delivery.lots' (did you mean 'delivery.lost'?)"))
+        #expect(try only(Self.valid + "\nthresholds:\n  delivery.latency: [\"p(99) 250ms\"]")
+            .contains("no comparison in 'p(99) 250ms'"))
+        #expect(try only(Self.valid + "\nthresholds:\n  delivery.lost: [\"p(99) < 1\"]")
+            .contains("'p(99)' does not apply to counter (use count) metric 'delivery.lost'"))
+    }
+
+    @Test("cross-checks: lifecycle needs, unknown users, secure without fetch")
+    func crossChecks() throws {
+        let noReceive = issues(
+            Self.valid.replacingOccurrences(of: "[login, register, connect, receive, fetch_secure]", with: "[login, register, connect, fetch_secure]")
+        )
+        #expect(noReceive.map(\.message).contains("'fetch_secure' needs 'receive'"))
+        #expect(noReceive.map(\.message).contains("traffic needs devices that receive; add connect and receive to lifecycle"))
+        let noFetch = issues(Self.valid.replacingOccurrences(of: ", fetch_secure]", with: "]"))
+        #expect(noFetch.contains { $0.message.contains("add fetch_secure to lifecycle") })
+        #expect(try only(Self.valid.replacingOccurrences(of: "kind: secure,", with: "kind: secure, to: {user: user11},"))
+            .contains("no user 'user11' in a fleet of 10"))
+    }
+
+    @Test("YAML syntax errors carry their position")
+    func syntax() throws {
+        let message = try only("name: x\nfleet: [unclosed\n")
+        #expect(message.hasPrefix("test.yaml:3:1: (document): YAML syntax:"))
+    }
+
+    @Test("every problem is reported at once")
+    func allAtOnce() {
+        let found = issues(
+            """
+            name: bad name
+            seed: -1
+            fleet:
+              users: 5
+              platforms: { apns: 0 }
+            deadline: 0s
+            traffic:
+              - { kind: loud, rate: 1/s, duration: 1s }
+            """
+        )
+        #expect(found.map(\.path) == ["name", "fleet.platforms", "seed", "traffic[0].kind", "deadline"])
+    }
+
+    @Test("every shipped scenario is valid")
+    func shipped() throws {
+        let directory = #filePath.split(separator: "/").dropLast(3).joined(separator: "/")
+        let files = try FileManager.default.contentsOfDirectory(atPath: "/\(directory)/scenarios").filter { $0.hasSuffix(".yaml") }
+        #expect(files.count >= 5)
+        for file in files {
+            #expect(throws: Never.self) { try ScenarioLoader.load(path: "/\(directory)/scenarios/\(file)") }
+        }
+    }
+}
+
+import Foundation
