@@ -1,7 +1,7 @@
 public import Histogram
 
-/// A latency histogram in nanoseconds (1 µs to 1 h, 3 significant digits), mergeable without
-/// loss and serialisable sparsely (only recorded buckets).
+/// A latency histogram in nanoseconds (1 µs to 1 h, 3 significant digits), mergeable and
+/// serialisable without loss.
 public struct LatencyHistogram: Sendable, Codable {
     public private(set) var histogram: Histogram<UInt64>
 
@@ -35,21 +35,13 @@ public struct LatencyHistogram: Sendable, Codable {
         return histogram.percentiles(ticksPerHalfDistance: ticksPerHalfDistance).map { ($0.percentile, Int64($0.value)) }
     }
 
-    private struct Sparse: Codable {
-        var values: [[UInt64]]
-    }
-
+    // Serialised with the library's own Codable form: every bucket, so a decoded histogram
+    // answers every percentile exactly as the original did.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        let values = histogram.recordedValues().map { [$0.value, UInt64($0.count)] }
-        try container.encode(Sparse(values: values))
+        try histogram.encode(to: encoder)
     }
 
     public init(from decoder: any Decoder) throws {
-        self.init()
-        let sparse = try decoder.singleValueContainer().decode(Sparse.self)
-        for pair in sparse.values where pair.count == 2 {
-            _ = histogram.record(pair[0], count: pair[1])
-        }
+        histogram = try Histogram<UInt64>(from: decoder)
     }
 }

@@ -1,0 +1,125 @@
+import Foundation
+import PushFleetReport
+import PushFleetRunner
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real binary: exit codes, and reports written even when a run is interrupted.
+@Suite("Command line")
+struct CLITests {
+    static var binary: String {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        // The test bundle sits beside the products of the same build.
+        for candidate in [directory, directory.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("pushfleet").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/pushfleet").path
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("pushfleet-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    static func scenario(traffic: String = "2s", threshold: String = "p(99) < 10s") -> String {
+        """
+        name: cli
+        fleet:
+          users: 20
+          devices_per_user: 2
+          platforms: { apns: 1, fcm: 1 }
+        lifecycle: [login, register, connect, receive, fetch_secure]
+        traffic:
+          - { kind: secure, rate: 20/s, duration: \(traffic) }
+        deadline: 2s
+        grace: 1s
+        thresholds:
+          delivery.latency: ["\(threshold)"]
+          delivery.misdelivered: ["count == 0"]
+        """
+    }
+
+    struct Outcome {
+        var status: Int32
+        var output: String
+    }
+
+    static func launch(_ arguments: [String], in directory: URL) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        return (process, pipe)
+    }
+
+    static func run(_ arguments: [String], in directory: URL) throws -> Outcome {
+        let (process, pipe) = try launch(arguments, in: directory)
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+    }
+
+    @Test("invalid input exits 2 with the problem located")
+    func invalid() throws {
+        let directory = try Self.temporaryDirectory()
+        try "name: x\nfleet: { users: 0 }\n".write(to: directory.appendingPathComponent("bad.yaml"), atomically: true, encoding: .utf8)
+        let validate = try Self.run(["validate", "bad.yaml"], in: directory)
+        #expect(validate.status == 2)
+        #expect(validate.output.contains("bad.yaml:2:17: fleet.users: must be between 1 and 10000000, got 0"))
+        #expect(try Self.run(["run", "bad.yaml"], in: directory).status == 2)
+        #expect(try Self.run(["run", "missing.yaml"], in: directory).status == 2)
+        #expect(try Self.run(["serve", "--backend-listen", "nowhere"], in: directory).status == 2)
+        #expect(try Self.run(["run", "--no-such-flag", "bad.yaml"], in: directory).status == 2)
+    }
+
+    @Test("a passing run exits 0, a failed threshold 99, and the reports are written")
+    func exitCodes() throws {
+        let directory = try Self.temporaryDirectory()
+        try Self.scenario().write(to: directory.appendingPathComponent("ok.yaml"), atomically: true, encoding: .utf8)
+        try Self.scenario(threshold: "p(99) < 1us").write(to: directory.appendingPathComponent("strict.yaml"), atomically: true, encoding: .utf8)
+        let ok = try Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
+        #expect(ok.status == 0, "\(ok.output)")
+        let strict = try Self.run(["run", "strict.yaml", "--out", "strict-report", "--quiet"], in: directory)
+        #expect(strict.status == 99, "\(strict.output)")
+        #expect(strict.output.contains("FAIL  delivery.latency: p(99) < 1us"))
+        let junit = try String(contentsOf: directory.appendingPathComponent("strict-report/junit.xml"), encoding: .utf8)
+        #expect(junit.contains("failures=\"1\"") && junit.contains("p(99) &lt; 1us failed: measured"))
+        // `report` re-renders every file from run.json alone.
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("ok-report/users.csv"))
+        #expect(try Self.run(["report", "ok-report"], in: directory).status == 0)
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("ok-report/users.csv").path))
+    }
+
+    @Test("SIGINT mid-run still writes every report, marked aborted")
+    func interrupted() async throws {
+        let directory = try Self.temporaryDirectory()
+        try Self.scenario(traffic: "60s").write(to: directory.appendingPathComponent("long.yaml"), atomically: true, encoding: .utf8)
+        let (process, pipe) = try Self.launch(["run", "long.yaml", "--out", "report"], in: directory)
+        try await Task.sleep(for: .seconds(4))
+        kill(process.processIdentifier, SIGINT)
+        let started = ContinuousClock.now
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(process.terminationStatus == 1, "\(String(decoding: data, as: UTF8.self))")
+        let report = directory.appendingPathComponent("report")
+        for name in ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml"] {
+            #expect(FileManager.default.fileExists(atPath: report.appendingPathComponent(name).path), "\(name)")
+        }
+        let result = try ReportFiles.decodeRunJSON(Data(contentsOf: report.appendingPathComponent("run.json")))
+        #expect(result.info.aborted && result.info.abortReason == "received SIGINT")
+        #expect(result.counters["sends"] ?? 0 > 0)
+        let summary = try String(contentsOf: report.appendingPathComponent("summary.csv"), encoding: .utf8)
+        #expect(summary.contains("result,aborted"))
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Logging
+import PushFleetCore
+import PushFleetReport
+import PushFleetRunner
+import PushFleetScenario
+import PushFleetServerSupport
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// Whole runs over real sockets: the checker must count exactly what a broken backend did, and
+/// find nothing wrong with the reference backend.
+@Suite("Fleet runs")
+struct FleetRunTests {
+    /// Four users with one APNs device each, plain sends among them, and secure sends for the
+    /// leak probes (every device probes).
+    static func scenario(backend: String? = nil, pushService: String? = nil) -> String {
+        let target = backend.map { "{ backend: \"\($0)\", pns: \"\(pushService!)\" }" } ?? "embedded"
+        return """
+            name: checker
+            seed: 9
+            target: \(target)
+            fleet:
+              users: 4
+              devices_per_user: 1
+              platforms: { apns: 1 }
+            lifecycle: [login, register, connect, receive, fetch_secure]
+            traffic:
+              - { name: plain, kind: plain, platforms: [apns], rate: 20/s, duration: 2s }
+              - { name: secure, kind: secure, rate: 10/s, duration: 2s }
+            deadline: 2s
+            grace: 1s
+            leak_probes: 100%
+            thresholds:
+              delivery.misdelivered: ["count == 0"]
+              delivery.lost: ["count == 0"]
+              delivery.duplicates: ["count == 0"]
+              leaks: ["count == 0"]
+            """
+    }
+
+    static func run(_ yaml: String) async throws -> RunResult {
+        let scenario = try ScenarioLoader.parse(yaml, file: "checker.yaml")
+        var logger = Logger(label: "test-fleet")
+        logger.logLevel = .warning
+        return try await FleetRunner(
+            scenario: scenario, options: .init(scenarioFile: "checker.yaml", scenarioText: yaml, version: "test", logger: logger)
+        ).run()
+    }
+
+    @Test("a backend that misdelivers 3, drops 2, duplicates 4 and leaks 1 is caught exactly")
+    func faultyBackend() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let faulty = FaultyBackend(upstream: system.backend, misdeliver: 3, drop: 2, duplicate: 4)
+            var logger = Logger(label: "faulty")
+            logger.logLevel = .warning
+            let group = ServiceGroup(configuration: .init(services: [.init(service: faulty.makeService(logger: logger))], logger: logger))
+            let server = Task { try await group.run() }
+            defer { server.cancel() }
+            let proxy = try await faulty.bound.value().httpURL
+
+            let result = try await Self.run(Self.scenario(backend: proxy, pushService: system.pushService))
+            await group.triggerGracefulShutdown()
+            #expect(faulty.tally.withLock { $0 } == .init(misdelivered: 3, dropped: 2, duplicated: 4, leaked: 1))
+            #expect(result.delivery.misdelivered == 3)
+            #expect(result.delivery.lost == 2)
+            #expect(result.delivery.duplicates == 4)
+            #expect(result.delivery.leaks == 1)
+            #expect(!result.passed)
+            #expect(result.thresholds.filter { !$0.passed }.map(\.metric).sorted() == [
+                "delivery.duplicates", "delivery.lost", "delivery.misdelivered", "leaks",
+            ])
+            #expect(result.errors.contains { $0.errorClass == "probe:foreign_read_succeeded" })
+        }
+    }
+
+    @Test("the same scenario against the reference backend finds nothing wrong")
+    func referenceBackend() async throws {
+        let result = try await Self.run(Self.scenario())
+        #expect(result.devices.ready == 4)
+        #expect(result.delivery.expected > 0 && result.delivery.delivered == result.delivery.expected)
+        #expect(result.delivery.misdelivered == 0 && result.delivery.lost == 0 && result.delivery.duplicates == 0)
+        #expect(result.delivery.leaks == 0)
+        #expect(result.passed)
+        // Every report file renders from the result, and run.json round-trips.
+        let files = try ReportFiles.render(result)
+        #expect(files.map(\.name) == ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml"])
+        let decoded = try ReportFiles.decodeRunJSON(files[0].data)
+        #expect(decoded.delivery == result.delivery)
+        #expect(decoded.histograms["delivery"]?.count == result.histograms["delivery"]?.count)
+        #expect(decoded.histograms["delivery"]?.percentile(99) == result.histograms["delivery"]?.percentile(99))
+        let users = String(decoding: files[3].data, as: UTF8.self).split(separator: "\n")
+        #expect(users.count == 5 && users[0].hasPrefix("user,devices,expected,delivered"))
+    }
+}
