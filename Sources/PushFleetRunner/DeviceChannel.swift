@@ -39,12 +39,7 @@ extension VirtualDevice {
         defer { if !flags.setupDone.load(ordering: .relaxed) { setup.finished() } }
         guard await context.sleep(until: context.start + plan.arrival) else { return }
         let steps = context.scenario.lifecycle
-        if steps.contains(.login) {
-            guard await context.credentials.login(userName, context: context) else {
-                context.emit(.deviceFailed(plan.index, at: context.now()))
-                return
-            }
-        }
+        guard await logIn(context) else { return }
         guard steps.contains(.connect) else {
             var ok = true
             if steps.contains(.register) { ok = await register(context) }

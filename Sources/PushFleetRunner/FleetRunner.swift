@@ -22,6 +22,8 @@ public struct FleetRunner: Sendable {
         public var logger: Logger
         /// Receives a progress line about once a second.
         public var progress: (@Sendable (String) -> Void)?
+        /// Called once the fleet is in and before traffic starts (benchmarks sample memory here).
+        public var beforeTraffic: (@Sendable () async -> Void)?
 
         public init(
             scenarioFile: String, scenarioText: String, version: String, logger: Logger, progress: (@Sendable (String) -> Void)? = nil
@@ -134,6 +136,7 @@ public struct FleetRunner: Sendable {
         }
 
         await setup.waitForAll()
+        if let beforeTraffic = options.beforeTraffic, !context.isStopping { await beforeTraffic() }
         let trafficStart = MonotonicClock.nanoseconds()
         context.trafficStart.store(trafficStart, ordering: .relaxed)
         context.emit(.marker("traffic starts", at: trafficStart))

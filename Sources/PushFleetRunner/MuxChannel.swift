@@ -28,7 +28,7 @@ final class MuxChannel: Sendable {
     /// Sends a command on the live connection. Without one, nothing is lost: a connection
     /// resubscribes every device it carries when it comes up.
     private func send(_ text: String) {
-        state.withLock { $0.sink?.yield(text) }
+        _ = state.withLock { $0.sink?.yield(text) }
     }
 
     /// Subscribes a device and waits for the gateway to confirm it online (false on timeout or
@@ -141,12 +141,7 @@ extension VirtualDevice {
         defer { setup.finished() }
         guard await context.sleep(until: context.start + plan.arrival) else { return }
         let steps = context.scenario.lifecycle
-        if steps.contains(.login) {
-            guard await context.credentials.login(userName, context: context) else {
-                context.emit(.deviceFailed(plan.index, at: context.now()))
-                return
-            }
-        }
+        guard await logIn(context) else { return }
         if steps.contains(.connect) {
             let start = context.now()
             guard await channel.subscribe(self, timeout: context.scenario.timeouts.connect) else {

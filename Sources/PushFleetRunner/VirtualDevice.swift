@@ -34,6 +34,17 @@ final class VirtualDevice: Sendable {
 
     var hasDeparted: Bool { departed.load(ordering: .relaxed) }
 
+    /// The login step: with token auth, `POST /api/login`; with Basic, nothing to do. A failed
+    /// login fails the device.
+    func logIn(_ context: RunContext) async -> Bool {
+        guard context.scenario.lifecycle.contains(.login) else { return true }
+        guard await context.credentials.login(userName, context: context) else {
+            context.emit(.deviceFailed(plan.index, at: context.now()))
+            return false
+        }
+        return true
+    }
+
     // MARK: Register
 
     /// The seed's `RegisterClient`: reuse the cached id or create one for the handle, then PUT;
