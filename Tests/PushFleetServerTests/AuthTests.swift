@@ -1,6 +1,6 @@
 import Foundation
 import NIOHTTP1
-import PushFleetBackend
+@testable import PushFleetBackend
 import PushFleetEmbedded
 import PushFleetWire
 import Testing
@@ -42,7 +42,8 @@ struct AuthTests {
     @Test("forged and expired tokens are refused")
     func tokens() async throws {
         var configuration = EmbeddedSystem.Configuration()
-        configuration.backend.tokenLifetime = .seconds(2)
+        let secret = Data("a test secret of enough length".utf8)
+        configuration.backend.tokenSecret = secret
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
             let token = try await TestHTTP.request(.POST, "\(system.backend)/api/login", auth: .user("bob")).json(LoginResponse.self).token
             #expect(try await TestHTTP.request(.POST, "\(system.backend)/api/register", auth: .bearer(token)).status == 200)
@@ -60,8 +61,9 @@ struct AuthTests {
             let none = Data(#"{"alg":"none","typ":"JWT"}"#.utf8).base64URL + "." + parts[1] + "."
             #expect(try await TestHTTP.request(.POST, "\(system.backend)/api/register", auth: .bearer(none)).status == 401)
 
-            try await Task.sleep(for: .milliseconds(3100))
-            let expired = try await TestHTTP.request(.POST, "\(system.backend)/api/register", auth: .bearer(token))
+            // A genuine signature whose lifetime ended an hour ago.
+            let old = TokenSigner(secret: secret, lifetime: .seconds(60)).issue(user: "bob", now: Int64(Date().timeIntervalSince1970) - 3600)
+            let expired = try await TestHTTP.request(.POST, "\(system.backend)/api/register", auth: .bearer(old))
             #expect(expired.status == 401)
             #expect(expired.text.contains("expired"))
         }

@@ -105,7 +105,8 @@ struct CLITests {
         let directory = try Self.temporaryDirectory()
         try Self.scenario(traffic: "60s").write(to: directory.appendingPathComponent("long.yaml"), atomically: true, encoding: .utf8)
         let (process, pipe) = try Self.launch(["run", "long.yaml", "--out", "report"], in: directory)
-        try await Task.sleep(for: .seconds(4))
+        // Long enough for the fleet to be in and sends to be flowing on a loaded machine.
+        try await Task.sleep(for: .seconds(6))
         kill(process.processIdentifier, SIGINT)
         let started = ContinuousClock.now
         let data = pipe.fileHandleForReading.readDataToEndOfFile()

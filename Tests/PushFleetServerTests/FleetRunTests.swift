@@ -54,7 +54,7 @@ struct FleetRunTests {
         try await TestSystem.run { (system: TestSystem) async throws in
             let faulty = FaultyBackend(upstream: system.backend, misdeliver: 3, drop: 2, duplicate: 4)
             var logger = Logger(label: "faulty")
-            logger.logLevel = .warning
+            logger.logLevel = .critical
             let group = ServiceGroup(configuration: .init(services: [.init(service: faulty.makeService(logger: logger))], logger: logger))
             let server = Task { try await group.run() }
             defer { server.cancel() }

@@ -33,11 +33,11 @@ struct RegistrationTests {
     @Test("an expired id answers 410; the client's retry with a new id succeeds")
     func expiredRegistration() async throws {
         var configuration = EmbeddedSystem.Configuration()
-        configuration.backend.registrationTTL = .milliseconds(400)
+        configuration.backend.registrationTTL = .milliseconds(1500)
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
             let handle = TestDevice.randomToken(for: .fcm)
             let id = try await system.createRegistrationID("bob", handle: handle)
-            try await Task.sleep(for: .milliseconds(600))
+            try await Task.sleep(for: .milliseconds(1800))
             let gone = try await system.updateRegistration(id, "bob", platform: "fcm", handle: handle)
             #expect(gone.status == 410)
             // The seed's client: drop the cached id, create one, PUT again.
