@@ -64,6 +64,16 @@ public struct UserDirectory: Sendable {
         }
     }
 
+    /// A directory of the given users and passwords (stored salted and hashed, as from a file).
+    public init(passwords: [(user: String, password: String)]) {
+        var users: [String: StoredPassword] = [:]
+        for (user, password) in passwords {
+            let salt = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            users[user] = StoredPassword(salt: salt, digest: Data(SHA256.hash(data: Data((salt + password).utf8))))
+        }
+        self.init(rule: .file(users))
+    }
+
     /// A users-file line for `user` with a fresh random salt.
     public static func line(user: String, password: String) -> String {
         let salt = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()

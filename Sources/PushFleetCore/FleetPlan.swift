@@ -88,11 +88,38 @@ public struct FleetPlan: Sendable {
     }
 }
 
-/// How users are named in a fleet: `user1` … `userN`.
-public enum FleetNames {
-    public static func user(_ index: Int) -> String { "user\(index + 1)" }
+/// How a fleet's users are named and what their passwords are: `user1` … `userN` with the
+/// demo rule (password = name), or the entries of a credentials file.
+public struct FleetNames: Sendable, Equatable {
+    public struct Credential: Sendable, Equatable {
+        public var user: String
+        public var password: String
 
-    public static func userIndex(_ name: String, users: Int) -> Int? {
+        public init(user: String, password: String) {
+            self.user = user
+            self.password = password
+        }
+    }
+
+    public var credentials: [Credential]?
+
+    public init(credentials: [Credential]? = nil) {
+        self.credentials = credentials
+    }
+
+    public func user(_ index: Int) -> String {
+        credentials?[index].user ?? "user\(index + 1)"
+    }
+
+    public func password(_ index: Int) -> String {
+        credentials?[index].password ?? user(index)
+    }
+
+    public func userIndex(_ name: String, users: Int) -> Int? {
+        if let credentials {
+            guard let index = credentials.prefix(users).firstIndex(where: { $0.user == name }) else { return nil }
+            return index
+        }
         guard name.hasPrefix("user"), let number = Int(name.dropFirst(4)), (1...users).contains(number) else { return nil }
         return number - 1
     }

@@ -18,7 +18,7 @@ public enum MetricName {
     /// Delivery outcome counters (`delivery.<outcome>`) and the run's other counters.
     public static let counters = [
         "delivery.expected", "delivery.delivered", "delivery.late", "delivery.lost", "delivery.misdelivered",
-        "delivery.duplicates", "delivery.indeterminate", "leaks", "sends", "sends.failed", "sends.dropped", "errors",
+        "delivery.duplicates", "delivery.indeterminate", "leaks", "sends", "sends.failed", "sends.dropped", "sends.late_start", "errors",
         "devices.ready", "devices.failed",
     ]
     public static let ratios = ["delivery.lost_ratio", "delivery.misdelivered_ratio", "delivery.late_ratio", "sends.failed_ratio"]

@@ -103,6 +103,8 @@ public struct Scenario: Sendable, Equatable {
         public var connections: Int
         /// Share of devices that unregister and disconnect before traffic ends.
         public var departure: Departure?
+        /// User names and passwords; nil means user1…userN with the demo rule.
+        public var names = FleetNames()
 
         public init(
             users: Int,

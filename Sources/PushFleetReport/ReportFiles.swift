@@ -41,6 +41,7 @@ public enum ReportFiles {
             ("devices_planned", String(r.devices.planned)), ("devices_ready", String(r.devices.ready)),
             ("devices_failed", String(r.devices.failed)), ("sends", number(r.counters["sends"])),
             ("sends_failed", number(r.counters["sends.failed"])), ("sends_dropped", number(r.counters["sends.dropped"])),
+            ("sends_late_start", number(r.counters["sends.late_start"])),
             ("expected", String(c.expected)), ("delivered", String(c.delivered)), ("late", String(c.late)), ("lost", String(c.lost)),
             ("misdelivered", String(c.misdelivered)), ("duplicates", String(c.duplicates)), ("indeterminate", String(c.indeterminate)),
             ("leaks", String(c.leaks)), ("errors", number(r.counters["errors"])),

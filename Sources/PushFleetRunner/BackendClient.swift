@@ -75,7 +75,7 @@ struct BackendClient: Sendable {
         return "io"
     }
 
-    static func basic(_ user: String) -> String {
-        "Basic " + Data("\(user):\(user)".utf8).base64EncodedString()
+    static func basic(_ user: String, password: String) -> String {
+        "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
     }
 }

@@ -57,6 +57,9 @@ public struct FleetRunner: Sendable {
         case .embedded:
             var configuration = EmbeddedSystem.Configuration()
             configuration.backend.registrationTTL = scenario.embedded.registrationTTL
+            if let credentials = scenario.fleet.names.credentials {
+                configuration.backend.users = UserDirectory(passwords: credentials.map { ($0.user, $0.password) })
+            }
             return try await EmbeddedSystem.withRunning(configuration, logger: logger) { _, endpoints in
                 try await play(Endpoints(backend: endpoints.backend, pushService: endpoints.pushService), stop: stop)
             }
@@ -99,7 +102,7 @@ public struct FleetRunner: Sendable {
             scenario.fleet.http == .perDevice ? BackendClient.makeHTTPClient(connections: 1) : nil
         }
         let devices = plan.devices.enumerated().map { index, device in
-            VirtualDevice(plan: device, http: ownClients[index].map { BackendClient(client: $0, baseURL: endpoints.backend) })
+            VirtualDevice(plan: device, names: scenario.fleet.names, http: ownClients[index].map { BackendClient(client: $0, baseURL: endpoints.backend) })
         }
         let setup = SetupTracker(total: devices.count)
         let consumer = Task {
@@ -171,7 +174,7 @@ public struct FleetRunner: Sendable {
         guard !context.isStopping else { return }
         await withDiscardingTaskGroup { group in
             for (index, traffic) in scenario.traffic.enumerated() {
-                group.addTask { await TrafficSender(traffic: traffic, index: index).run(context, trafficStart: trafficStart) }
+                group.addTask { await TrafficSender(traffic: traffic, index: index, names: scenario.fleet.names).run(context, trafficStart: trafficStart) }
             }
             if !scenario.faults.isEmpty {
                 group.addTask { await FaultScheduler(steps: scenario.faults).run(context, trafficStart: trafficStart) }

@@ -25,6 +25,8 @@ struct LiveCounts: Sendable {
     var sends = 0
     var sendFailures = 0
     var sendsDropped = 0
+    /// Sends that started more than 10 ms after their intended start (the sender fell behind).
+    var sendsLateStart = 0
     var received = 0
     var errors = 0
     var sendP99: Int64 = 0
@@ -109,6 +111,7 @@ final class Recorder: Sendable {
             state.sendCorrected.record(nanoseconds: send.end - send.intended)
             state.sendRaw.record(nanoseconds: send.end - send.start)
             state.live.sends += 1
+            if send.start - send.intended > 10_000_000 { state.live.sendsLateStart += 1 }
             if !send.succeeded {
                 state.live.sendFailures += 1
                 state.failures[MetricName.send, default: 0] += 1

@@ -54,6 +54,7 @@ struct ResultBuilder {
                 "delivery.misdelivered": Double(counts.misdelivered), "delivery.duplicates": Double(counts.duplicates),
                 "delivery.indeterminate": Double(counts.indeterminate), "leaks": Double(counts.leaks), "sends": Double(sends),
                 "sends.failed": Double(sendFailures), "sends.dropped": Double(state.live.sendsDropped),
+                "sends.late_start": Double(state.live.sendsLateStart),
                 "errors": Double(state.errors.values.reduce(0) { $0 + $1.count }), "devices.ready": Double(state.live.devicesReady),
                 "devices.failed": Double(plan.devices.count - state.live.devicesReady),
                 "delivery.lost_ratio": Self.ratio(counts.lost, counts.expected),
@@ -130,7 +131,7 @@ struct ResultBuilder {
         return (0..<plan.users).map { user in
             let sorted = latencies[user].sorted()
             return RunResult.UserRow(
-                user: FleetNames.user(user), devices: plan.devicesOfUser[user].count, counts: verdict.byUser[user],
+                user: scenario.fleet.names.user(user), devices: plan.devicesOfUser[user].count, counts: verdict.byUser[user],
                 p50Ms: Self.percentile(sorted, 50).map { Double($0) / 1e6 }, p99Ms: Self.percentile(sorted, 99).map { Double($0) / 1e6 }
             )
         }

@@ -39,7 +39,7 @@ final class RunContext: Sendable {
         self.start = start
         self.events = events
         self.logger = logger
-        self.credentials = CredentialCache(mode: scenario.auth)
+        self.credentials = CredentialCache(mode: scenario.auth, names: scenario.fleet.names, users: scenario.fleet.users)
     }
 
     func emit(_ event: RunEvent) {
@@ -111,15 +111,26 @@ final class ProbePool: Sendable {
 /// The Authorization header each user sends: Basic on every call, or a login token.
 final class CredentialCache: Sendable {
     let mode: Scenario.AuthMode
+    private let passwords: [String: String]
     private let tokens = Mutex<[String: String]>([:])
 
-    init(mode: Scenario.AuthMode) {
+    init(mode: Scenario.AuthMode, names: FleetNames, users: Int) {
         self.mode = mode
+        var passwords: [String: String] = [:]
+        if names.credentials != nil {
+            for index in 0..<users { passwords[names.user(index)] = names.password(index) }
+        }
+        self.passwords = passwords
+    }
+
+    /// Basic credentials of a user: its password from the credentials file, else its name.
+    func basic(_ user: String) -> String {
+        BackendClient.basic(user, password: passwords[user] ?? user)
     }
 
     func header(for user: String) -> String? {
         switch mode {
-        case .basic: BackendClient.basic(user)
+        case .basic: basic(user)
         case .token: tokens.withLock { $0[user] }.map { "Bearer \($0)" }
         }
     }
@@ -132,7 +143,7 @@ final class CredentialCache: Sendable {
     func login(_ user: String, context: RunContext) async -> Bool {
         guard mode == .token else { return true }
         let result = await context.backend.exchange(
-            .POST, "/api/login", authorization: BackendClient.basic(user), timeout: context.scenario.timeouts.login
+            .POST, "/api/login", authorization: basic(user), timeout: context.scenario.timeouts.login
         )
         guard let exchange = context.record(result, metric: MetricName.login, operation: "login"), exchange.succeeded,
             let login = try? JSONDecoder().decode(LoginResponse.self, from: Data(exchange.body.readableBytesView))

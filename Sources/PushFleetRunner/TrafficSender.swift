@@ -12,6 +12,7 @@ import Synchronization
 struct TrafficSender: Sendable {
     let traffic: Scenario.Traffic
     let index: Int
+    let names: FleetNames
 
     func run(_ context: RunContext, trafficStart: Int64) async {
         let instants = traffic.profile.instants()
@@ -39,8 +40,8 @@ struct TrafficSender: Sendable {
         switch party {
         case .randomUser: return Int(rng.next() % UInt64(users))
         case .selfUser: return sender ?? 0
-        case .user(let name): return FleetNames.userIndex(name, users: users) ?? 0
-        case .group(let names): return FleetNames.userIndex(names[Int(rng.next() % UInt64(names.count))], users: users) ?? 0
+        case .user(let name): return names.userIndex(name, users: users) ?? 0
+        case .group(let group): return names.userIndex(group[Int(rng.next() % UInt64(group.count))], users: users) ?? 0
         }
     }
 
@@ -50,8 +51,8 @@ struct TrafficSender: Sendable {
     }
 
     private func send(from: Int, to: Int, intended: Int64, context: RunContext) async {
-        let sender = FleetNames.user(from)
-        let recipient = FleetNames.user(to)
+        let sender = context.scenario.fleet.names.user(from)
+        let recipient = context.scenario.fleet.names.user(to)
         switch traffic.kind {
         case .plain:
             // One call per platform, as the seed's app does with its switches, all at once.

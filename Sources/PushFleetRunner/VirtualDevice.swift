@@ -19,10 +19,10 @@ final class VirtualDevice: Sendable {
     private let registrationID = Mutex<String?>(nil)
     private let departed = Atomic<Bool>(false)
 
-    init(plan: FleetPlan.Device, http: BackendClient? = nil) {
+    init(plan: FleetPlan.Device, names: FleetNames, http: BackendClient? = nil) {
         self.plan = plan
         self.http = http
-        self.userName = FleetNames.user(plan.user)
+        self.userName = names.user(plan.user)
         let platform: Platform =
             switch plan.platform {
             case .apns: .apns
@@ -93,7 +93,7 @@ final class VirtualDevice: Sendable {
 
     /// A leak probe's registration: claim another user's tag. Any success is a leak.
     func probeTagSpoof(_ context: RunContext) async {
-        let victim = FleetNames.user((plan.user + 1) % context.plan.users)
+        let victim = context.scenario.fleet.names.user((plan.user + 1) % context.plan.users)
         guard victim != userName else { return }
         let created = await context.credentials.withAuth(userName, context: context) { auth in
             await (self.http ?? context.backend).exchange(.POST, "/api/register", authorization: auth, timeout: context.scenario.timeouts.register)

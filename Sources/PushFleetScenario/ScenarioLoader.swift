@@ -136,7 +136,7 @@ public enum ScenarioLoader {
     }
 
     private static func readFleet(_ node: Node, _ r: NodeReader) -> Scenario.Fleet? {
-        let keys = ["users", "devices_per_user", "platforms", "arrival", "push_channel", "http", "connections", "departure"]
+        let keys = ["users", "devices_per_user", "platforms", "arrival", "push_channel", "http", "connections", "departure", "credentials"]
         guard let map = r.mapping(node, "fleet", allowed: keys) else { return nil }
         guard let usersNode = map["users"] else {
             r.report(node, "fleet.users", "required key is missing")
@@ -184,6 +184,9 @@ public enum ScenarioLoader {
         }
         if let node = map["http"], let value = r.choice(node, "fleet.http", Scenario.HTTPMode.self) { fleet.http = value }
         if let node = map["connections"], let value = r.int(node, "fleet.connections", in: 1...20_000) { fleet.connections = value }
+        if let node = map["credentials"], let path = r.string(node, "fleet.credentials") {
+            fleet.names = readCredentials(path, node: node, users: users, r)
+        }
         if let node = map["departure"], let departure = r.mapping(node, "fleet.departure", allowed: ["share", "at"]) {
             if let share = departure["share"].flatMap({ r.ratio($0, "fleet.departure.share") }),
                 let at = departure["at"].flatMap({ r.duration($0, "fleet.departure.at", allowZero: true) })
@@ -194,6 +197,33 @@ public enum ScenarioLoader {
             }
         }
         return fleet
+    }
+
+    /// A credentials file: `user:password` lines (blank lines and `#` comments ignored), at least
+    /// one per fleet user. A relative path is taken from the scenario file's folder.
+    private static func readCredentials(_ path: String, node: Node, users: Int, _ r: NodeReader) -> FleetNames {
+        let resolved = path.hasPrefix("/") ? path : ((r.file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(path)
+        guard let text = try? String(contentsOfFile: resolved, encoding: .utf8) else {
+            r.report(node, "fleet.credentials", "cannot read '\(resolved)'")
+            return FleetNames()
+        }
+        var credentials: [FleetNames.Credential] = []
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+                r.report(node, "fleet.credentials", "\(resolved) line \(number + 1): expected user:password")
+                return FleetNames()
+            }
+            credentials.append(.init(user: String(line[..<colon]), password: String(line[line.index(after: colon)...])))
+        }
+        if credentials.count < users {
+            r.report(node, "fleet.credentials", "\(resolved) has \(credentials.count) users; the fleet needs \(users)")
+        }
+        if Set(credentials.map(\.user)).count != credentials.count {
+            r.report(node, "fleet.credentials", "\(resolved) names a user twice")
+        }
+        return FleetNames(credentials: credentials)
     }
 
     /// `{rate: R, duration: D}` (constant), or `{start_rate: R, stages: [{duration: D, target: R}]}`.
@@ -436,8 +466,8 @@ public enum ScenarioLoader {
                 case .group(let group): users = group
                 default: users = []
                 }
-                for user in users where FleetNames.userIndex(user, users: scenario.fleet.users) == nil {
-                    r.report(item, path, "no user '\(user)' in a fleet of \(scenario.fleet.users) (users are user1…user\(scenario.fleet.users))")
+                for user in users where scenario.fleet.names.userIndex(user, users: scenario.fleet.users) == nil {
+                    r.report(item, path, "no user '\(user)' in a fleet of \(scenario.fleet.users) (users are \(scenario.fleet.names.user(0))…\(scenario.fleet.names.user(scenario.fleet.users - 1)))")
                 }
             }
         }

@@ -75,6 +75,47 @@ struct FleetRunTests {
         }
     }
 
+    @Test("credentials file, token login, per-device HTTP and a multiplexed channel, with departures")
+    func options() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try "# team\nann:pw-1\nben:pw-2\ncid:pw-3\n".write(to: directory.appendingPathComponent("users.txt"), atomically: true, encoding: .utf8)
+        let yaml = """
+            name: options
+            auth: token
+            fleet:
+              users: 3
+              devices_per_user: 2
+              platforms: { apns: 1, wns: 1 }
+              push_channel: multiplexed
+              http: per_device
+              credentials: users.txt
+              departure: { share: 50%, at: 1500ms }
+            lifecycle: [login, register, connect, receive, fetch_secure]
+            traffic:
+              - { kind: secure, to: { user: ben }, rate: 10/s, duration: 3s }
+            deadline: 2s
+            grace: 1s
+            """
+        let file = directory.appendingPathComponent("options.yaml").path
+        try yaml.write(toFile: file, atomically: true, encoding: .utf8)
+        let scenario = try ScenarioLoader.load(path: file)
+        var logger = Logger(label: "test-fleet")
+        logger.logLevel = .warning
+        let result = try await FleetRunner(
+            scenario: scenario, options: .init(scenarioFile: file, scenarioText: yaml, version: "test", logger: logger)
+        ).run()
+        #expect(result.devices.ready == 6)
+        #expect(result.users.map(\.user) == ["ann", "ben", "cid"])
+        #expect(result.operations.first { $0.name == "http.login" }?.count == 6)
+        let ben = result.users[1].counts
+        #expect(ben.expected > 0 && ben.lost == 0 && ben.misdelivered == 0)
+        #expect(result.users[0].counts.expected == 0 && result.users[2].counts.expected == 0)
+        #expect(result.delivery.misdelivered == 0 && result.delivery.leaks == 0)
+        #expect(result.markers.contains { $0.label.hasPrefix("departure") })
+        #expect(!ScenarioValidationTests.issuesOf(yaml.replacingOccurrences(of: "users: 3", with: "users: 4"), file: file).isEmpty)
+    }
+
     @Test("the same scenario against the reference backend finds nothing wrong")
     func referenceBackend() async throws {
         let result = try await Self.run(Self.scenario())

@@ -14,6 +14,15 @@ struct ScenarioValidationTests {
           - { kind: secure, rate: 10/s, duration: 1s }
         """
 
+    static func issuesOf(_ yaml: String, file: String) -> [ScenarioIssue] {
+        do {
+            _ = try ScenarioLoader.parse(yaml, file: file)
+            return []
+        } catch {
+            return error.issues
+        }
+    }
+
     func issues(_ yaml: String) -> [ScenarioIssue] {
         do {
             _ = try ScenarioLoader.parse(yaml, file: "test.yaml")
