@@ -3,7 +3,8 @@
 ///
 /// Terms:
 /// - A device is *eligible* while its registration is confirmed (the backend answered the PUT)
-///   and not withdrawn. Eligibility changes are recorded as transitions with their times.
+///   and not withdrawn. Each change is recorded with the span of the request that made it
+///   (request start to answer): the backend may apply it anywhere in that span.
 /// - The *expected recipients* of a send are the target user's devices on the targeted
 ///   platforms that were eligible when the send started and did not change until its answer.
 ///   Devices that changed inside that window are *indeterminate*: counted, judged neither way.
@@ -87,7 +88,7 @@ public struct DeliveryLedger: Sendable {
 
     public private(set) var devices: [Device] = []
     public private(set) var devicesOfUser: [[Int]]
-    private var transitions: [[(time: Int64, eligible: Bool)]] = []
+    private var transitions: [[(start: Int64, time: Int64, eligible: Bool)]] = []
     public private(set) var sends: [Int: Send] = [:]
     public private(set) var receipts: [Receipt] = []
     /// Successful reads of others' notifications by leak probes.
@@ -104,9 +105,11 @@ public struct DeliveryLedger: Sendable {
         return devices.count - 1
     }
 
-    public mutating func setEligible(_ device: Int, _ eligible: Bool, at time: Int64) {
+    /// Records a change of eligibility made by a request that started at `start` (default: the
+    /// same instant) and was answered at `time`, from which the new state holds.
+    public mutating func setEligible(_ device: Int, _ eligible: Bool, at time: Int64, since start: Int64? = nil) {
         if transitions[device].last?.eligible == eligible { return }
-        transitions[device].append((time, eligible))
+        transitions[device].append((start ?? time, time, eligible))
     }
 
     public mutating func record(_ send: Send) {
@@ -125,8 +128,9 @@ public struct DeliveryLedger: Sendable {
         transitions[device].last { $0.time <= time }?.eligible ?? false
     }
 
+    /// Whether a change's span overlaps the send's span.
     private func changed(_ device: Int, within start: Int64, _ end: Int64) -> Bool {
-        transitions[device].contains { $0.time >= start && $0.time <= end }
+        transitions[device].contains { $0.start <= end && $0.time >= start }
     }
 
     // MARK: Verdicts

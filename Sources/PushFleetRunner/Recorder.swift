@@ -10,7 +10,8 @@ enum RunEvent: Sendable {
     case error(String, at: Int64)
     case deviceReady(Int, at: Int64)
     case deviceFailed(Int, at: Int64)
-    case eligibility(device: Int, eligible: Bool, at: Int64)
+    /// A registration change made by a request from `since` to `at`.
+    case eligibility(device: Int, eligible: Bool, since: Int64, at: Int64)
     case send(DeliveryLedger.Send)
     case sendDropped(at: Int64)
     case receipt(DeliveryLedger.Receipt)
@@ -104,8 +105,8 @@ final class Recorder: Sendable {
             bucket(&state, at) { $0.devicesReady += 1 }
         case .deviceFailed:
             state.live.devicesFailed += 1
-        case .eligibility(let device, let eligible, let at):
-            state.ledger.setEligible(device, eligible, at: at)
+        case .eligibility(let device, let eligible, let since, let at):
+            state.ledger.setEligible(device, eligible, at: at, since: since)
         case .send(let send):
             state.ledger.record(send)
             state.sendCorrected.record(nanoseconds: send.end - send.intended)

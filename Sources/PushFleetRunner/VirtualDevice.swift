@@ -86,7 +86,7 @@ final class VirtualDevice: Sendable {
                 continue
             }
             guard context.record(result, metric: MetricName.registerPut, operation: "register.put")?.succeeded == true else { return false }
-            context.emit(.eligibility(device: plan.index, eligible: true, at: exchange.end))
+            context.emit(.eligibility(device: plan.index, eligible: true, since: exchange.start, at: exchange.end))
             return true
         }
     }
@@ -116,11 +116,12 @@ final class VirtualDevice: Sendable {
     /// Withdraws the registration (the app is removed): ineligible from the moment it asks.
     func depart(_ context: RunContext) async {
         guard !departed.exchange(true, ordering: .relaxed), let id = registrationID.withLock({ $0 }) else { return }
-        context.emit(.eligibility(device: plan.index, eligible: false, at: context.now()))
+        let start = context.now()
         let result = await context.credentials.withAuth(userName, context: context) { auth in
             await (self.http ?? context.backend).exchange(.DELETE, "/api/register/\(id)", authorization: auth, timeout: context.scenario.timeouts.register)
         }
         _ = context.record(result, metric: "http.register.delete", operation: "register.delete")
+        context.emit(.eligibility(device: plan.index, eligible: false, since: start, at: context.now()))
     }
 
     // MARK: Receive

@@ -64,7 +64,7 @@ struct LedgerTests {
     @Test("devices whose registration changed while the send was open are indeterminate")
     func indeterminate() {
         var (ledger, a1, a2, _) = ledger()
-        // a2 re-registers during send 1 (100…105 ms); a1 registers only after send 2 started.
+        // a2 re-registers during send 1 (100…105 ms); a1 departs before send 2 starts.
         ledger.setEligible(a2, false, at: 101 * Self.ms)
         ledger.setEligible(a2, true, at: 103 * Self.ms)
         ledger.record(send(1, to: 0, at: 100 * Self.ms))
@@ -78,6 +78,21 @@ struct LedgerTests {
         // Send 2: a1 was not eligible (departed) so not expected; a2 expected and lost.
         #expect(verdict.total.expected == 2 && verdict.total.lost == 1)
         #expect(verdict.total.misdelivered == 0)
+    }
+
+    @Test("a change whose request overlaps the send is indeterminate, even if it took effect after the send began")
+    func changeSpans() {
+        var ledger = DeliveryLedger(users: 1)
+        let device = ledger.addDevice(.init(user: 0, platform: .apns))
+        // The PUT runs 90…130 ms; the send runs 100…105 ms and may or may not find the device.
+        ledger.setEligible(device, true, at: 130 * Self.ms, since: 90 * Self.ms)
+        ledger.record(send(1, to: 0, platforms: [.apns], at: 100 * Self.ms))
+        ledger.record(.init(device: device, attribution: .send(1), time: 110 * Self.ms))
+        // A send after the PUT's answer expects the device.
+        ledger.record(send(2, to: 0, platforms: [.apns], at: 140 * Self.ms))
+        let verdict = ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.indeterminate == 1 && verdict.total.misdelivered == 0)
+        #expect(verdict.total.expected == 1 && verdict.total.lost == 1)
     }
 
     @Test("a failed send expects nobody; its target's devices are indeterminate, others misdelivered")
