@@ -14,12 +14,14 @@ public enum ReportFiles {
             ("timeseries.csv", Data(timeseriesCSV(result).utf8)),
             ("errors.csv", Data(errorsCSV(result).utf8)),
             ("junit.xml", Data(JUnitReport.render(result).utf8)),
+            ("report.html", Data(HTMLReport.render(result).utf8)),
         ]
     }
 
     public static func runJSON(_ result: RunResult) throws -> Data {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // Not pretty-printed: the histograms' bucket arrays would take a line per number.
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(result)
     }
 

@@ -268,7 +268,7 @@ struct FaultScheduler: Sendable {
             if let ratio = step.unregisteredRatio { settings.unregisteredRatio = ratio; labels.append("unregistered \(ratio)") }
             if let latency = step.latency {
                 settings.latency = Self.distribution(latency)
-                labels.append("latency \(latency)")
+                labels.append("latency \(Self.describe(latency))")
             }
             let body = try! JSONEncoder().encode(settings)
             let result = await admin.exchange(.PUT, "/admin/faults", authorization: nil, body: body, timeout: .seconds(5))
@@ -281,6 +281,15 @@ struct FaultScheduler: Sendable {
             labels.append("disconnect \(ratio)")
         }
         context.emit(.marker("faults: " + labels.joined(separator: ", "), at: context.now()))
+    }
+
+    static func describe(_ spec: Scenario.LatencySpec) -> String {
+        switch spec {
+        case .none: "none"
+        case .fixed(let d): DurationText.format(d)
+        case .uniform(let low, let high): "\(DurationText.format(low))–\(DurationText.format(high))"
+        case .normal(let mean, let sd): "\(DurationText.format(mean))±\(DurationText.format(sd))"
+        }
     }
 
     static func distribution(_ spec: Scenario.LatencySpec) -> LatencyDistribution? {

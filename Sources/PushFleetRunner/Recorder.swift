@@ -42,6 +42,7 @@ final class Recorder: Sendable {
         var sendsDropped = 0
         var received = 0
         var errors = 0
+        var errorsByClass: [String: Int] = [:]
     }
 
     struct State {
@@ -99,7 +100,10 @@ final class Recorder: Sendable {
             let current = state.errors[label] ?? (0, at, at)
             state.errors[label] = (current.count + 1, min(current.first, at), max(current.last, at))
             state.live.errors += 1
-            bucket(&state, at) { $0.errors += 1 }
+            bucket(&state, at) {
+                $0.errors += 1
+                $0.errorsByClass[label, default: 0] += 1
+            }
         case .deviceReady(_, let at):
             state.live.devicesReady += 1
             bucket(&state, at) { $0.devicesReady += 1 }

@@ -157,6 +157,7 @@ struct ResultBuilder {
             return RunResult.Second(
                 second: index, devicesReady: bucket.devicesReady, sends: bucket.sends, sendFailures: bucket.sendFailures,
                 sendsDropped: bucket.sendsDropped, received: bucket.received, misdelivered: misdelivered[index] ?? 0, errors: bucket.errors,
+                errorsByClass: bucket.errorsByClass.isEmpty ? nil : bucket.errorsByClass,
                 deliveryP50Ms: Self.percentile(sorted, 50).map { Double($0) / 1e6 }, deliveryP99Ms: Self.percentile(sorted, 99).map { Double($0) / 1e6 }
             )
         }

@@ -63,6 +63,8 @@ public struct RunResult: Sendable, Codable {
         public var received: Int
         public var misdelivered: Int
         public var errors: Int
+        /// Errors in this second by class (classes are a bounded set).
+        public var errorsByClass: [String: Int]?
         public var deliveryP50Ms: Double?
         public var deliveryP99Ms: Double?
     }

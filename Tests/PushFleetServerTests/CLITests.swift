@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 import PushFleetReport
 import PushFleetRunner
 import Testing
@@ -98,6 +99,21 @@ struct CLITests {
         try FileManager.default.removeItem(at: directory.appendingPathComponent("ok-report/users.csv"))
         #expect(try Self.run(["report", "ok-report"], in: directory).status == 0)
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("ok-report/users.csv").path))
+        // compare: the strict run against itself has no regressions; against a run made 10× slower it does.
+        #expect(try Self.run(["compare", "strict-report", "strict-report"], in: directory).status == 0)
+        let runJSON = directory.appendingPathComponent("ok-report/run.json")
+        var slow = try ReportFiles.decodeRunJSON(Data(contentsOf: runJSON))
+        var histogram = LatencyHistogram()
+        for _ in 0..<100 { histogram.record(nanoseconds: 900_000_000) }
+        slow.histograms["delivery"] = histogram
+        slow.delivery.lost += 1
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("slow"), withIntermediateDirectories: true)
+        try ReportFiles.runJSON(slow).write(to: directory.appendingPathComponent("slow/run.json"))
+        let regression = try Self.run(["compare", "ok-report", "slow", "--tolerance", "20%"], in: directory)
+        #expect(regression.status == 99, "\(regression.output)")
+        #expect(regression.output.contains("REGRESSION") && regression.output.contains("lost: 0 → 1  REGRESSION"))
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("slow/compare.html").path))
+        #expect(try Self.run(["compare", "ok-report", "slow", "--tolerance", "lots"], in: directory).status == 2)
     }
 
     @Test("SIGINT mid-run still writes every report, marked aborted")
@@ -114,7 +130,7 @@ struct CLITests {
         #expect(ContinuousClock.now - started < .seconds(20))
         #expect(process.terminationStatus == 1, "\(String(decoding: data, as: UTF8.self))")
         let report = directory.appendingPathComponent("report")
-        for name in ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml"] {
+        for name in ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml", "report.html"] {
             #expect(FileManager.default.fileExists(atPath: report.appendingPathComponent(name).path), "\(name)")
         }
         let result = try ReportFiles.decodeRunJSON(Data(contentsOf: report.appendingPathComponent("run.json")))

@@ -126,7 +126,20 @@ struct FleetRunTests {
         #expect(result.passed)
         // Every report file renders from the result, and run.json round-trips.
         let files = try ReportFiles.render(result)
-        #expect(files.map(\.name) == ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml"])
+        #expect(files.map(\.name) == ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml", "report.html"])
+        // report.html: self-contained, every chart present, numbers as in run.json.
+        let html = String(decoding: files[7].data, as: UTF8.self)
+        for id in HTMLReport.chartIDs {
+            #expect(html.contains("<svg id=\"\(id)\""), "chart \(id)")
+        }
+        #expect(!html.contains("<script") && !html.contains("src=") && !html.contains("<link") && !html.contains("url("))
+        #expect(html.contains("<span class=\"verdict passed\" id=\"verdict\">PASSED</span>"))
+        let c = result.delivery
+        #expect(html.contains("<tr><td>all</td><td>\(c.expected)</td><td>\(c.delivered)</td><td>\(c.late)</td><td>\(c.lost)</td>"))
+        let delivery = result.operations.first { $0.name == "delivery" && $0.measure == "corrected" }!
+        #expect(html.contains("<td>delivery</td><td>corrected</td><td>\(delivery.count)</td>"))
+        #expect(html.contains(String(format: "%.2f", delivery.p99Ms)))
+        #expect(html.components(separatedBy: "class=\"series\"").count > 6)
         let decoded = try ReportFiles.decodeRunJSON(files[0].data)
         #expect(decoded.delivery == result.delivery)
         #expect(decoded.histograms["delivery"]?.count == result.histograms["delivery"]?.count)
