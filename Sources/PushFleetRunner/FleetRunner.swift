@@ -4,6 +4,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Prometheus
 import PushFleetBackend
 import PushFleetEmbedded
 import PushFleetMockPush
@@ -24,6 +25,8 @@ public struct FleetRunner: Sendable {
         public var progress: (@Sendable (String) -> Void)?
         /// Called once the fleet is in and before traffic starts (benchmarks sample memory here).
         public var beforeTraffic: (@Sendable () async -> Void)?
+        /// Live Prometheus metrics to keep up to date, if any.
+        public var metrics: LiveMetrics?
 
         public init(
             scenarioFile: String, scenarioText: String, version: String, logger: Logger, progress: (@Sendable (String) -> Void)? = nil
@@ -89,7 +92,8 @@ public struct FleetRunner: Sendable {
         let plan = FleetPlan(scenario: scenario)
         let startedAt = Date()
         let start = MonotonicClock.nanoseconds()
-        let recorder = Recorder(users: plan.users, start: start)
+        let recorder = Recorder(users: plan.users, start: start, metrics: options.metrics)
+        options.metrics?.devicesPlanned.set(to: Double(plan.devices.count))
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform)) }
         let (events, sink) = AsyncStream<RunEvent>.makeStream()
         let httpClient = BackendClient.makeHTTPClient(connections: scenario.fleet.connections)
@@ -167,7 +171,9 @@ public struct FleetRunner: Sendable {
             durationSeconds: Double(MonotonicClock.nanoseconds() - start) / 1e9, aborted: stop.level >= .stopping,
             abortReason: stop.reason, trafficStartSecond: Double(trafficStart - start) / 1e9, trafficEndSecond: Double(trafficEnd - start) / 1e9
         )
-        return ResultBuilder(scenario: scenario, plan: plan, recorder: recorder).build(info: info)
+        let result = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder).build(info: info)
+        options.metrics?.setOutcomes(result.delivery)
+        return result
     }
 
     private func runTraffic(_ context: RunContext, trafficStart: Int64, devices: [VirtualDevice]) async {

@@ -1,3 +1,4 @@
+import Prometheus
 import PushFleetCore
 import Synchronization
 
@@ -59,9 +60,11 @@ final class Recorder: Sendable {
 
     let start: Int64
     let state: Mutex<State>
+    let metrics: LiveMetrics?
 
-    init(users: Int, start: Int64) {
+    init(users: Int, start: Int64, metrics: LiveMetrics? = nil) {
         self.start = start
+        self.metrics = metrics
         self.state = Mutex(State(ledger: DeliveryLedger(users: users)))
     }
 
@@ -82,6 +85,25 @@ final class Recorder: Sendable {
         }
     }
 
+    private func publish(_ event: RunEvent, state: State, to metrics: LiveMetrics) {
+        switch event {
+        case .operation(let metric, let ns, _, _): metrics.latency(metric).recordNanoseconds(ns)
+        case .error(let label, _): metrics.error(label).increment()
+        case .deviceReady: metrics.devicesReady.set(to: Double(state.live.devicesReady + 1))
+        case .deviceFailed: metrics.devicesFailed.set(to: Double(state.live.devicesFailed + 1))
+        case .send(let send):
+            (send.succeeded ? metrics.sendsOK : metrics.sendsFailed)[send.kind]?.increment()
+            metrics.latency(MetricName.send).recordNanoseconds(send.end - send.intended)
+        case .sendDropped: metrics.sendsDropped.increment()
+        case .receipt(let receipt):
+            metrics.received.increment()
+            if case .send(let id) = receipt.attribution, let send = state.ledger.sends[id] {
+                metrics.latency(MetricName.delivery).recordNanoseconds(receipt.time - send.intended)
+            }
+        default: break
+        }
+    }
+
     private func bucket(_ state: inout State, _ time: Int64, _ body: (inout SecondBucket) -> Void) {
         let index = second(time)
         if state.seconds.count <= index {
@@ -91,6 +113,7 @@ final class Recorder: Sendable {
     }
 
     private func apply(_ event: RunEvent, to state: inout State) {
+        if let metrics { publish(event, state: state, to: metrics) }
         switch event {
         case .operation(let metric, let ns, let failed, let at):
             state.closed[metric, default: LatencyHistogram()].record(nanoseconds: ns)

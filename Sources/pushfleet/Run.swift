@@ -6,6 +6,8 @@ import PushFleetCore
 import PushFleetReport
 import PushFleetRunner
 import PushFleetScenario
+import PushFleetServerSupport
+import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
@@ -25,6 +27,13 @@ struct Run: AsyncParsableCommand {
     @Option(help: "The folder that holds report folders.") var reportsDir = "reports"
     @Option(help: "Override the scenario's seed.") var seed: UInt64?
     @Flag(help: "No progress line.") var quiet = false
+    @Option(help: "Serve live Prometheus metrics at http://HOST:PORT/metrics while the run lasts.") var metricsListen: String?
+
+    func validate() throws {
+        if let metricsListen {
+            do { _ = try ListenAddress(parsing: metricsListen) } catch { throw ValidationError("--metrics-listen: \(error)") }
+        }
+    }
 
     func run() async throws {
         var loaded: Scenario
@@ -50,14 +59,27 @@ struct Run: AsyncParsableCommand {
         let progress = ProgressLine(enabled: !quiet)
         var logger = Logger(label: "pushfleet.run")
         logger.logLevel = .warning
-        let runner = FleetRunner(
-            scenario: loaded,
-            options: .init(scenarioFile: scenario, scenarioText: text, version: PushFleet.version, logger: logger) { line in
-                progress.show(line)
+        var options = FleetRunner.Options(scenarioFile: scenario, scenarioText: text, version: PushFleet.version, logger: logger) { line in
+            progress.show(line)
+        }
+        var metricsServer: ServiceGroup?
+        if let metricsListen {
+            let live = LiveMetrics()
+            let bound = Readiness<ListenAddress>()
+            let group = ServiceGroup(
+                configuration: .init(services: [.init(service: live.makeService(listen: try ListenAddress(parsing: metricsListen), bound: bound, logger: logger))], logger: logger)
+            )
+            Task {
+                do { try await group.run() } catch { bound.fail(error) }
             }
-        )
-        let result = try await runner.run(stop: stop)
+            FileHandleOutput.standardError("metrics: \(try await bound.value().httpURL)/metrics")
+            options.metrics = live
+            metricsServer = group
+        }
+        let result = try await FleetRunner(scenario: loaded, options: options).run(stop: stop)
         progress.finish()
+        // Scrapers get the final values until the reports are written.
+        defer { if let metricsServer { Task { await metricsServer.triggerGracefulShutdown() } } }
 
         let directory = out ?? "\(reportsDir)/\(loaded.name)-\(Self.stamp(Date()))"
         try ReportWriter.write(result, to: directory)

@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 import PushFleetCore
 import PushFleetReport
 import PushFleetRunner
@@ -114,6 +115,30 @@ struct CLITests {
         #expect(regression.output.contains("REGRESSION") && regression.output.contains("lost: 0 → 1  REGRESSION"))
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("slow/compare.html").path))
         #expect(try Self.run(["compare", "ok-report", "slow", "--tolerance", "lots"], in: directory).status == 2)
+    }
+
+    @Test("--metrics-listen serves Prometheus text while the run lasts")
+    func metricsEndpoint() async throws {
+        let directory = try Self.temporaryDirectory()
+        try Self.scenario(traffic: "6s").write(to: directory.appendingPathComponent("m.yaml"), atomically: true, encoding: .utf8)
+        let (process, pipe) = try Self.launch(["run", "m.yaml", "--out", "report", "--metrics-listen", "127.0.0.1:0"], in: directory)
+        var output = ""
+        while !output.contains("/metrics\n") {
+            let data = pipe.fileHandleForReading.availableData
+            guard !data.isEmpty else { break }
+            output += String(decoding: data, as: UTF8.self)
+        }
+        let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("metrics: ") })
+        try await Task.sleep(for: .seconds(4))
+        let scrape = try await TestHTTP.request(.GET, String(line.dropFirst("metrics: ".count)))
+        #expect(scrape.status == 200)
+        #expect(scrape.headers.first(name: "content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
+        #expect(scrape.text.contains("# TYPE pushfleet_sends_total counter"))
+        #expect(scrape.text.contains("pushfleet_devices{state=\"ready\"} 40"))
+        #expect(scrape.text.contains("pushfleet_operation_duration_seconds_bucket{operation=\"http.register.put\""))
+        _ = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
     }
 
     @Test("SIGINT mid-run still writes every report, marked aborted")

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Prometheus
 import PushFleetCore
 import PushFleetReport
 import PushFleetRunner
@@ -40,13 +41,13 @@ struct FleetRunTests {
             """
     }
 
-    static func run(_ yaml: String) async throws -> RunResult {
+    static func run(_ yaml: String, metrics: LiveMetrics? = nil) async throws -> RunResult {
         let scenario = try ScenarioLoader.parse(yaml, file: "checker.yaml")
         var logger = Logger(label: "test-fleet")
         logger.logLevel = .warning
-        return try await FleetRunner(
-            scenario: scenario, options: .init(scenarioFile: "checker.yaml", scenarioText: yaml, version: "test", logger: logger)
-        ).run()
+        var options = FleetRunner.Options(scenarioFile: "checker.yaml", scenarioText: yaml, version: "test", logger: logger)
+        options.metrics = metrics
+        return try await FleetRunner(scenario: scenario, options: options).run()
     }
 
     @Test("a backend that misdelivers 3, drops 2, duplicates 4 and leaks 1 is caught exactly")
@@ -118,8 +119,20 @@ struct FleetRunTests {
 
     @Test("the same scenario against the reference backend finds nothing wrong")
     func referenceBackend() async throws {
-        let result = try await Self.run(Self.scenario())
+        let metrics = LiveMetrics()
+        let result = try await Self.run(Self.scenario(), metrics: metrics)
         #expect(result.devices.ready == 4)
+        // The live exposition agrees with the report.
+        let exposition = metrics.registry.emitToString()
+        let sends = Int(result.counters["sends"] ?? 0)
+        let secure = exposition.split(separator: "\n").first { $0.hasPrefix("pushfleet_sends_total{kind=\"secure\",result=\"ok\"}") }
+        let plain = exposition.split(separator: "\n").first { $0.hasPrefix("pushfleet_sends_total{kind=\"plain\",result=\"ok\"}") }
+        let secureCount = Int(secure?.split(separator: " ").last ?? "") ?? -1
+        let plainCount = Int(plain?.split(separator: " ").last ?? "") ?? -1
+        #expect(secureCount + plainCount == sends)
+        #expect(exposition.contains("pushfleet_delivery_pairs{outcome=\"delivered\"} \(result.delivery.delivered)"))
+        #expect(exposition.contains("pushfleet_devices{state=\"ready\"} 4"))
+        #expect(exposition.contains("pushfleet_operation_duration_seconds_bucket{operation=\"delivery\""))
         #expect(result.delivery.expected > 0 && result.delivery.delivered == result.delivery.expected)
         #expect(result.delivery.misdelivered == 0 && result.delivery.lost == 0 && result.delivery.duplicates == 0)
         #expect(result.delivery.leaks == 0)

@@ -1,0 +1,81 @@
+public import Logging
+public import Prometheus
+public import PushFleetServerSupport
+public import ServiceLifecycle
+import Hummingbird
+import PushFleetCore
+
+/// Live OpenMetrics/Prometheus exposition of a run (`--metrics-listen`), through
+/// swift-prometheus. Labels are low-cardinality only: operation, kind, result, error class,
+/// outcome — never a user or a device.
+public final class LiveMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    let sendsOK: [Scenario.Traffic.Kind: Counter]
+    let sendsFailed: [Scenario.Traffic.Kind: Counter]
+    let sendsDropped: Counter
+    let received: Counter
+    let devicesReady: Gauge
+    let devicesFailed: Gauge
+    let devicesPlanned: Gauge
+
+    static let buckets: [Duration] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000].map { .milliseconds($0) }
+
+    static func name(_ metric: String, unit: String, help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "pushfleet", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    static var sends: MetricNameDescriptor { name("sends", unit: "total", help: "Sends answered, by kind and result") }
+    static var operation: MetricNameDescriptor { name("operation_duration", unit: "seconds", help: "Latency per operation; sends and deliveries from their intended start") }
+    static var errors: MetricNameDescriptor { name("errors", unit: "total", help: "Errors by class") }
+    static var pairs: MetricNameDescriptor { name("delivery_pairs", unit: "", help: "Send-device pairs by outcome, final once the run ends") }
+    static var devices: MetricNameDescriptor { name("devices", unit: "", help: "Devices by state") }
+
+    public init() {
+        let registry = self.registry
+        func counters(_ result: String) -> [Scenario.Traffic.Kind: Counter] {
+            Dictionary(uniqueKeysWithValues: Scenario.Traffic.Kind.allCases.map {
+                ($0, registry.makeCounter(descriptor: Self.sends, labels: [("kind", $0.rawValue), ("result", result)]))
+            })
+        }
+        sendsOK = counters("ok")
+        sendsFailed = counters("failed")
+        sendsDropped = registry.makeCounter(descriptor: Self.name("sends_dropped", unit: "total", help: "Sends due while max_in_flight were open"))
+        received = registry.makeCounter(descriptor: Self.name("pushes_received", unit: "total", help: "Pushes received by devices"))
+        devicesReady = registry.makeGauge(descriptor: Self.devices, labels: [("state", "ready")])
+        devicesFailed = registry.makeGauge(descriptor: Self.devices, labels: [("state", "failed")])
+        devicesPlanned = registry.makeGauge(descriptor: Self.name("devices_planned", unit: "", help: "Devices the scenario plans"))
+    }
+
+    func latency(_ operation: String) -> DurationHistogram {
+        registry.makeDurationHistogram(descriptor: Self.operation, labels: [("operation", operation)], buckets: Self.buckets)
+    }
+
+    func error(_ label: String) -> Counter {
+        registry.makeCounter(descriptor: Self.errors, labels: [("class", label)])
+    }
+
+    /// Final pair counts by outcome, set when the run's verdict is made.
+    func setOutcomes(_ counts: DeliveryLedger.Counts) {
+        let values: [(String, Int)] = [
+            ("expected", counts.expected), ("delivered", counts.delivered), ("late", counts.late), ("lost", counts.lost),
+            ("misdelivered", counts.misdelivered), ("duplicate", counts.duplicates), ("indeterminate", counts.indeterminate),
+            ("leak", counts.leaks),
+        ]
+        for (outcome, value) in values {
+            registry.makeGauge(descriptor: Self.pairs, labels: [("outcome", outcome)]).set(to: Double(value))
+        }
+    }
+
+    /// A server answering `GET /metrics` in the Prometheus text format.
+    public func makeService(listen: ListenAddress, bound: Readiness<ListenAddress>, logger: Logger) -> any Service {
+        let router = Router()
+        let registry = self.registry
+        router.get("/metrics") { _, _ in
+            Response.bytes(registry.emitToBuffer(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        }
+        return Application(
+            router: router, configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "pushfleet-metrics"),
+            onServerRunning: { bound.succeed(ListenAddress(host: listen.host, port: $0.localAddress?.port ?? listen.port)) }, logger: logger
+        )
+    }
+}
