@@ -140,11 +140,16 @@ public enum HTMLReport {
             id: "chart-latency-open", title: "Open-model latency by percentile (solid: corrected from intended start; dashed: raw)",
             xLabel: "percentile (log scale of 1/(1−p))", yLabel: "latency (ms)", xTicks: SVGChart.percentileTicks
         )
-        var style = 0
-        for name in [MetricName.send, MetricName.delivery, MetricName.endToEnd] {
-            if let corrected = percentileSeries(r, name: "\(name) corrected", key: name, style: style * 2) { chart.series.append(corrected) }
-            if let raw = percentileSeries(r, name: "\(name) raw", key: name + ".raw", style: style * 2 + 1) { chart.series.append(raw) }
-            style += 1
+        // One colour per operation; solid for corrected, dashed for raw.
+        for (style, name) in [MetricName.send, MetricName.delivery, MetricName.endToEnd].enumerated() {
+            if var corrected = percentileSeries(r, name: "\(name) corrected", key: name, style: style) {
+                corrected.dash = ""
+                chart.series.append(corrected)
+            }
+            if var raw = percentileSeries(r, name: "\(name) raw", key: name + ".raw", style: style) {
+                raw.dash = "6 4"
+                chart.series.append(raw)
+            }
         }
         return chart.render()
     }

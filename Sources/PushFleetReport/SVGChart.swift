@@ -7,7 +7,12 @@ struct SVGChart {
     struct Series {
         var name: String
         var points: [(x: Double, y: Double)]
+        /// Picks the colour, and the dash pattern unless `dash` is given.
         var style: Int
+        var dash: String? = nil
+
+        var colour: String { SVGChart.colours[style % SVGChart.colours.count] }
+        var pattern: String { dash ?? SVGChart.dashes[style % SVGChart.dashes.count] }
     }
 
     struct Tick {
@@ -34,7 +39,23 @@ struct SVGChart {
     static let colours = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
     static let dashes = ["", "6 4", "2 3", "10 3 2 3", "1 6", "12 6", "4 2 4 8", "3 9"]
 
-    private let left = 70.0, right = 20.0, top = 36.0, bottom = 56.0
+    private let left = 70.0, right = 36.0, top = 36.0
+
+    /// Legend entries wrapped into rows that fit the width.
+    private var legendRows: [[(Series, Double)]] {
+        var rows: [[(Series, Double)]] = [[]]
+        var x = left
+        for item in series {
+            let entryWidth = 40 + Double(item.name.count) * 6.5
+            if x + entryWidth > width - right, !rows[rows.count - 1].isEmpty {
+                rows.append([])
+                x = left
+            }
+            rows[rows.count - 1].append((item, x))
+            x += entryWidth
+        }
+        return rows
+    }
 
     func render() -> String {
         let allPoints = series.flatMap(\.points)
@@ -43,6 +64,8 @@ struct SVGChart {
         let xMax = max((xs.max() ?? 1), xMin + 1e-9)
         // Counts and latencies: an empty or all-zero chart still gets a readable 0…1 axis.
         let yMax = Self.niceCeiling(max(allPoints.map(\.y).max() ?? 1, 1))
+        let rows = legendRows
+        let bottom = 40.0 + Double(rows.count) * 16
         let plotWidth = width - left - right
         let plotHeight = height - top - bottom
         func px(_ x: Double) -> Double { left + (x - xMin) / (xMax - xMin) * plotWidth }
@@ -66,7 +89,7 @@ struct SVGChart {
         }
         svg += "<line x1=\"\(left)\" y1=\"\(top)\" x2=\"\(left)\" y2=\"\(f(top + plotHeight))\" class=\"axis\"/>"
         svg += "<line x1=\"\(left)\" y1=\"\(f(top + plotHeight))\" x2=\"\(f(width - right))\" y2=\"\(f(top + plotHeight))\" class=\"axis\"/>"
-        svg += "<text x=\"\(f(left + plotWidth / 2))\" y=\"\(f(height - 26))\" text-anchor=\"middle\" class=\"axis-label\">\(Self.escape(xLabel))</text>"
+        svg += "<text x=\"\(f(left + plotWidth / 2))\" y=\"\(f(top + plotHeight + 34))\" text-anchor=\"middle\" class=\"axis-label\">\(Self.escape(xLabel))</text>"
         svg += "<text transform=\"translate(16 \(f(top + plotHeight / 2))) rotate(-90)\" text-anchor=\"middle\" class=\"axis-label\">\(Self.escape(yLabel))</text>"
         // Event markers.
         for (index, marker) in markers.enumerated() {
@@ -76,21 +99,20 @@ struct SVGChart {
         }
         // Series.
         for item in series where !item.points.isEmpty {
-            let colour = Self.colours[item.style % Self.colours.count]
-            let dash = Self.dashes[item.style % Self.dashes.count]
+            let colour = item.colour
+            let dash = item.pattern
             let path = item.points.map { "\(f(px($0.x))),\(f(py($0.y)))" }.joined(separator: " ")
             svg += "<polyline class=\"series\" data-series=\"\(Self.escape(item.name))\" points=\"\(path)\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\""
             svg += dash.isEmpty ? "/>" : " stroke-dasharray=\"\(dash)\"/>"
         }
-        // Legend.
-        var legendX = left
-        for item in series {
-            let colour = Self.colours[item.style % Self.colours.count]
-            let dash = Self.dashes[item.style % Self.dashes.count]
-            svg += "<line x1=\"\(f(legendX))\" y1=\"\(f(height - 8))\" x2=\"\(f(legendX + 24))\" y2=\"\(f(height - 8))\" stroke=\"\(colour)\" stroke-width=\"2\""
-            svg += dash.isEmpty ? "/>" : " stroke-dasharray=\"\(dash)\"/>"
-            svg += "<text x=\"\(f(legendX + 28))\" y=\"\(f(height - 4))\" class=\"legend\">\(Self.escape(item.name))</text>"
-            legendX += 40 + Double(item.name.count) * 6.5
+        // Legend, wrapped into rows.
+        for (row, entries) in rows.enumerated() {
+            let y = top + plotHeight + 52 + Double(row) * 16
+            for (item, x) in entries {
+                svg += "<line x1=\"\(f(x))\" y1=\"\(f(y - 4))\" x2=\"\(f(x + 24))\" y2=\"\(f(y - 4))\" stroke=\"\(item.colour)\" stroke-width=\"2\""
+                svg += item.pattern.isEmpty ? "/>" : " stroke-dasharray=\"\(item.pattern)\"/>"
+                svg += "<text x=\"\(f(x + 28))\" y=\"\(f(y))\" class=\"legend\">\(Self.escape(item.name))</text>"
+            }
         }
         svg += "</svg>"
         return svg

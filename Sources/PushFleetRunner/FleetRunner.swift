@@ -147,6 +147,14 @@ public struct FleetRunner: Sendable {
         let trafficStart = MonotonicClock.nanoseconds()
         context.trafficStart.store(trafficStart, ordering: .relaxed)
         context.emit(.marker("traffic starts", at: trafficStart))
+        // Ramp stages, marked where each begins so the charts show the load steps.
+        for traffic in scenario.traffic where traffic.profile.stages.count > 1 {
+            var offset = trafficStart + traffic.start.nanoseconds
+            for stage in traffic.profile.stages {
+                context.emit(.marker("\(traffic.name) → \(stage.target)", at: offset))
+                offset += stage.duration.nanoseconds
+            }
+        }
         await runTraffic(context, trafficStart: trafficStart, devices: devices)
         let trafficEnd = MonotonicClock.nanoseconds()
         if context.isStopping { context.emit(.marker("stop requested", at: trafficEnd)) }
