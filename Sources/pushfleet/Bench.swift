@@ -9,7 +9,7 @@ import Synchronization
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks; each prints its figures in one table.",
-        subcommands: [DeliveryBench.self]
+        subcommands: [DeliveryBench.self, FleetBench.self]
     )
 }
 
@@ -139,7 +139,11 @@ final class ServerProcess: Sendable {
 
     /// Resident memory of the server process, from /proc.
     func residentBytes() -> UInt64 {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+        Self.residentBytes(pid: process.processIdentifier)
+    }
+
+    static func residentBytes(pid: Int32) -> UInt64 {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
             let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
         else { return 0 }
@@ -149,5 +153,84 @@ final class ServerProcess: Sendable {
     func stop() {
         process.interrupt()
         process.waitUntilExit()
+    }
+}
+
+/// The fleet process's memory per device: a multiplexed fleet of N devices ramps in against
+/// servers in a child process, then sends; the fleet's own RSS is read before the run and once
+/// the whole fleet is in.
+struct FleetBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fleet",
+        abstract: "Fleet-side memory per device and ramp time for a large fleet, then a send phase checked for 100% correct delivery."
+    )
+
+    @Option(help: "Devices (one per user).") var devices = 100_000
+    @Option(help: "Device arrival rate per second.") var arrival = 1000
+    @Option(help: "Push channel: multiplexed or per_device.") var channel = "multiplexed"
+    @Option(help: "Secure-send rate during the send phase.") var rate = 200
+    @Option(help: "Send phase length.") var duration = "20s"
+
+    func validate() throws {
+        guard devices > 0, arrival > 0, rate > 0 else { throw ValidationError("--devices, --arrival and --rate must be above 0") }
+        guard ["per_device", "multiplexed"].contains(channel) else { throw ValidationError("--channel must be per_device or multiplexed") }
+        _ = try DurationText.parse(duration)
+    }
+
+    func run() async throws {
+        let server = try ServerProcess.start()
+        defer { server.stop() }
+        let yaml = """
+            name: bench-fleet
+            seed: 1
+            target: { backend: "\(server.backend)", pns: "\(server.pushService)" }
+            fleet:
+              users: \(devices)
+              devices_per_user: 1
+              platforms: { apns: 60, fcm: 30, wns: 10 }
+              arrival: { rate: \(arrival)/s }
+              push_channel: \(channel)
+              connections: 64
+            lifecycle: [login, register, connect, receive, fetch_secure]
+            timeouts: { connect: 60s, register: 60s }
+            traffic:
+              - { name: secure, kind: secure, rate: \(rate)/s, duration: \(duration) }
+            deadline: 5s
+            grace: 5s
+            """
+        let scenario = try ScenarioLoader.parse(yaml, file: "bench-fleet")
+        let baseline = ServerProcess.residentBytes(pid: getpid())
+        let atReady = Mutex<(UInt64, Double)>((0, 0))
+        let start = Date()
+        var logger = Logger(label: "pushfleet.bench")
+        logger.logLevel = .warning
+        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleet.version, logger: logger) {
+            FileHandleOutput.standardError($0)
+        }
+        options.beforeTraffic = {
+            atReady.withLock { $0 = (ServerProcess.residentBytes(pid: getpid()), Date().timeIntervalSince(start)) }
+        }
+        let result = try await FleetRunner(scenario: scenario, options: options).run()
+        let (ready, rampSeconds) = atReady.withLock { $0 }
+        let perDevice = (Double(ready) - Double(baseline)) / Double(max(1, result.devices.ready))
+        let c = result.delivery
+        let rows: [(String, String)] = [
+            ("devices ready", "\(result.devices.ready) of \(devices) (\(channel))"),
+            ("ramp (arrival \(arrival)/s)", String(format: "%.1f s", rampSeconds)),
+            ("fleet RSS before", String(format: "%.1f MiB", Double(baseline) / 1_048_576)),
+            ("fleet RSS with the fleet in", String(format: "%.1f MiB", Double(ready) / 1_048_576)),
+            ("fleet bytes per device", String(format: "%.2f KB (target ≤ 10 KB)", perDevice / 1000)),
+            ("fleet RSS at the end (ledger included)", String(format: "%.1f MiB", Double(ServerProcess.residentBytes(pid: getpid())) / 1_048_576)),
+            ("server RSS", String(format: "%.1f MiB", Double(server.residentBytes()) / 1_048_576)),
+            ("sends", String(format: "%.0f at %d/s", result.counters["sends"] ?? 0, rate)),
+            ("expected / delivered / late / lost", "\(c.expected) / \(c.delivered) / \(c.late) / \(c.lost)"),
+            ("misdelivered / duplicates / leaks", "\(c.misdelivered) / \(c.duplicates) / \(c.leaks)"),
+            ("correct", c.expected > 0 && c.delivered == c.expected && c.misdelivered == 0 && c.duplicates == 0 ? "100%" : String(format: "%.3f%%", Double(c.delivered) / Double(max(1, c.expected)) * 100)),
+        ]
+        let width = rows.map(\.0.count).max() ?? 0
+        FileHandleOutput.standardOutput(
+            "\nbench fleet (servers in a child process)\n"
+                + rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
+        )
     }
 }
