@@ -79,3 +79,28 @@ struct BackendClient: Sendable {
         "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
     }
 }
+
+/// The fleet's request path in a closed loop, for measuring its cost (`pushfleet bench http`).
+public enum HTTPLoad {
+    /// GETs `path` on `baseURL` from `connections` concurrent loops for `duration`, through the
+    /// same pooled client devices and senders use; returns how many answers came back.
+    public static func run(baseURL: String, path: String, connections: Int, duration: Duration) async -> Int {
+        let client = BackendClient.makeHTTPClient(connections: connections)
+        let backend = BackendClient(client: client, baseURL: baseURL)
+        let deadline = MonotonicClock.nanoseconds() + duration.nanoseconds
+        let count = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<connections {
+                group.addTask {
+                    var done = 0
+                    while MonotonicClock.nanoseconds() < deadline {
+                        if case .success = await backend.exchange(.GET, path, authorization: nil, timeout: .seconds(5)) { done += 1 }
+                    }
+                    return done
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        try? await client.shutdown()
+        return count
+    }
+}

@@ -12,7 +12,7 @@ import ServiceLifecycle
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks; each prints its figures in one table.",
-        subcommands: [DeliveryBench.self, FleetBench.self, OmissionBench.self]
+        subcommands: [DeliveryBench.self, FleetBench.self, OmissionBench.self, HTTPBench.self]
     )
 }
 
@@ -345,5 +345,158 @@ final class StallingTarget: Sendable {
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0), backlog: 4096),
             onServerRunning: { bound.succeed(ListenAddress(host: "127.0.0.1", port: $0.localAddress?.port ?? 0)) }, logger: logger
         )
+    }
+}
+
+/// HTTP generation efficiency: requests per generator CPU-second against a trivial nginx
+/// endpoint, pushfleet's request path beside wrk and Locust's FastHttpUser in one invocation.
+struct HTTPBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "http",
+        abstract: "Requests per generator CPU-second against local nginx: pushfleet vs wrk vs Locust FastHttpUser.",
+        discussion: "Needs Debian's nginx and wrk (apt-get install nginx wrk) and PyPI's locust (pip install locust); says which is missing."
+    )
+
+    @Option(help: "Length of each tool's run.") var duration = "15s"
+    @Option(help: "Concurrent connections (users for Locust).") var connections = 64
+
+    func run() async throws {
+        let seconds = try DurationText.parse(duration).seconds
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        let url = "http://127.0.0.1:\(nginx.port)/"
+        var rows: [(tool: String, requests: Double, cpu: Double, wall: Double)] = []
+
+        if let wrk = Tool.find("wrk") {
+            let before = CPUTime.children()
+            let started = Date()
+            let output = try Tool.run(wrk, ["-t1", "-c\(connections)", "-d\(Int(seconds))s", url])
+            let cpu = CPUTime.children() - before
+            let requests = output.split(separator: "\n").first { $0.contains("requests in") }
+                .flatMap { Double($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") } ?? 0
+            rows.append(("wrk -t1 (C)", requests, cpu, Date().timeIntervalSince(started)))
+        } else {
+            FileHandleOutput.standardError("wrk is missing: apt-get install wrk")
+        }
+
+        // pushfleet's request path: the pooled AsyncHTTPClient every device and sender uses.
+        let before = CPUTime.own()
+        let started = Date()
+        let count = await HTTPLoad.run(
+            baseURL: "http://127.0.0.1:\(nginx.port)", path: "/", connections: connections, duration: .nanoseconds(Int64(seconds * 1e9))
+        )
+        rows.append(("pushfleet (AsyncHTTPClient pool)", Double(count), CPUTime.own() - before, Date().timeIntervalSince(started)))
+
+        if let locust = Tool.find("locust") {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-locust-\(getpid())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let file = directory.appendingPathComponent("locustfile.py").path
+            try """
+                from locust import constant, task
+                from locust.contrib.fasthttp import FastHttpUser
+
+                class Fast(FastHttpUser):
+                    wait_time = constant(0)
+
+                    @task
+                    def get(self):
+                        self.client.get("/")
+                """.write(toFile: file, atomically: true, encoding: .utf8)
+            let before = CPUTime.children()
+            let started = Date()
+            _ = try? Tool.run(locust, [
+                "-f", file, "--headless", "-u", "\(connections)", "-r", "\(connections)", "-t", "\(Int(seconds))s", "--host", "http://127.0.0.1:\(nginx.port)",
+                "--csv", directory.appendingPathComponent("out").path, "--only-summary",
+            ])
+            let cpu = CPUTime.children() - before
+            let stats = (try? String(contentsOfFile: directory.appendingPathComponent("out_stats.csv").path, encoding: .utf8)) ?? ""
+            let aggregated = stats.split(whereSeparator: \.isNewline).first { $0.contains("Aggregated") }?.split(separator: ",", omittingEmptySubsequences: false)
+            rows.append(("Locust FastHttpUser (Python)", aggregated.flatMap { Double($0[2]) } ?? 0, cpu, Date().timeIntervalSince(started)))
+        } else {
+            FileHandleOutput.standardError("locust is missing: pip install locust")
+        }
+
+        let wrkRate = rows.first { $0.tool.hasPrefix("wrk") }.map { $0.requests / max($0.cpu, 0.001) }
+        var lines = ["", "bench http: GET \(url) (nginx, 1 worker), \(connections) connections, \(duration) each",
+            "tool                              requests     req/s   CPU s   req/CPU-s   × wrk"]
+        for row in rows {
+            let perCPU = row.requests / max(row.cpu, 0.001)
+            let ratio = wrkRate.map { String(format: "%.2f", perCPU / $0) } ?? "—"
+            lines.append(
+                row.tool.padding(toLength: 32, withPad: " ", startingAt: 0)
+                    + String(format: "  %9.0f  %8.0f  %6.1f  %10.0f  ", row.requests, row.requests / row.wall, row.cpu, perCPU) + ratio
+            )
+        }
+        FileHandleOutput.standardOutput(lines.joined(separator: "\n"))
+    }
+}
+
+/// A throwaway nginx answering 200 "ok" on 127.0.0.1 with one worker.
+final class Nginx: Sendable {
+    let process: Process
+    let port: Int
+
+    private init(process: Process, port: Int) {
+        self.process = process
+        self.port = port
+    }
+
+    static func start() throws -> Nginx {
+        guard let binary = Tool.find("nginx") else { throw ValidationError("nginx is missing: apt-get install nginx") }
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("pf-nginx-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
+        let port = Int.random(in: 20_000...30_000)
+        let conf = """
+            worker_processes 1; daemon off; pid \(prefix)/nginx.pid; error_log \(prefix)/logs/error.log;
+            events { worker_connections 4096; }
+            http { access_log off; keepalive_requests 1000000;
+              server { listen 127.0.0.1:\(port); location / { return 200 "ok"; } } }
+            """
+        try conf.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf"]
+        try process.run()
+        Thread.sleep(forTimeInterval: 0.5)
+        guard process.isRunning else { throw ValidationError("nginx did not start; see \(prefix)/logs/error.log") }
+        return Nginx(process: process, port: port)
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+enum Tool {
+    static func find(_ name: String) -> String? {
+        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/bin"]
+        return paths.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    static func run(_ path: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// CPU seconds (user + system) from getrusage.
+enum CPUTime {
+    static func own() -> Double { usage(RUSAGE_SELF) }
+    /// Of children that have exited and been waited for.
+    static func children() -> Double { usage(RUSAGE_CHILDREN) }
+
+    private static func usage(_ who: __rusage_who) -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(who.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }
