@@ -202,6 +202,7 @@ struct FleetBench: AsyncParsableCommand {
             grace: 5s
             """
         let scenario = try ScenarioLoader.parse(yaml, file: "bench-fleet")
+        if let problem = FileLimit.problem(scenario, devices: devices) { throw ValidationError(problem) }
         let baseline = ServerProcess.residentBytes(pid: getpid())
         let atReady = Mutex<(UInt64, Double)>((0, 0))
         let start = Date()

@@ -44,6 +44,10 @@ struct Run: AsyncParsableCommand {
             throw ExitCode(ExitStatus.invalidInput)
         }
         if let seed { loaded.seed = seed }
+        if let problem = FileLimit.problem(loaded, devices: FleetPlan(scenario: loaded).devices.count) {
+            FileHandleOutput.standardError("\(scenario): \(problem)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
         let text = (try? String(contentsOfFile: scenario, encoding: .utf8)) ?? ""
         let stop = StopControl()
         let signals = SignalWatcher { signal in

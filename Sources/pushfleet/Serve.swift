@@ -118,6 +118,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let parsed = try parsed()
+        _ = FileLimit.raise()
         var logger = Logger(label: "pushfleet.serve")
         logger.logLevel = parsed.logLevel
         let system = EmbeddedSystem(configuration: parsed.configuration)

@@ -1,0 +1,45 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import PushFleetCore
+
+/// The open-files limit: raised as far as the hard limit allows, and checked against what a
+/// scenario needs, so a run that cannot fit fails up front with numbers instead of halfway.
+enum FileLimit {
+    /// Raises the soft limit to the hard one; returns the limit in force.
+    static func raise() -> (soft: UInt64, hard: UInt64) {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        return (UInt64(limit.rlim_cur), UInt64(limit.rlim_max))
+    }
+
+    /// Descriptors a scenario needs in this process: one per device socket (two when the
+    /// embedded push service holds the other end here), the HTTP pools, and headroom.
+    static func needed(_ scenario: Scenario, devices: Int) -> (total: Int, perDevice: Int) {
+        var perDevice = 0
+        if scenario.fleet.pushChannel == .perDevice && scenario.lifecycle.contains(.connect) {
+            perDevice += scenario.target == .embedded ? 2 : 1
+        }
+        if scenario.fleet.http == .perDevice { perDevice += scenario.target == .embedded ? 2 : 1 }
+        let fixed = 256 + scenario.fleet.connections * (scenario.target == .embedded ? 2 : 1) + 64
+        return (fixed + perDevice * devices, perDevice)
+    }
+
+    /// A message when the scenario cannot fit, nil when it can.
+    static func problem(_ scenario: Scenario, devices: Int) -> String? {
+        let limit = raise()
+        let need = needed(scenario, devices: devices)
+        guard UInt64(need.total) > limit.soft, need.perDevice > 0 else { return nil }
+        let fit = max(0, (Int(limit.soft) - (need.total - need.perDevice * devices)) / need.perDevice)
+        return """
+            this scenario needs about \(need.total) open files (\(need.perDevice) per device) but the limit is \(limit.soft) \
+            (hard limit \(limit.hard), which this process cannot raise). At most \(fit) devices fit. Use push_channel: multiplexed, \
+            run the servers in another process (target: {backend, pns}), shard the fleet, or raise the hard limit (see docs/performance.md).
+            """
+    }
+}
