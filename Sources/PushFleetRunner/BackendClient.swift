@@ -67,7 +67,7 @@ struct BackendClient: Sendable {
             case .deadlineExceeded, .readTimeout, .connectTimeout: return "timeout"
             case .remoteConnectionClosed: return "connection_closed"
             case .cancelled: return "cancelled"
-            default: return "http_client"
+            default: return "http_client:\(error.shortDescription)"
             }
         }
         if error is CancellationError { return "cancelled" }

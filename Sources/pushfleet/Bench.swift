@@ -14,6 +14,14 @@ struct Bench: AsyncParsableCommand {
         abstract: "Benchmarks; each prints its figures in one table.",
         subcommands: [DeliveryBench.self, FleetBench.self, OmissionBench.self, HTTPBench.self]
     )
+
+    /// Prints a titled two-column table of figures.
+    static func printFigures(_ title: String, _ rows: [(String, String)]) {
+        let width = rows.map(\.0.count).max() ?? 0
+        FileHandleOutput.standardOutput(
+            "\n\(title)\n" + rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
+        )
+    }
 }
 
 /// Sends through backend → push service → connected devices, with the servers in a child
@@ -89,11 +97,7 @@ struct DeliveryBench: AsyncParsableCommand {
             ("server RSS with devices", String(format: "%.1f MiB", Double(withDevices) / 1_048_576)),
             ("server bytes per device", String(format: "%.1f KB", perDevice / Double(max(1, result.devices.ready)) / 1000)),
         ]
-        let width = rows.map(\.0.count).max() ?? 0
-        FileHandleOutput.standardOutput(
-            "\nbench delivery (servers in a child process; backend and mock push service together)\n"
-                + rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
-        )
+        Bench.printFigures("bench delivery (servers in a child process; backend and mock push service together)", rows)
     }
 }
 
@@ -231,11 +235,7 @@ struct FleetBench: AsyncParsableCommand {
             ("misdelivered / duplicates / leaks", "\(c.misdelivered) / \(c.duplicates) / \(c.leaks)"),
             ("correct", c.expected > 0 && c.delivered == c.expected && c.misdelivered == 0 && c.duplicates == 0 ? "100%" : String(format: "%.3f%%", Double(c.delivered) / Double(max(1, c.expected)) * 100)),
         ]
-        let width = rows.map(\.0.count).max() ?? 0
-        FileHandleOutput.standardOutput(
-            "\nbench fleet (servers in a child process)\n"
-                + rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
-        )
+        Bench.printFigures("bench fleet (servers in a child process)", rows)
     }
 }
 

@@ -3,11 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import NIOCore
-import NIOPosix
 
-// Swift's global executor on NIO's event loops: tasks and the network I/O they await then run on
-// the same threads, instead of hopping between NIO's threads and the cooperative pool.
-_ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
-
+// Swift's global executor stays the default cooperative pool: putting it on NIO's event loops
+// made requests ~25% cheaper in `bench http`, but with the embedded servers in the same process
+// the event loops starved under a 30,000-device ramp (see docs/performance.md).
 exit(await CommandRunner.run())
