@@ -32,12 +32,13 @@ enum GatewayInbound {
 }
 
 extension VirtualDevice {
-    /// The whole life of a device with its own WebSocket: arrive, log in, connect, register,
-    /// then receive until the run ends, reconnecting when the service drops the connection.
+    /// The whole life of a device with its own WebSocket from its arrival: log in, connect,
+    /// register, then receive until the run ends, reconnecting when the service drops the
+    /// connection.
     func runWithOwnChannel(_ context: RunContext, setup: SetupTracker) async {
         let flags = ChannelFlags()
         defer { if !flags.setupDone.load(ordering: .relaxed) { setup.finished() } }
-        guard await context.sleep(until: context.start + plan.arrival) else { return }
+        guard !context.isStopping else { return }
         let steps = context.scenario.lifecycle
         guard await logIn(context) else { return }
         guard steps.contains(.connect) else {

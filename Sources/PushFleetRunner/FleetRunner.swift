@@ -115,17 +115,20 @@ public struct FleetRunner: Sendable {
         let progress = Task { await reportProgress(recorder, context: context, total: devices.count) }
 
         // The fleet: every device (and shared channel) is a child of one discarding group, so
-        // one cancellation reaches all of them.
+        // one cancellation reaches all of them. One loop releases devices at their arrival
+        // times; a device's task starts when it arrives, so a fleet waiting to arrive costs
+        // no tasks and no wake-ups.
         let fleet = Task {
             await withDiscardingTaskGroup { group in
-                switch scenario.fleet.pushChannel {
-                case .perDevice:
-                    for device in devices { group.addTask { await device.runWithOwnChannel(context, setup: setup) } }
-                case .multiplexed:
-                    let count = max(1, min(16, (devices.count + 4999) / 5000))
-                    let channels = (0..<count).map { _ in MuxChannel(pushServiceURL: endpoints.pushService) }
-                    for channel in channels { group.addTask { await channel.run(context) } }
-                    for device in devices {
+                let count = max(1, min(16, (devices.count + 4999) / 5000))
+                let channels = scenario.fleet.pushChannel == .multiplexed
+                    ? (0..<count).map { _ in MuxChannel(pushServiceURL: endpoints.pushService) } : []
+                for channel in channels { group.addTask { await channel.run(context) } }
+                for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
+                    guard await context.sleep(until: context.start + device.plan.arrival) else { break }
+                    if channels.isEmpty {
+                        group.addTask { await device.runWithOwnChannel(context, setup: setup) }
+                    } else {
                         group.addTask { await device.runOnSharedChannel(channels[device.plan.index % count], context, setup: setup) }
                     }
                 }

@@ -135,11 +135,11 @@ final class MuxChannel: Sendable {
 }
 
 extension VirtualDevice {
-    /// A device's life on a multiplexed channel: arrive, log in, subscribe, register.
+    /// A device's life on a multiplexed channel from its arrival: log in, subscribe, register.
     /// Receiving is done by the channel.
     func runOnSharedChannel(_ channel: MuxChannel, _ context: RunContext, setup: SetupTracker) async {
         defer { setup.finished() }
-        guard await context.sleep(until: context.start + plan.arrival) else { return }
+        guard !context.isStopping else { return }
         let steps = context.scenario.lifecycle
         guard await logIn(context) else { return }
         if steps.contains(.connect) {
