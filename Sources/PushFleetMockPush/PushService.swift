@@ -116,17 +116,23 @@ public final class PushService: Sendable {
         if decision.unregistered {
             return .unregistered(since: now() / 1_000_000)
         }
-        if let since = shard(for: push.address).devices.withLock({ $0[push.address]?.unregisteredAt }) {
+        // One look at the device's entry answers both questions.
+        let (unregisteredAt, online) = shard(for: push.address).devices.withLock { devices in
+            (devices[push.address]?.unregisteredAt, devices[push.address]?.connection != nil)
+        }
+        if let since = unregisteredAt {
             return .unregistered(since: since)
         }
         if decision.throttled {
             return .throttled
         }
         let acceptedAt = now()
-        counters.withLock { $0.accepted += 1 }
+        counters.withLock {
+            $0.accepted += 1
+            if decision.dropped { $0.dropped += 1 }
+        }
         if decision.dropped {
-            counters.withLock { $0.dropped += 1 }
-            return .accepted(acceptedAt: acceptedAt, online: isOnline(push.address))
+            return .accepted(acceptedAt: acceptedAt, online: online)
         }
         let frame = PushFrame(
             platform: push.address.platform,
@@ -143,7 +149,6 @@ public final class PushService: Sendable {
             case .until(let instant): instant
             case .doNotStore: nil
             }
-        let online = isOnline(push.address)
         if decision.delay > .zero {
             Task {
                 try? await Task.sleep(for: decision.delay)
@@ -153,10 +158,6 @@ public final class PushService: Sendable {
             deliver(frame, expiresAt: expiresAt)
         }
         return .accepted(acceptedAt: acceptedAt, online: online)
-    }
-
-    func isOnline(_ address: DeviceAddress) -> Bool {
-        shard(for: address).devices.withLock { $0[address]?.connection != nil }
     }
 
     private func deliver(_ frame: PushFrame, expiresAt: Int64?) {

@@ -15,13 +15,10 @@ enum GatewayInbound {
     case notice(GatewayNotice)
     case garbage
 
+    /// Pushes, the hot case, take one decode; notices do not have a push's fields and fall through.
     init(_ text: String) {
         let data = Data(text.utf8)
-        guard let header = try? JSONDecoder().decode(GatewayFrameHeader.self, from: data) else {
-            self = .garbage
-            return
-        }
-        if header.type == "push", let frame = try? JSONDecoder().decode(PushFrame.self, from: data) {
+        if let frame = try? JSONDecoder().decode(PushFrame.self, from: data), frame.type == "push" {
             self = .push(frame)
         } else if let notice = try? JSONDecoder().decode(GatewayNotice.self, from: data) {
             self = .notice(notice)

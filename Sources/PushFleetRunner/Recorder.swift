@@ -72,7 +72,14 @@ final class Recorder: Sendable {
         state.withLock { _ = $0.ledger.addDevice(device) }
     }
 
-    var live: LiveCounts { state.withLock { $0.live } }
+    /// The live counts, with the send p99 worked out here rather than on every send.
+    var live: LiveCounts {
+        state.withLock { state in
+            var live = state.live
+            live.sendP99 = state.sendCorrected.percentile(99)
+            return live
+        }
+    }
 
     private func second(_ time: Int64) -> Int {
         max(0, Int((time - start) / 1_000_000_000))
@@ -115,10 +122,9 @@ final class Recorder: Sendable {
     private func apply(_ event: RunEvent, to state: inout State) {
         if let metrics { publish(event, state: state, to: metrics) }
         switch event {
-        case .operation(let metric, let ns, let failed, let at):
+        case .operation(let metric, let ns, let failed, _):
             state.closed[metric, default: LatencyHistogram()].record(nanoseconds: ns)
             if failed { state.failures[metric, default: 0] += 1 }
-            _ = at
         case .error(let label, let at):
             let current = state.errors[label] ?? (0, at, at)
             state.errors[label] = (current.count + 1, min(current.first, at), max(current.last, at))
@@ -144,7 +150,6 @@ final class Recorder: Sendable {
                 state.live.sendFailures += 1
                 state.failures[MetricName.send, default: 0] += 1
             }
-            state.live.sendP99 = state.sendCorrected.percentile(99)
             bucket(&state, send.start) {
                 $0.sends += 1
                 if !send.succeeded { $0.sendFailures += 1 }
