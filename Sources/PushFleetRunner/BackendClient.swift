@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import PushFleetCore
 
 /// One HTTP exchange with the backend, timed on the monotonic clock.
@@ -23,17 +24,37 @@ struct TransportError: Error, Sendable {
     var end: Int64
 }
 
-/// The device and sender side of the backend contract, over a pooled AsyncHTTPClient.
+/// The device and sender side of the backend contract. Plain http goes through the lean
+/// `FleetHTTPClient` pool; https through AsyncHTTPClient.
 struct BackendClient: Sendable {
-    let client: HTTPClient
     let baseURL: String
+    private let transport: Transport
 
-    static func makeHTTPClient(connections: Int) -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool = .init(idleTimeout: .seconds(120), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
-        configuration.timeout = .init(connect: .seconds(10))
-        configuration.decompression = .disabled
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    private enum Transport: Sendable {
+        case pool(FleetHTTPClient)
+        case tls(HTTPClient)
+    }
+
+    init(baseURL: String, connections: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.baseURL = baseURL
+        let url = URL(string: baseURL)
+        if url?.scheme == "http", let host = url?.host {
+            let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            transport = .pool(FleetHTTPClient(host: bare, port: url?.port ?? 80, maxConnections: connections, group: group))
+        } else {
+            var configuration = HTTPClient.Configuration()
+            configuration.connectionPool = .init(idleTimeout: .seconds(120), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
+            configuration.timeout = .init(connect: .seconds(10))
+            configuration.decompression = .disabled
+            transport = .tls(HTTPClient(eventLoopGroup: group, configuration: configuration))
+        }
+    }
+
+    func shutdown() async {
+        switch transport {
+        case .pool(let pool): await pool.shutdown()
+        case .tls(let client): try? await client.shutdown()
+        }
     }
 
     func exchange(
@@ -44,24 +65,42 @@ struct BackendClient: Sendable {
         contentType: String = "application/json",
         timeout: Duration
     ) async -> Result<HTTPExchange, TransportError> {
-        var request = HTTPClientRequest(url: baseURL + path)
-        request.method = method
-        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
-        if let body {
-            request.headers.add(name: "Content-Type", value: contentType)
-            request.body = .bytes(ByteBuffer(bytes: body))
-        }
         let start = MonotonicClock.nanoseconds()
         do {
-            let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
-            let buffer = try await response.body.collect(upTo: 8 * 1024 * 1024)
-            return .success(HTTPExchange(status: Int(response.status.code), body: buffer, start: start, end: MonotonicClock.nanoseconds()))
+            switch transport {
+            case .pool(let pool):
+                var headers: [(String, String)] = []
+                if let authorization { headers.append(("Authorization", authorization)) }
+                if body != nil { headers.append(("Content-Type", contentType)) }
+                let answer = try await pool.execute(method, path, headers: headers, body: body.map { ByteBuffer(bytes: $0) }, timeout: timeout)
+                return .success(HTTPExchange(status: answer.status, body: answer.body, start: start, end: MonotonicClock.nanoseconds()))
+            case .tls(let client):
+                var request = HTTPClientRequest(url: baseURL + path)
+                request.method = method
+                if let authorization { request.headers.add(name: "Authorization", value: authorization) }
+                if let body {
+                    request.headers.add(name: "Content-Type", value: contentType)
+                    request.body = .bytes(ByteBuffer(bytes: body))
+                }
+                let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+                let buffer = try await response.body.collect(upTo: 8 * 1024 * 1024)
+                return .success(HTTPExchange(status: Int(response.status.code), body: buffer, start: start, end: MonotonicClock.nanoseconds()))
+            }
         } catch {
             return .failure(TransportError(label: Self.label(for: error), start: start, end: MonotonicClock.nanoseconds()))
         }
     }
 
     static func label(for error: any Error) -> String {
+        if let error = error as? FleetHTTPError {
+            switch error {
+            case .timeout: return "timeout"
+            case .connectionClosed: return "connection_closed"
+            case .connect: return "connect"
+            case .bodyTooLarge: return "body_too_large"
+            case .shutDown: return "cancelled"
+            }
+        }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout: return "timeout"
@@ -83,14 +122,16 @@ struct BackendClient: Sendable {
 /// The fleet's request path in a closed loop, for measuring its cost (`pushfleet bench http`).
 public enum HTTPLoad {
     /// GETs `path` on `baseURL` from `connections` concurrent loops for `duration`, through the
-    /// same pooled client devices and senders use; returns how many answers came back.
+    /// client devices and senders use, on one event loop thread whose loops run on that thread
+    /// too (as `wrk -t1` does); returns how many answers came back.
     public static func run(baseURL: String, path: String, connections: Int, duration: Duration) async -> Int {
-        let client = BackendClient.makeHTTPClient(connections: connections)
-        let backend = BackendClient(client: client, baseURL: baseURL)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let executor = EventLoopExecutor(group.next())
+        let backend = BackendClient(baseURL: baseURL, connections: connections, group: group)
         let deadline = MonotonicClock.nanoseconds() + duration.nanoseconds
-        let count = await withTaskGroup(of: Int.self) { group in
+        let count = await withTaskGroup(of: Int.self) { tasks in
             for _ in 0..<connections {
-                group.addTask {
+                tasks.addTask(executorPreference: executor) {
                     var done = 0
                     while MonotonicClock.nanoseconds() < deadline {
                         if case .success = await backend.exchange(.GET, path, authorization: nil, timeout: .seconds(5)) { done += 1 }
@@ -98,9 +139,10 @@ public enum HTTPLoad {
                     return done
                 }
             }
-            return await group.reduce(0, +)
+            return await tasks.reduce(0, +)
         }
-        try? await client.shutdown()
+        await backend.shutdown()
+        try? await group.shutdownGracefully()
         return count
     }
 }

@@ -1,6 +1,5 @@
 public import Logging
 public import PushFleetCore
-import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -96,17 +95,16 @@ public struct FleetRunner: Sendable {
         options.metrics?.devicesPlanned.set(to: Double(plan.devices.count))
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform)) }
         let (events, sink) = AsyncStream<RunEvent>.makeStream()
-        let httpClient = BackendClient.makeHTTPClient(connections: scenario.fleet.connections)
-        let backend = BackendClient(client: httpClient, baseURL: endpoints.backend)
+        let backend = BackendClient(baseURL: endpoints.backend, connections: scenario.fleet.connections)
         let context = RunContext(
             scenario: scenario, plan: plan, backend: backend, pushServiceURL: endpoints.pushService, start: start, events: sink,
             logger: options.logger
         )
-        let ownClients: [HTTPClient?] = plan.devices.map { _ in
-            scenario.fleet.http == .perDevice ? BackendClient.makeHTTPClient(connections: 1) : nil
+        let ownClients: [BackendClient?] = plan.devices.map { _ in
+            scenario.fleet.http == .perDevice ? BackendClient(baseURL: endpoints.backend, connections: 1) : nil
         }
         let devices = plan.devices.enumerated().map { index, device in
-            VirtualDevice(plan: device, names: scenario.fleet.names, http: ownClients[index].map { BackendClient(client: $0, baseURL: endpoints.backend) })
+            VirtualDevice(plan: device, names: scenario.fleet.names, http: ownClients[index])
         }
         let setup = SetupTracker(total: devices.count)
         let consumer = Task {
@@ -170,8 +168,8 @@ public struct FleetRunner: Sendable {
         progress.cancel()
         sink.finish()
         await consumer.value
-        try? await httpClient.shutdown()
-        for client in ownClients { try? await client?.shutdown() }
+        await backend.shutdown()
+        for client in ownClients { await client?.shutdown() }
 
         let info = RunResult.Info(
             tool: "pushfleet", version: options.version, scenario: scenario.name, scenarioFile: options.scenarioFile,
@@ -271,7 +269,7 @@ struct FaultScheduler: Sendable {
     }
 
     private func apply(_ step: Scenario.FaultStep, _ context: RunContext) async {
-        let admin = BackendClient(client: context.backend.client, baseURL: context.pushServiceURL)
+        let admin = BackendClient(baseURL: context.pushServiceURL, connections: 1)
         var labels: [String] = []
         if step.drop != nil || step.throttle != nil || step.latency != nil || step.unregisteredRatio != nil {
             var settings = FaultSettings(seed: context.scenario.seed)
@@ -297,6 +295,7 @@ struct FaultScheduler: Sendable {
             _ = context.record(result, metric: "pns.admin", operation: "disconnect")
             labels.append("disconnect \(ratio)")
         }
+        await admin.shutdown()
         context.emit(.marker("faults: " + labels.joined(separator: ", "), at: context.now()))
     }
 

@@ -380,13 +380,13 @@ struct HTTPBench: AsyncParsableCommand {
             FileHandleOutput.standardError("wrk is missing: apt-get install wrk")
         }
 
-        // pushfleet's request path: the pooled AsyncHTTPClient every device and sender uses.
+        // pushfleet's request path: the BackendClient every device and sender uses.
         let before = CPUTime.own()
         let started = Date()
         let count = await HTTPLoad.run(
             baseURL: "http://127.0.0.1:\(nginx.port)", path: "/", connections: connections, duration: .nanoseconds(Int64(seconds * 1e9))
         )
-        rows.append(("pushfleet (AsyncHTTPClient pool)", Double(count), CPUTime.own() - before, Date().timeIntervalSince(started)))
+        rows.append(("pushfleet (fleet HTTP client)", Double(count), CPUTime.own() - before, Date().timeIntervalSince(started)))
 
         if let locust = Tool.find("locust") {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-locust-\(getpid())")
