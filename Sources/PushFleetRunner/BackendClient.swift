@@ -101,6 +101,13 @@ struct BackendClient: Sendable {
             case .shutDown: return "cancelled"
             }
         }
+        if let error = error as? GatewaySocketError {
+            switch error {
+            case .timeout: return "timeout"
+            case .closed: return "connection_closed"
+            case .refused(let status): return "refused_\(status)"
+            }
+        }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout: return "timeout"

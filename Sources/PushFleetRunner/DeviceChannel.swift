@@ -1,10 +1,6 @@
 import Foundation
-import HummingbirdWSClient
-import Logging
-import NIOWebSocket
 import PushFleetCore
 import PushFleetWire
-import Synchronization
 
 /// Push frames are small; anything larger than this from the gateway is refused.
 let maxGatewayFrame = 1 << 20
@@ -29,12 +25,12 @@ enum GatewayInbound {
 }
 
 extension VirtualDevice {
-    /// The whole life of a device with its own WebSocket from its arrival: log in, connect,
-    /// register, then receive until the run ends, reconnecting when the service drops the
-    /// connection.
+    /// The life of a device with its own WebSocket from its arrival: log in, connect, register.
+    /// The socket then lives on in NIO; pushes and reconnections reach the fleet through
+    /// `DeviceWork`, so no task waits for the device between pushes.
     func runWithOwnChannel(_ context: RunContext, setup: SetupTracker) async {
-        let flags = ChannelFlags()
-        defer { if !flags.setupDone.load(ordering: .relaxed) { setup.finished() } }
+        var setupDone = false
+        defer { if !setupDone { setup.finished() } }
         guard !context.isStopping else { return }
         let steps = context.scenario.lifecycle
         guard await logIn(context) else { return }
@@ -44,68 +40,86 @@ extension VirtualDevice {
             context.emit(ok ? .deviceReady(plan.index, at: context.now()) : .deviceFailed(plan.index, at: context.now()))
             return
         }
-        let url = context.pushServiceURL.replacingOccurrences(of: "http", with: "ws", options: .anchored)
-            + "\(GatewayFrame.devicePath)?platform=\(address.platform.rawValue)&token=\(address.token)"
+        let connectStart = context.now()
         var attempts = 0
-        while !context.isStopping && !Task.isCancelled && !hasDeparted && !flags.failed.load(ordering: .relaxed) {
-            let connectStart = context.now()
-            let alreadyConnected = flags.connected.load(ordering: .relaxed)
-            do {
-                try await WebSocketClient.connect(
-                    url: url, configuration: .init(maxFrameSize: maxGatewayFrame), logger: context.logger
-                ) { inbound, outbound, _ in
-                    var messages = inbound.messages(maxSize: maxGatewayFrame).makeAsyncIterator()
-                    // Held pushes come first, then the online confirmation.
-                    online: while let message = try await messages.next() {
-                        guard case .text(let text) = message else { continue }
-                        switch GatewayInbound(text) {
-                        case .push(let frame): await self.receive(frame, at: context.now(), context: context)
-                        case .notice(let notice) where notice.type == .subscribed: break online
-                        default: continue
-                        }
-                    }
-                    flags.connected.store(true, ordering: .relaxed)
-                    if !alreadyConnected {
-                        context.emit(.operation(metric: MetricName.connect, nanoseconds: context.now() - connectStart, failed: false, at: context.now()))
-                        var registered = true
-                        if steps.contains(.register) { registered = await self.register(context) }
-                        if registered && self.plan.probe { await self.probeTagSpoof(context) }
-                        context.emit(registered ? .deviceReady(self.plan.index, at: context.now()) : .deviceFailed(self.plan.index, at: context.now()))
-                        flags.setupDone.store(true, ordering: .relaxed)
-                        setup.finished()
-                        guard registered else {
-                            flags.failed.store(true, ordering: .relaxed)
-                            return
-                        }
-                    }
-                    while let message = try await messages.next() {
-                        if self.hasDeparted { break }
-                        guard case .text(let text) = message, case .push(let frame) = GatewayInbound(text) else { continue }
-                        await self.receive(frame, at: context.now(), context: context)
-                    }
-                    try? await outbound.close(.normalClosure, reason: nil)
-                }
-            } catch {
-                if !context.isStopping && !Task.isCancelled {
-                    context.emit(.error("connect:\(BackendClient.label(for: error))", at: context.now()))
-                }
+        while await !openChannel(context) {
+            attempts += 1
+            guard !context.isStopping else { return }
+            if attempts >= 3 || context.now() - connectStart > context.scenario.timeouts.connect.nanoseconds {
+                context.emit(.deviceFailed(plan.index, at: context.now()))
+                return
             }
-            if !flags.connected.load(ordering: .relaxed) {
-                attempts += 1
-                if attempts >= 3 || context.now() - connectStart > context.scenario.timeouts.connect.nanoseconds {
-                    context.emit(.deviceFailed(plan.index, at: context.now()))
-                    return
-                }
-            }
-            // Dropped by the service: come back after a short pause, as a phone does.
             guard await context.sleep(until: context.now() + 200_000_000) else { return }
+        }
+        context.emit(.operation(metric: MetricName.connect, nanoseconds: context.now() - connectStart, failed: false, at: context.now()))
+        var registered = true
+        if steps.contains(.register) { registered = await register(context) }
+        if registered && plan.probe { await probeTagSpoof(context) }
+        context.emit(registered ? .deviceReady(plan.index, at: context.now()) : .deviceFailed(plan.index, at: context.now()))
+        setupDone = true
+        setup.finished()
+        if !registered { retireChannel() }
+    }
+
+    /// One connection attempt; true once the gateway has the device online.
+    func openChannel(_ context: RunContext) async -> Bool {
+        let uri = "\(GatewayFrame.devicePath)?platform=\(address.platform.rawValue)&token=\(address.token)"
+        do {
+            let socket = try await GatewaySocket.open(
+                host: context.gateway.host, port: context.gateway.port, uri: uri, group: context.eventLoops,
+                source: context.sourceAddress(plan.index), timeout: context.scenario.timeouts.connect
+            ) { inbound, receivedAt in
+                switch inbound {
+                case .push(let frame): context.deviceWork.submit(.push(self, frame, receivedAt))
+                case .garbage: context.emit(.error("gateway:bad_frame", at: receivedAt))
+                case .notice: break
+                }
+            }
+            adopt(socket, context)
+            return true
+        } catch {
+            if !context.isStopping { context.emit(.error("connect:\(BackendClient.label(for: error))", at: context.now())) }
+            return false
+        }
+    }
+
+    /// After a drop by the service: come back after a short pause, as a phone does, until the
+    /// run stops.
+    func reconnect(_ context: RunContext) async {
+        while await context.sleep(until: context.now() + 200_000_000), !channelRetired {
+            if await openChannel(context) { return }
         }
     }
 }
 
-/// Progress of one device's channel, shared with its connection handler.
-final class ChannelFlags: Sendable {
-    let connected = Atomic<Bool>(false)
-    let setupDone = Atomic<Bool>(false)
-    let failed = Atomic<Bool>(false)
+/// Work that per-device sockets' NIO callbacks hand to the fleet's task group: pushes to handle
+/// and reconnections.
+final class DeviceWork: Sendable {
+    enum Item: Sendable {
+        case push(VirtualDevice, PushFrame, Int64)
+        case reconnect(VirtualDevice)
+    }
+
+    private let stream: AsyncStream<Item>
+    private let sink: AsyncStream<Item>.Continuation
+
+    init() {
+        (stream, sink) = AsyncStream<Item>.makeStream()
+    }
+
+    func submit(_ item: Item) { sink.yield(item) }
+
+    /// Runs each item as a child task until cancelled.
+    func run(_ context: RunContext) async {
+        await withDiscardingTaskGroup { group in
+            for await item in stream {
+                switch item {
+                case .push(let device, let frame, let receivedAt):
+                    group.addTask { await device.receive(frame, at: receivedAt, context: context) }
+                case .reconnect(let device):
+                    group.addTask { await device.reconnect(context) }
+                }
+            }
+        }
+    }
 }

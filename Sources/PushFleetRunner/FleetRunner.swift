@@ -122,6 +122,7 @@ public struct FleetRunner: Sendable {
                 let channels = scenario.fleet.pushChannel == .multiplexed
                     ? (0..<count).map { _ in MuxChannel(pushServiceURL: endpoints.pushService) } : []
                 for channel in channels { group.addTask { await channel.run(context) } }
+                if channels.isEmpty { group.addTask { await context.deviceWork.run(context) } }
                 for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
                     guard await context.sleep(until: context.start + device.plan.arrival) else { break }
                     if channels.isEmpty {
@@ -162,6 +163,7 @@ public struct FleetRunner: Sendable {
         await drain(recorder, stop: stop, until: trafficEnd + (stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace).nanoseconds)
 
         context.stopping.store(true, ordering: .relaxed)
+        for device in devices { device.retireChannel() }
         fleet.cancel()
         stopWatcher.cancel()
         if stop.level < .aborting { await fleet.value }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import PushFleetCore
 import PushFleetWire
 import Synchronization
@@ -22,6 +23,10 @@ final class RunContext: Sendable {
     /// Set on the first stop request: no new arrivals, sends or reconnects.
     let stopping = Atomic<Bool>(false)
     let trafficStart = Atomic<Int64>(0)
+    /// The push service's host and port, for devices' own sockets.
+    let gateway: (host: String, port: Int)
+    let eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    let deviceWork = DeviceWork()
 
     init(
         scenario: Scenario,
@@ -36,6 +41,9 @@ final class RunContext: Sendable {
         self.plan = plan
         self.backend = backend
         self.pushServiceURL = pushServiceURL
+        let url = URL(string: pushServiceURL)
+        let host = url?.host ?? "127.0.0.1"
+        self.gateway = (host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, url?.port ?? 80)
         self.start = start
         self.events = events
         self.logger = logger
@@ -47,6 +55,12 @@ final class RunContext: Sendable {
     }
 
     func now() -> Int64 { MonotonicClock.nanoseconds() }
+
+    /// The local address a device's own socket binds to, when the scenario spreads sockets over
+    /// several source addresses (past one address's ephemeral ports).
+    func sourceAddress(_ device: Int) -> SocketAddress? {
+        nil
+    }
 
     func makeSendID() -> Int {
         nextSend.add(1, ordering: .relaxed).newValue

@@ -18,6 +18,9 @@ final class VirtualDevice: Sendable {
     let http: BackendClient?
     private let registrationID = Mutex<String?>(nil)
     private let departed = Atomic<Bool>(false)
+    /// The device's own WebSocket, while it has one.
+    private let socket = Mutex<GatewaySocket?>(nil)
+    private let retired = Atomic<Bool>(false)
 
     init(plan: FleetPlan.Device, names: FleetNames, http: BackendClient? = nil) {
         self.plan = plan
@@ -33,6 +36,40 @@ final class VirtualDevice: Sendable {
     }
 
     var hasDeparted: Bool { departed.load(ordering: .relaxed) }
+
+    /// True once the device's own socket is closed for good: departed, failed or the run ended.
+    var channelRetired: Bool { retired.load(ordering: .relaxed) }
+
+    /// Keeps a new socket and reconnects when the service drops it.
+    func adopt(_ new: GatewaySocket, _ context: RunContext) {
+        let keep = socket.withLock { current in
+            guard !channelRetired else { return false }
+            current = new
+            return true
+        }
+        guard keep else {
+            new.close()
+            return
+        }
+        new.channel.closeFuture.whenComplete { _ in
+            let wasCurrent = self.socket.withLock { current in
+                guard current === new else { return false }
+                current = nil
+                return true
+            }
+            if wasCurrent && !self.channelRetired && !context.isStopping { context.deviceWork.submit(.reconnect(self)) }
+        }
+    }
+
+    /// Closes the device's own socket for good.
+    func retireChannel() {
+        let current = socket.withLock { current in
+            retired.store(true, ordering: .relaxed)
+            defer { current = nil }
+            return current
+        }
+        current?.close()
+    }
 
     /// The login step: with token auth, `POST /api/login`; with Basic, nothing to do. A failed
     /// login fails the device.
@@ -115,7 +152,9 @@ final class VirtualDevice: Sendable {
 
     /// Withdraws the registration (the app is removed): ineligible from the moment it asks.
     func depart(_ context: RunContext) async {
-        guard !departed.exchange(true, ordering: .relaxed), let id = registrationID.withLock({ $0 }) else { return }
+        guard !departed.exchange(true, ordering: .relaxed) else { return }
+        defer { retireChannel() }
+        guard let id = registrationID.withLock({ $0 }) else { return }
         let start = context.now()
         let result = await context.credentials.withAuth(userName, context: context) { auth in
             await (self.http ?? context.backend).exchange(.DELETE, "/api/register/\(id)", authorization: auth, timeout: context.scenario.timeouts.register)

@@ -160,4 +160,34 @@ struct FleetRunTests {
         let users = String(decoding: files[3].data, as: UTF8.self).split(separator: "\n")
         #expect(users.count == 5 && users[0].hasPrefix("user,devices,expected,delivered"))
     }
+
+    @Test("own sockets: devices the service disconnects come back and miss nothing; departed ones leave")
+    func perDeviceReconnect() async throws {
+        let yaml = """
+                name: reconnect
+                seed: 9
+                fleet:
+                  users: 30
+                  devices_per_user: 1
+                  platforms: { apns: 1, fcm: 1 }
+                  push_channel: per_device
+                  departure: { share: 20%, at: 3s }
+                lifecycle: [login, register, connect, receive, fetch_secure]
+                traffic:
+                  - { kind: plain, rate: 30/s, duration: 4s }
+                faults:
+                  - { at: 1s, disconnect: 50% }
+                deadline: 2s
+                grace: 1s
+                """
+        let result = try await Self.run(yaml)
+        #expect(result.operations.first { $0.name == "pns.admin" }.map { $0.count == 1 && $0.failures == 0 } == true)
+        #expect(result.markers.contains { $0.label.hasPrefix("faults: disconnect") })
+        #expect(result.markers.contains { $0.label.hasPrefix("departure") })
+        #expect(result.devices.ready == 30 && result.devices.failed == 0)
+        // A device left offline keeps one held push; a second push to it would be lost.
+        let c = result.delivery
+        #expect(c.expected > 60 && c.delivered == c.expected && c.lost == 0 && c.late == 0)
+        #expect(c.misdelivered == 0 && c.duplicates == 0)
+    }
 }

@@ -1,0 +1,182 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+import PushFleetCore
+import PushFleetWire
+
+enum GatewaySocketError: Error, Sendable {
+    case refused(UInt)
+    case closed
+    case timeout
+}
+
+/// A device's own WebSocket to the push gateway, driven by NIO callbacks.
+///
+/// No task is parked per connection: the socket lives in its channel's pipeline, frames arrive
+/// in the read callback and go straight to `onInbound`. That, NIO's WebSocket codec and a
+/// small receive buffer are what keep 15,000 sockets within a few KB each.
+final class GatewaySocket: Sendable {
+    let channel: any Channel
+
+    private init(channel: any Channel) { self.channel = channel }
+
+    /// Connects, upgrades to WebSocket and waits for the gateway's `subscribed` notice; pushes
+    /// held for the device arrive through `onInbound` before it.
+    static func open(
+        host: String,
+        port: Int,
+        uri: String,
+        group: any EventLoopGroup,
+        source: SocketAddress?,
+        timeout: Duration,
+        onInbound: @escaping @Sendable (GatewayInbound, Int64) -> Void
+    ) async throws -> GatewaySocket {
+        let loop = group.next()
+        let ready = loop.makePromise(of: Void.self)
+        let hostHeader = "\(host):\(port)"
+        var bootstrap = ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            // Push frames are small; a fixed small receive buffer keeps idle sockets cheap.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
+            .connectTimeout(.nanoseconds(timeout.nanoseconds))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let upgrader = NIOWebSocketClientUpgrader(maxFrameSize: maxGatewayFrame) { channel, _ in
+                        channel.eventLoop.makeCompletedFuture {
+                            let operations = channel.pipeline.syncOperations
+                            try operations.addHandler(
+                                NIOWebSocketFrameAggregator(
+                                    minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: maxGatewayFrame
+                                )
+                            )
+                            try operations.addHandler(GatewayFrames(ready: ready, onInbound: onInbound))
+                            if let request = try? operations.handler(type: UpgradeRequest.self) {
+                                operations.removeHandler(request, promise: nil)
+                            }
+                        }
+                    }
+                    // Frames sent right behind the 101 answer arrive in the same read; keep them.
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers(
+                        leftOverBytesStrategy: .forwardBytes,
+                        withClientUpgrade: (upgraders: [upgrader], completionHandler: { _ in })
+                    )
+                    var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: uri)
+                    head.headers.add(name: "Host", value: hostHeader)
+                    try channel.pipeline.syncOperations.addHandler(UpgradeRequest(head: head, ready: ready))
+                }
+            }
+        if let source { bootstrap = bootstrap.bind(to: source) }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: host, port: port).get()
+        } catch {
+            ready.fail(error)
+            throw error
+        }
+        let timer = loop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+            ready.fail(GatewaySocketError.timeout)
+            channel.close(promise: nil)
+        }
+        channel.closeFuture.whenComplete { _ in ready.fail(GatewaySocketError.closed) }
+        defer { timer.cancel() }
+        try await ready.futureResult.get()
+        return GatewaySocket(channel: channel)
+    }
+
+    /// Says goodbye with a close frame, then closes.
+    func close() {
+        let channel = self.channel
+        channel.eventLoop.execute {
+            guard channel.isActive else { return }
+            var reason = channel.allocator.buffer(capacity: 2)
+            reason.write(webSocketErrorCode: .normalClosure)
+            let frame = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: reason)
+            channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}
+
+/// Sends the upgrade request once connected; an HTTP answer reaching it means the upgrade was
+/// refused.
+private final class UpgradeRequest: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private let head: HTTPRequestHead
+    private let ready: EventLoopPromise<Void>
+
+    init(head: HTTPRequestHead, ready: EventLoopPromise<Void>) {
+        self.head = head
+        self.ready = ready
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(let answer) = unwrapInboundIn(data) {
+            ready.fail(GatewaySocketError.refused(answer.status.code))
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        ready.fail(error)
+        context.close(promise: nil)
+    }
+}
+
+/// The upgraded connection: decodes gateway frames, answers pings and the close handshake.
+private final class GatewayFrames: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private var ready: EventLoopPromise<Void>?
+    private let onInbound: @Sendable (GatewayInbound, Int64) -> Void
+    private var closing = false
+
+    init(ready: EventLoopPromise<Void>, onInbound: @escaping @Sendable (GatewayInbound, Int64) -> Void) {
+        self.ready = ready
+        self.onInbound = onInbound
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            let receivedAt = MonotonicClock.nanoseconds()
+            var bytes = frame.unmaskedData
+            let inbound = GatewayInbound(bytes.readString(length: bytes.readableBytes) ?? "")
+            if case .notice(let notice) = inbound, notice.type == .subscribed, let ready {
+                self.ready = nil
+                ready.succeed()
+                return
+            }
+            onInbound(inbound, receivedAt)
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .connectionClose:
+            guard !closing else {
+                context.close(promise: nil)
+                return
+            }
+            closing = true
+            var echo = frame.unmaskedData
+            let code = echo.readSlice(length: min(2, echo.readableBytes)) ?? ByteBuffer()
+            let reply = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: code)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(reply)).whenComplete { _ in channel.close(promise: nil) }
+        default:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}

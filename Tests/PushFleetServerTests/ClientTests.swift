@@ -1,0 +1,123 @@
+import Foundation
+import Hummingbird
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import PushFleetServerSupport
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+@testable import PushFleetRunner
+
+/// The fleet's own HTTP pool against a real Hummingbird server on a loopback port.
+@Suite("Fleet HTTP client")
+struct FleetHTTPClientTests {
+    /// Counts requests in progress on the server side, and the most seen at once.
+    final class InFlight: Sendable {
+        let state = Mutex((now: 0, most: 0))
+        func enter() { state.withLock { $0.now += 1; $0.most = max($0.most, $0.now) } }
+        func leave() { state.withLock { $0.now -= 1 } }
+        var most: Int { state.withLock { $0.most } }
+    }
+
+    static func withServer(_ body: @escaping @Sendable (Int, InFlight) async throws -> Void) async throws {
+        let inFlight = InFlight()
+        let router = Router()
+        router.post("echo") { request, _ -> Response in
+            inFlight.enter()
+            defer { inFlight.leave() }
+            let bytes = try await request.body.collect(upTo: 1 << 20)
+            try await Task.sleep(for: .milliseconds(2))
+            return Response(status: .ok, body: .init(byteBuffer: bytes))
+        }
+        router.get("slow") { _, _ -> String in
+            try await Task.sleep(for: .seconds(2))
+            return "late"
+        }
+        router.get("close") { _, _ -> Response in
+            Response(status: .ok, headers: [.connection: "close"], body: .init(byteBuffer: ByteBuffer(string: "bye")))
+        }
+        router.get("streamed") { _, _ -> Response in
+            // No length: Hummingbird answers chunked.
+            Response(
+                status: .ok,
+                body: .init { writer in
+                    for index in 0..<50 { try await writer.write(ByteBuffer(string: "part\(index);")) }
+                    try await writer.finish(nil)
+                }
+            )
+        }
+        let bound = Readiness<ListenAddress>()
+        var logger = Logger(label: "client-test")
+        logger.logLevel = .critical
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { bound.succeed(ListenAddress(host: "127.0.0.1", port: $0.localAddress?.port ?? 0)) }, logger: logger
+        )
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let server = Task { try await group.run() }
+        defer { server.cancel() }
+        let port = try await bound.value().port
+        try await body(port, inFlight)
+        await group.triggerGracefulShutdown()
+    }
+
+    @Test("300 concurrent POSTs through a pool of 4 each get their own body back, never more than 4 at once")
+    func poolLimit() async throws {
+        try await Self.withServer { port, inFlight in
+            let client = FleetHTTPClient(host: "127.0.0.1", port: port, maxConnections: 4, group: MultiThreadedEventLoopGroup.singleton)
+            let mismatches = await withTaskGroup(of: Int.self) { group in
+                for index in 0..<300 {
+                    group.addTask {
+                        let body = ByteBuffer(string: "request-\(index)-" + String(repeating: "x", count: index * 10))
+                        guard let answer = try? await client.execute(.POST, "/echo", body: body, timeout: .seconds(10)) else { return 1 }
+                        return answer.status == 200 && answer.body == body ? 0 : 1
+                    }
+                }
+                return await group.reduce(0, +)
+            }
+            await client.shutdown()
+            #expect(mismatches == 0)
+            #expect(inFlight.most <= 4 && inFlight.most >= 2)
+        }
+    }
+
+    @Test("a timeout fails only its request; closed and chunked answers are read whole; the pool goes on")
+    func failures() async throws {
+        try await Self.withServer { port, _ in
+            let client = FleetHTTPClient(host: "127.0.0.1", port: port, maxConnections: 2, group: MultiThreadedEventLoopGroup.singleton)
+            let started = ContinuousClock.now
+            await #expect(throws: FleetHTTPError.self) { try await client.execute(.GET, "/slow", timeout: .milliseconds(200)) }
+            #expect(ContinuousClock.now - started < .seconds(1.5))
+            for _ in 0..<3 {
+                let closing = try await client.execute(.GET, "/close", timeout: .seconds(5))
+                #expect(closing.status == 200 && String(buffer: closing.body) == "bye")
+            }
+            let streamed = try await client.execute(.GET, "/streamed", timeout: .seconds(5))
+            #expect(String(buffer: streamed.body) == (0..<50).map { "part\($0);" }.joined())
+            let missing = try await client.execute(.GET, "/nowhere", timeout: .seconds(5))
+            #expect(missing.status == 404)
+            await client.shutdown()
+            await #expect(throws: FleetHTTPError.self) { try await client.execute(.GET, "/close", timeout: .seconds(5)) }
+        }
+    }
+
+    @Test("nothing listening is a connect error, labelled as such")
+    func refused() async throws {
+        // Bind and close a port so that nothing listens on it.
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress?.port ?? 1
+        try await channel.close()
+        let backend = BackendClient(baseURL: "http://127.0.0.1:\(port)", connections: 2)
+        let result = await backend.exchange(.GET, "/", authorization: nil, timeout: .seconds(5))
+        guard case .failure(let error) = result else {
+            Issue.record("a request to a closed port succeeded")
+            return
+        }
+        #expect(error.label == "connect")
+        await backend.shutdown()
+    }
+}
