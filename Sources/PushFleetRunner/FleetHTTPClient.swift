@@ -10,7 +10,7 @@ struct HTTPAnswer: Sendable {
     var body: ByteBuffer
 }
 
-enum FleetHTTPError: Error, Sendable {
+enum FleetHTTPError: Error, Sendable, Equatable {
     case timeout
     case connectionClosed
     case connect(String)
