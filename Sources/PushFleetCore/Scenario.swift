@@ -105,6 +105,11 @@ public struct Scenario: Sendable, Equatable {
         public var departure: Departure?
         /// User names and passwords; nil means user1…userN with the demo rule.
         public var names = FleetNames()
+        /// Local addresses the fleet's sockets bind to in turn, so that one push service or
+        /// backend can take more connections than one source address has ephemeral ports.
+        /// Empty: the system picks, spreading over 127.0.0.x by itself when a loopback target
+        /// needs it.
+        public var sourceAddresses: [String] = []
 
         public init(
             users: Int,

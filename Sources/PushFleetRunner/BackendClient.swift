@@ -35,12 +35,15 @@ struct BackendClient: Sendable {
         case tls(HTTPClient)
     }
 
-    init(baseURL: String, connections: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+    init(
+        baseURL: String, connections: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        sourceAddresses: [SocketAddress] = []
+    ) {
         self.baseURL = baseURL
         let url = URL(string: baseURL)
         if url?.scheme == "http", let host = url?.host {
             let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-            transport = .pool(FleetHTTPClient(host: bare, port: url?.port ?? 80, maxConnections: connections, group: group))
+            transport = .pool(FleetHTTPClient(host: bare, port: url?.port ?? 80, maxConnections: connections, group: group, sourceAddresses: sourceAddresses))
         } else {
             var configuration = HTTPClient.Configuration()
             configuration.connectionPool = .init(idleTimeout: .seconds(120), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)

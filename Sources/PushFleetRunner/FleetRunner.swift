@@ -95,13 +95,16 @@ public struct FleetRunner: Sendable {
         options.metrics?.devicesPlanned.set(to: Double(plan.devices.count))
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform)) }
         let (events, sink) = AsyncStream<RunEvent>.makeStream()
-        let backend = BackendClient(baseURL: endpoints.backend, connections: scenario.fleet.connections)
+        let sources = sourceAddresses(plan, pushServiceURL: endpoints.pushService)
+        let backend = BackendClient(baseURL: endpoints.backend, connections: scenario.fleet.connections, sourceAddresses: sources)
         let context = RunContext(
             scenario: scenario, plan: plan, backend: backend, pushServiceURL: endpoints.pushService, start: start, events: sink,
-            logger: options.logger
+            logger: options.logger, sourceAddresses: sources
         )
-        let ownClients: [BackendClient?] = plan.devices.map { _ in
-            scenario.fleet.http == .perDevice ? BackendClient(baseURL: endpoints.backend, connections: 1) : nil
+        let ownClients: [BackendClient?] = plan.devices.map { device in
+            guard scenario.fleet.http == .perDevice else { return nil }
+            let source = sources.isEmpty ? [] : [sources[device.index % sources.count]]
+            return BackendClient(baseURL: endpoints.backend, connections: 1, sourceAddresses: source)
         }
         let devices = plan.devices.enumerated().map { index, device in
             VirtualDevice(plan: device, names: scenario.fleet.names, http: ownClients[index])
@@ -185,6 +188,20 @@ public struct FleetRunner: Sendable {
         let result = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder).build(info: info)
         options.metrics?.setOutcomes(result.delivery)
         return result
+    }
+
+    /// The scenario's source addresses; without any, loopback ones when a loopback push service
+    /// must take more device sockets than one source address has ephemeral ports.
+    private func sourceAddresses(_ plan: FleetPlan, pushServiceURL: String) -> [SocketAddress] {
+        if !scenario.fleet.sourceAddresses.isEmpty {
+            return scenario.fleet.sourceAddresses.compactMap { try? SocketAddress(ipAddress: $0, port: 0) }
+        }
+        let sockets = scenario.fleet.pushChannel == .perDevice && scenario.lifecycle.contains(.connect) ? plan.devices.count : 0
+        let usable = Int(Double(EphemeralPorts.count()) * 0.9)
+        guard sockets > usable, URL(string: pushServiceURL)?.host?.hasPrefix("127.") == true else { return [] }
+        let count = (sockets + usable - 1) / usable
+        options.progress?("\(sockets) device sockets to one loopback address need more than \(usable) ephemeral ports: spreading them over 127.0.0.1–127.0.0.\(count)")
+        return (1...count).compactMap { try? SocketAddress(ipAddress: "127.0.0.\($0)", port: 0) }
     }
 
     private func runTraffic(_ context: RunContext, trafficStart: Int64, devices: [VirtualDevice]) async {

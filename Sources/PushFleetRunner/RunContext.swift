@@ -27,6 +27,7 @@ final class RunContext: Sendable {
     let gateway: (host: String, port: Int)
     let eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     let deviceWork = DeviceWork()
+    let sourceAddresses: [SocketAddress]
 
     init(
         scenario: Scenario,
@@ -35,8 +36,10 @@ final class RunContext: Sendable {
         pushServiceURL: String,
         start: Int64,
         events: AsyncStream<RunEvent>.Continuation,
-        logger: Logger
+        logger: Logger,
+        sourceAddresses: [SocketAddress] = []
     ) {
+        self.sourceAddresses = sourceAddresses
         self.scenario = scenario
         self.plan = plan
         self.backend = backend
@@ -59,7 +62,7 @@ final class RunContext: Sendable {
     /// The local address a device's own socket binds to, when the scenario spreads sockets over
     /// several source addresses (past one address's ephemeral ports).
     func sourceAddress(_ device: Int) -> SocketAddress? {
-        nil
+        sourceAddresses.isEmpty ? nil : sourceAddresses[device % sourceAddresses.count]
     }
 
     func makeSendID() -> Int {
@@ -183,5 +186,15 @@ final class CredentialCache: Sendable {
         guard mode == .token, case .success(let exchange) = first, exchange.status == 401 else { return first }
         guard await login(user, context: context) else { return first }
         return await call(header(for: user))
+    }
+}
+
+/// How many local ports one source address has for outgoing connections.
+enum EphemeralPorts {
+    static func count() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) else { return 28_232 }
+        let bounds = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        guard bounds.count == 2, bounds[1] >= bounds[0] else { return 28_232 }
+        return bounds[1] - bounds[0] + 1
     }
 }

@@ -136,7 +136,7 @@ public enum ScenarioLoader {
     }
 
     private static func readFleet(_ node: Node, _ r: NodeReader) -> Scenario.Fleet? {
-        let keys = ["users", "devices_per_user", "platforms", "arrival", "push_channel", "http", "connections", "departure", "credentials"]
+        let keys = ["users", "devices_per_user", "platforms", "arrival", "push_channel", "http", "connections", "departure", "credentials", "source_addresses"]
         guard let map = r.mapping(node, "fleet", allowed: keys) else { return nil }
         guard let usersNode = map["users"] else {
             r.report(node, "fleet.users", "required key is missing")
@@ -187,6 +187,16 @@ public enum ScenarioLoader {
         if let node = map["credentials"], let path = r.string(node, "fleet.credentials") {
             fleet.names = readCredentials(path, node: node, users: users, r)
         }
+        if let node = map["source_addresses"], let items = r.sequence(node, "fleet.source_addresses", "local IP addresses") {
+            for (index, item) in items.enumerated() {
+                guard let text = r.string(item, "fleet.source_addresses[\(index)]") else { continue }
+                if isIPAddress(text) {
+                    fleet.sourceAddresses.append(text)
+                } else {
+                    r.report(item, "fleet.source_addresses[\(index)]", "'\(text)' is not an IPv4 or IPv6 address")
+                }
+            }
+        }
         if let node = map["departure"], let departure = r.mapping(node, "fleet.departure", allowed: ["share", "at"]) {
             if let share = departure["share"].flatMap({ r.ratio($0, "fleet.departure.share") }),
                 let at = departure["at"].flatMap({ r.duration($0, "fleet.departure.at", allowZero: true) })
@@ -197,6 +207,12 @@ public enum ScenarioLoader {
             }
         }
         return fleet
+    }
+
+    private static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
     /// A credentials file: `user:password` lines (blank lines and `#` comments ignored), at least

@@ -355,29 +355,33 @@ struct HTTPBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "http",
         abstract: "Requests per generator CPU-second against local nginx: pushfleet vs wrk vs Locust FastHttpUser.",
-        discussion: "Needs Debian's nginx and wrk (apt-get install nginx wrk) and PyPI's locust (pip install locust); says which is missing."
+        discussion: "Runs Debian's nginx and wrk and PyPI's locust, installing any that is missing unless --no-install is given."
     )
 
     @Option(help: "Length of each tool's run.") var duration = "15s"
     @Option(help: "Concurrent connections (users for Locust).") var connections = 64
+    @Flag(help: "Do not install missing reference tools.") var noInstall = false
+
+    func validate() throws {
+        guard (1...10_000).contains(connections) else { throw ValidationError("--connections must be 1 to 10000") }
+        guard try DurationText.parse(duration) >= .seconds(1) else { throw ValidationError("--duration must be at least 1s") }
+    }
 
     func run() async throws {
         let seconds = try DurationText.parse(duration).seconds
-        let nginx = try Nginx.start()
+        let nginx = try Nginx.start(install: !noInstall)
         defer { nginx.stop() }
         let url = "http://127.0.0.1:\(nginx.port)/"
         var rows: [(tool: String, requests: Double, cpu: Double, wall: Double)] = []
 
-        if let wrk = Tool.find("wrk") {
+        if let wrk = Tool.ensure("wrk", from: .debian("wrk"), install: !noInstall) {
             let before = CPUTime.children()
             let started = Date()
-            let output = try Tool.run(wrk, ["-t1", "-c\(connections)", "-d\(Int(seconds))s", url])
+            let output = try Tool.run(wrk, ["-t1", "-c\(connections)", "-d\(Int(seconds))s", url]).output
             let cpu = CPUTime.children() - before
             let requests = output.split(separator: "\n").first { $0.contains("requests in") }
                 .flatMap { Double($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") } ?? 0
             rows.append(("wrk -t1 (C)", requests, cpu, Date().timeIntervalSince(started)))
-        } else {
-            FileHandleOutput.standardError("wrk is missing: apt-get install wrk")
         }
 
         // pushfleet's request path: the BackendClient every device and sender uses.
@@ -388,7 +392,7 @@ struct HTTPBench: AsyncParsableCommand {
         )
         rows.append(("pushfleet (fleet HTTP client)", Double(count), CPUTime.own() - before, Date().timeIntervalSince(started)))
 
-        if let locust = Tool.find("locust") {
+        if let locust = Tool.ensure("locust", from: .pypi("locust"), install: !noInstall) {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-locust-\(getpid())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let file = directory.appendingPathComponent("locustfile.py").path
@@ -413,23 +417,36 @@ struct HTTPBench: AsyncParsableCommand {
             let stats = (try? String(contentsOfFile: directory.appendingPathComponent("out_stats.csv").path, encoding: .utf8)) ?? ""
             let aggregated = stats.split(whereSeparator: \.isNewline).first { $0.contains("Aggregated") }?.split(separator: ",", omittingEmptySubsequences: false)
             rows.append(("Locust FastHttpUser (Python)", aggregated.flatMap { Double($0[2]) } ?? 0, cpu, Date().timeIntervalSince(started)))
-        } else {
-            FileHandleOutput.standardError("locust is missing: pip install locust")
         }
 
-        let wrkRate = rows.first { $0.tool.hasPrefix("wrk") }.map { $0.requests / max($0.cpu, 0.001) }
+        func perCPU(_ prefix: String) -> Double? {
+            rows.first { $0.tool.hasPrefix(prefix) }.map { $0.requests / max($0.cpu, 0.001) }
+        }
+        let wrkRate = perCPU("wrk")
+        let locustRate = perCPU("Locust")
         var lines = ["", "bench http: GET \(url) (nginx, 1 worker), \(connections) connections, \(duration) each",
-            "tool                              requests     req/s   CPU s   req/CPU-s   × wrk"]
+            "tool                              requests     req/s   CPU s   req/CPU-s   × wrk   × Locust"]
         for row in rows {
-            let perCPU = row.requests / max(row.cpu, 0.001)
-            let ratio = wrkRate.map { String(format: "%.2f", perCPU / $0) } ?? "—"
+            let rate = row.requests / max(row.cpu, 0.001)
+            let toWrk = wrkRate.map { String(format: "%5.2f", rate / $0) } ?? "    —"
+            let toLocust = locustRate.map { String(format: "%8.2f", rate / $0) } ?? "       —"
             lines.append(
                 row.tool.padding(toLength: 32, withPad: " ", startingAt: 0)
-                    + String(format: "  %9.0f  %8.0f  %6.1f  %10.0f  ", row.requests, row.requests / row.wall, row.cpu, perCPU) + ratio
+                    + String(format: "  %9.0f  %8.0f  %6.1f  %10.0f  ", row.requests, row.requests / row.wall, row.cpu, rate) + toWrk + "  " + toLocust
             )
         }
+        let own = perCPU("pushfleet") ?? 0
+        lines.append("targets: pushfleet ≥ 0.25 × wrk: " + (wrkRate.map { own / $0 >= 0.25 ? "met" : "NOT met" } ?? "not measured (no wrk)")
+            + "; ≥ 5 × Locust FastHttpUser: " + (locustRate.map { own / $0 >= 5 ? "met" : "NOT met" } ?? "not measured (no locust)"))
         FileHandleOutput.standardOutput(lines.joined(separator: "\n"))
+        guard count > 0 else { throw BenchFailure("pushfleet got no answers from nginx") }
     }
+}
+
+/// A benchmark whose own run went wrong (as opposed to a target not met): exit 1.
+struct BenchFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// A throwaway nginx answering 200 "ok" on 127.0.0.1 with one worker.
@@ -442,8 +459,10 @@ final class Nginx: Sendable {
         self.port = port
     }
 
-    static func start() throws -> Nginx {
-        guard let binary = Tool.find("nginx") else { throw ValidationError("nginx is missing: apt-get install nginx") }
+    static func start(install: Bool) throws -> Nginx {
+        guard let binary = Tool.ensure("nginx", from: .debian("nginx"), install: install) else {
+            throw ValidationError("nginx is needed as the benchmark's target and is missing (apt-get install nginx)")
+        }
         let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("pf-nginx-\(getpid())").path
         try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
         let port = Int.random(in: 20_000...30_000)
@@ -469,13 +488,68 @@ final class Nginx: Sendable {
     }
 }
 
+/// The reference tools the benchmarks run beside pushfleet: found on PATH, or installed from
+/// their registry (Debian's packages, PyPI) when missing.
 enum Tool {
+    enum Source {
+        case debian(String)
+        case pypi(String)
+
+        var hint: String {
+            switch self {
+            case .debian(let package): "apt-get install \(package)"
+            case .pypi(let package): "pip install \(package)"
+            }
+        }
+    }
+
     static func find(_ name: String) -> String? {
-        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/bin"]
+        var paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        paths += ["/usr/sbin", "/usr/local/bin", "/sbin"]
+        // pip puts console scripts next to the interpreter, which a pyenv shim may not cover yet.
+        if let python = paths.map({ "\($0)/python3" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
+            let scripts = try? run(python, ["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"]), scripts.status == 0
+        {
+            paths.append(scripts.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
         return paths.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    static func run(_ path: String, _ arguments: [String]) throws -> String {
+    /// The tool's path, installing it first when it is missing and `install` allows; nil, with
+    /// the reason on standard error, when it cannot be had.
+    static func ensure(_ name: String, from source: Source, install: Bool) -> String? {
+        if let path = find(name) { return path }
+        guard install else {
+            FileHandleOutput.standardError("\(name) is missing (\(source.hint)); not installing it (--no-install)")
+            return nil
+        }
+        FileHandleOutput.standardError("\(name) is missing: \(source.hint) …")
+        var attempts: [[String]] = []
+        switch source {
+        case .debian(let package):
+            let sudo = getuid() == 0 ? [] : find("sudo").map { [$0, "-n"] } ?? []
+            if let aptGet = find("apt-get") {
+                let install = sudo + [aptGet, "install", "-y", "-qq", package]
+                attempts = [install, sudo + [aptGet, "update", "-qq"], install]
+            }
+        case .pypi(let package):
+            if let python = find("python3") { attempts = [[python, "-m", "pip", "install", "--quiet", package]] }
+        }
+        var last = "no installer found"
+        for command in attempts {
+            guard let result = try? run(command[0], Array(command.dropFirst())) else { continue }
+            last = result.output.split(separator: "\n").suffix(3).joined(separator: " | ")
+            if result.status == 0, let path = find(name) {
+                FileHandleOutput.standardError("installed \(name): \(path)")
+                return path
+            }
+        }
+        FileHandleOutput.standardError("\(name) is missing and could not be installed (\(source.hint)): \(last)")
+        return nil
+    }
+
+    @discardableResult
+    static func run(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
@@ -485,7 +559,7 @@ enum Tool {
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
 

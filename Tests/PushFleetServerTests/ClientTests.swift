@@ -23,9 +23,21 @@ struct FleetHTTPClientTests {
         var most: Int { state.withLock { $0.most } }
     }
 
+    /// Knows the caller's address, to check which source address a connection came from.
+    struct AddressContext: RequestContext, RemoteAddressRequestContext {
+        var coreContext: CoreRequestContextStorage
+        let remoteAddress: SocketAddress?
+
+        init(source: ApplicationRequestContextSource) {
+            coreContext = .init(source: source)
+            remoteAddress = source.channel.remoteAddress
+        }
+    }
+
     static func withServer(_ body: @escaping @Sendable (Int, InFlight) async throws -> Void) async throws {
         let inFlight = InFlight()
-        let router = Router()
+        let router = Router(context: AddressContext.self)
+        router.get("whoami") { _, context -> String in context.remoteAddress?.ipAddress ?? "?" }
         router.post("echo") { request, _ -> Response in
             inFlight.enter()
             defer { inFlight.leave() }
@@ -101,6 +113,24 @@ struct FleetHTTPClientTests {
             #expect(missing.status == 404)
             await client.shutdown()
             await #expect(throws: FleetHTTPError.shutDown) { try await client.execute(.GET, "/close", timeout: .seconds(5)) }
+        }
+    }
+
+    @Test("connections bind to the given source addresses in turn")
+    func sourceAddresses() async throws {
+        try await Self.withServer { port, _ in
+            let sources = try ["127.0.0.2", "127.0.0.3"].map { try SocketAddress(ipAddress: $0, port: 0) }
+            let client = FleetHTTPClient(
+                host: "127.0.0.1", port: port, maxConnections: 4, group: MultiThreadedEventLoopGroup.singleton, sourceAddresses: sources
+            )
+            let seen = await withTaskGroup(of: String.self) { group in
+                for _ in 0..<40 {
+                    group.addTask { (try? await client.execute(.GET, "/whoami", timeout: .seconds(5))).map { String(buffer: $0.body) } ?? "failed" }
+                }
+                return await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            await client.shutdown()
+            #expect(seen == ["127.0.0.2", "127.0.0.3"])
         }
     }
 

@@ -161,7 +161,7 @@ struct FleetRunTests {
         #expect(users.count == 5 && users[0].hasPrefix("user,devices,expected,delivered"))
     }
 
-    @Test("own sockets: devices the service disconnects come back and miss nothing; departed ones leave")
+    @Test("own sockets from two source addresses: devices the service disconnects come back and miss nothing; departed ones leave")
     func perDeviceReconnect() async throws {
         let yaml = """
                 name: reconnect
@@ -172,6 +172,7 @@ struct FleetRunTests {
                   platforms: { apns: 1, fcm: 1 }
                   push_channel: per_device
                   departure: { share: 20%, at: 3s }
+                  source_addresses: [127.0.0.2, 127.0.0.3]
                 lifecycle: [login, register, connect, receive, fetch_secure]
                 traffic:
                   - { kind: plain, rate: 30/s, duration: 4s }

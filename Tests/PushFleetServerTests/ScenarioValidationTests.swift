@@ -57,6 +57,10 @@ struct ScenarioValidationTests {
         #expect(try only(Self.valid.replacingOccurrences(of: "users: 10", with: "users: many")) == "test.yaml:3:10: fleet.users: expected a whole number")
         #expect(try only(Self.valid.replacingOccurrences(of: "users: 10", with: "users: 0")).hasSuffix("fleet.users: must be between 1 and 10000000, got 0"))
         #expect(try only(Self.valid + "\nleak_probes: 150%").contains("leak_probes: '150%' is not a percentage between 0% and 100%"))
+        let sources = Self.valid.replacingOccurrences(of: "  users: 10", with: "  users: 10\n  source_addresses: [127.0.0.2, \"::1\", 127.0.0.300]")
+        #expect(try only(sources) == "test.yaml:4:40: fleet.source_addresses[2]: '127.0.0.300' is not an IPv4 or IPv6 address")
+        let good = try ScenarioLoader.parse(sources.replacingOccurrences(of: ", 127.0.0.300", with: ""), file: "ok.yaml")
+        #expect(good.fleet.sourceAddresses == ["127.0.0.2", "::1"])
     }
 
     @Test("durations and rates")
