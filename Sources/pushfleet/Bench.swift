@@ -98,6 +98,10 @@ struct DeliveryBench: AsyncParsableCommand {
             ("server bytes per device", String(format: "%.1f KB", perDevice / Double(max(1, result.devices.ready)) / 1000)),
         ]
         Bench.printFigures("bench delivery (servers in a child process; backend and mock push service together)", rows)
+        let c = result.delivery
+        guard result.devices.ready == devices, c.expected > 0, c.misdelivered == 0, c.leaks == 0, c.duplicates == 0 else {
+            throw BenchFailure("the delivery run itself was not right: \(result.devices.ready) of \(devices) ready, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates, \(c.leaks) leaks")
+        }
     }
 }
 
@@ -177,8 +181,11 @@ struct FleetBench: AsyncParsableCommand {
     @Option(help: "Push channel: multiplexed or per_device.") var channel = "multiplexed"
     @Option(help: "Secure-send rate during the send phase.") var rate = 200
     @Option(help: "Send phase length.") var duration = "20s"
+    @Option(help: "Locust users for the reference figure (0: none).") var referenceUsers = 10_000
+    @Flag(help: "Do not install missing reference tools.") var noInstall = false
 
     func validate() throws {
+        guard (0...50_000).contains(referenceUsers) else { throw ValidationError("--reference-users must be 0 to 50000") }
         guard devices > 0, arrival > 0, rate > 0 else { throw ValidationError("--devices, --arrival and --rate must be above 0") }
         guard ["per_device", "multiplexed"].contains(channel) else { throw ValidationError("--channel must be per_device or multiplexed") }
         _ = try DurationText.parse(duration)
@@ -227,7 +234,7 @@ struct FleetBench: AsyncParsableCommand {
             ("ramp (arrival \(arrival)/s)", String(format: "%.1f s", rampSeconds)),
             ("fleet RSS before", String(format: "%.1f MiB", Double(baseline) / 1_048_576)),
             ("fleet RSS with the fleet in", String(format: "%.1f MiB", Double(ready) / 1_048_576)),
-            ("fleet bytes per device", String(format: "%.2f KB (target ≤ 10 KB)", perDevice / 1000)),
+            ("fleet bytes per device", String(format: "%.2f KB (target ≤ 10 KB: %@)", perDevice / 1000, perDevice <= 10_000 ? "met" : "NOT met")),
             ("fleet RSS at the end (ledger included)", String(format: "%.1f MiB", Double(ServerProcess.residentBytes(pid: getpid())) / 1_048_576)),
             ("server RSS", String(format: "%.1f MiB", Double(server.residentBytes()) / 1_048_576)),
             ("sends", String(format: "%.0f at %d/s", result.counters["sends"] ?? 0, rate)),
@@ -235,9 +242,70 @@ struct FleetBench: AsyncParsableCommand {
             ("misdelivered / duplicates / leaks", "\(c.misdelivered) / \(c.duplicates) / \(c.leaks)"),
             ("correct", c.expected > 0 && c.delivered == c.expected && c.misdelivered == 0 && c.duplicates == 0 ? "100%" : String(format: "%.3f%%", Double(c.delivered) / Double(max(1, c.expected)) * 100)),
         ]
-        Bench.printFigures("bench fleet (servers in a child process)", rows)
+        let correct = c.expected > 0 && c.delivered == c.expected && c.misdelivered == 0 && c.duplicates == 0 && c.leaks == 0
+        var table = rows
+        // The reference: Locust's memory per user, measured now on this machine.
+        if referenceUsers > 0, let locust = LocustMemory.perUser(users: referenceUsers, install: !noInstall) {
+            table.append(("Locust FastHttpUser bytes per user", String(format: "%.2f KB (%d → %d users, one keep-alive connection each)", locust / 1000, LocustMemory.baseUsers, referenceUsers)))
+            table.append(("pushfleet / Locust per device", String(format: "%.2f× the memory (%.1f× less)", perDevice / locust, locust / max(perDevice, 1))))
+        }
+        Bench.printFigures("bench fleet (servers in a child process)", table)
+        guard result.devices.ready == devices, correct else {
+            throw BenchFailure("the fleet run itself was not right: \(result.devices.ready) of \(devices) ready, delivery not 100% correct")
+        }
     }
 }
+
+/// Locust's resident memory per user: FastHttpUser users that each open a keep-alive connection
+/// to a local nginx and then wait, at two fleet sizes; the slope between them.
+enum LocustMemory {
+    static let baseUsers = 1000
+
+    static func perUser(users: Int, install: Bool) -> Double? {
+        guard users > baseUsers, let locust = Tool.ensure("locust", from: .pypi("locust"), install: install),
+            let nginx = try? Nginx.start(install: install)
+        else { return nil }
+        defer { nginx.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-locust-mem-\(getpid())")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = directory.appendingPathComponent("locustfile.py").path
+        let script = """
+            from locust import constant, task
+            from locust.contrib.fasthttp import FastHttpUser
+
+            class Idle(FastHttpUser):
+                wait_time = constant(3600)
+
+                def on_start(self):
+                    self.client.get("/")
+
+                @task
+                def idle(self):
+                    pass
+            """
+        guard (try? script.write(toFile: file, atomically: true, encoding: .utf8)) != nil else { return nil }
+        func resident(_ count: Int) -> Double? {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: locust)
+            process.arguments = ["-f", file, "--headless", "-u", "\(count)", "-r", "1000", "-t", "600s", "--host", "http://127.0.0.1:\(nginx.port)", "--only-summary"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { return nil }
+            defer {
+                // Only its memory is wanted, and it inherits this process's ignored SIGINT/SIGTERM.
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            Thread.sleep(forTimeInterval: Double(count) / 1000 + 8)
+            let bytes = ServerProcess.residentBytes(pid: process.processIdentifier)
+            return bytes > 0 ? Double(bytes) : nil
+        }
+        FileHandleOutput.standardError("measuring Locust's memory per user (\(baseUsers) and \(users) users) …")
+        guard let small = resident(baseUsers), let large = resident(users), large > small else { return nil }
+        return (large - small) / Double(users - baseUsers)
+    }
+}
+
 
 /// Coordinated omission: an open-model sender against a target that stalls for `stall` every
 /// `every`. While it stalls, sends keep coming due; measured from their intended start they wait
@@ -298,16 +366,23 @@ struct OmissionBench: AsyncParsableCommand {
         let corrected = result.histograms["http.send"] ?? LatencyHistogram()
         let raw = result.histograms["http.send.raw"] ?? LatencyHistogram()
         var lines = ["", "bench omission: \(rate)/s for \(duration), target stalls \(stall) every \(every) (\(corrected.count) sends)",
-            "percentile  analytic ms  corrected ms  error   raw ms"]
+            "percentile  analytic ms  corrected ms  error   raw ms  raw / analytic"]
+        var worst = 0.0
         for q in [50.0, 95.0, 99.0, 99.9] {
             let expected = analytic(q)
             let c = Double(corrected.percentile(q)) / 1e6
             let r = Double(raw.percentile(q)) / 1e6
             let error = expected > 0 ? String(format: "%+.1f%%", (c - expected) / expected * 100) : "  —  "
-            lines.append(String(format: "p%-9@  %11.1f  %12.1f  %6@  %7.1f", SVGChartNumber.text(q) as NSString, expected, c, error as NSString, r))
+            let rawShare = expected > 0 ? String(format: "%.3f", r / expected) : "—"
+            if q >= 99 && expected > 0 { worst = max(worst, abs(c - expected) / expected) }
+            lines.append(
+                String(format: "p%-9@  %11.1f  %12.1f  %6@  %7.1f  %@", SVGChartNumber.text(q) as NSString, expected, c, error as NSString, r, rawShare as NSString)
+            )
         }
         lines.append("corrected is measured from each send's intended start, raw from when the call was made.")
+        lines.append(String(format: "target: corrected p99 and p99.9 within 10%% of analytic: %@ (worst %.1f%%)", worst <= 0.10 ? "met" : "NOT met", worst * 100))
         FileHandleOutput.standardOutput(lines.joined(separator: "\n"))
+        guard corrected.count > 0 else { throw BenchFailure("no sends were measured") }
     }
 }
 
@@ -468,7 +543,7 @@ final class Nginx: Sendable {
         let port = Int.random(in: 20_000...30_000)
         let conf = """
             worker_processes 1; daemon off; pid \(prefix)/nginx.pid; error_log \(prefix)/logs/error.log;
-            events { worker_connections 4096; }
+            worker_rlimit_nofile 20000; events { worker_connections 16384; }
             http { access_log off; keepalive_requests 1000000;
               server { listen 127.0.0.1:\(port); location / { return 200 "ok"; } } }
             """
