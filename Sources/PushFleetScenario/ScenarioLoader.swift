@@ -487,6 +487,11 @@ public enum ScenarioLoader {
                 }
             }
         }
+        if case .external(_, .url(let pns)) = scenario.target, pns.hasPrefix("https:"), scenario.fleet.pushChannel == .perDevice,
+            scenario.lifecycle.contains(.connect)
+        {
+            r.report(node("target"), "target.pns", "devices' own sockets speak plain ws://; give an http:// push service or use push_channel: multiplexed")
+        }
         if !scenario.faults.isEmpty, case .external(_, .url) = scenario.target {
             r.report(node("faults"), "faults", "faults need the embedded push service (or one with its /admin API); the target's pns is external")
         }
