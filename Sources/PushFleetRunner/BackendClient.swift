@@ -98,7 +98,7 @@ struct BackendClient: Sendable {
         if let error = error as? FleetHTTPError {
             switch error {
             case .timeout: return "timeout"
-            case .connectionClosed: return "connection_closed"
+            case .connectionClosed, .staleConnection: return "connection_closed"
             case .connect: return "connect"
             case .bodyTooLarge: return "body_too_large"
             case .shutDown: return "cancelled"

@@ -13,6 +13,8 @@ struct HTTPAnswer: Sendable {
 enum FleetHTTPError: Error, Sendable, Equatable {
     case timeout
     case connectionClosed
+    /// A reused keep-alive connection closed before any answer: the server had let it go idle.
+    case staleConnection
     case connect(String)
     case bodyTooLarge
     case shutDown
@@ -69,8 +71,22 @@ final class FleetHTTPClient: Sendable {
         } else if method != .GET && method != .HEAD && method != .DELETE {
             head.headers.add(name: "Content-Length", value: "0")
         }
-        let connection = try await acquire()
         let request = Exchange.Request(head: head, body: body, timeout: TimeAmount.nanoseconds(timeout.nanoseconds), maxBody: maxBody)
+        do {
+            return try await send(request)
+        } catch FleetHTTPError.staleConnection {
+            // Safe to repeat only where a repeat changes nothing.
+            guard [.GET, .HEAD, .PUT, .DELETE].contains(method) else { throw FleetHTTPError.connectionClosed }
+            do {
+                return try await send(request)
+            } catch FleetHTTPError.staleConnection {
+                throw FleetHTTPError.connectionClosed
+            }
+        }
+    }
+
+    private func send(_ request: Exchange.Request) async throws -> HTTPAnswer {
+        let connection = try await acquire()
         return try await withUnsafeThrowingContinuation { continuation in
             connection.start(request, continuation)
         }
@@ -236,15 +252,19 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     private var body: ByteBuffer?
     private var maxBody = 0
     private var timer: Scheduled<Void>?
+    /// Exchanges this connection has completed, and whether the current one has an answer yet.
+    private var completed = 0
+    private var answered = false
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     func start(_ request: Request, _ continuation: UnsafeContinuation<HTTPAnswer, any Error>, connection: Connection) {
         guard let context, context.channel.isActive, self.continuation == nil else {
-            continuation.resume(throwing: FleetHTTPError.connectionClosed)
+            continuation.resume(throwing: completed > 0 ? FleetHTTPError.staleConnection : FleetHTTPError.connectionClosed)
             return
         }
+        self.answered = false
         self.continuation = continuation
         self.connection = connection
         self.status = 0
@@ -263,6 +283,7 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            answered = true
             status = Int(head.status.code)
             keepAlive = head.isKeepAlive
         case .body(var part):
@@ -277,6 +298,7 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard let continuation else { return }
             self.continuation = nil
+            completed += 1
             timer?.cancel()
             timer = nil
             let answer = HTTPAnswer(status: status, body: body ?? ByteBuffer())
@@ -290,13 +312,17 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// Why an open exchange failed when the connection went: a reused connection that gave no
+    /// answer was let go by the server while idle.
+    private var closedError: FleetHTTPError { completed > 0 && !answered ? .staleConnection : .connectionClosed }
+
     func channelInactive(context: ChannelHandlerContext) {
-        fail(FleetHTTPError.connectionClosed)
+        fail(closedError)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail(FleetHTTPError.connectionClosed)
+        fail(closedError)
         context.close(promise: nil)
     }
 

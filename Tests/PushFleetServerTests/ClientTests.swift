@@ -150,3 +150,58 @@ struct FleetHTTPClientTests {
         await backend.shutdown()
     }
 }
+
+/// A server that answers the first request on each connection and closes the connection,
+/// unanswered, on the second: as a server does that lets idle keep-alive connections go.
+enum ForgetfulServer {
+    static func start() async throws -> (any Channel, Int) {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(Connection())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return (channel, channel.localAddress?.port ?? 0)
+    }
+
+    final class Connection: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        private var requests = 0
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard case .end = unwrapInboundIn(data) else { return }
+            requests += 1
+            guard requests == 1 else {
+                context.close(promise: nil)
+                return
+            }
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Length", value: "2")
+            context.write(wrapOutboundOut(.head(.init(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: "ok")))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        }
+    }
+}
+
+@Suite("Fleet HTTP client, idle connections")
+struct StaleConnectionTests {
+    @Test("a reused connection the server let go is retried once for GET and PUT, never for POST")
+    func stale() async throws {
+        let (server, port) = try await ForgetfulServer.start()
+        let client = FleetHTTPClient(host: "127.0.0.1", port: port, maxConnections: 1, group: MultiThreadedEventLoopGroup.singleton)
+        for method in [HTTPMethod.GET, .PUT, .GET] {
+            let answer = try await client.execute(method, "/", timeout: .seconds(5))
+            #expect(answer.status == 200 && String(buffer: answer.body) == "ok")
+        }
+        await #expect(throws: FleetHTTPError.connectionClosed) {
+            try await client.execute(.POST, "/", body: ByteBuffer(string: "{}"), timeout: .seconds(5))
+        }
+        await client.shutdown()
+        try await server.close()
+    }
+}
