@@ -132,11 +132,12 @@ struct BackendClient: Sendable {
 /// The fleet's request path in a closed loop, for measuring its cost (`pushfleet bench http`).
 public enum HTTPLoad {
     /// GETs `path` on `baseURL` from `connections` concurrent loops for `duration`, through the
-    /// client devices and senders use, on one event loop thread whose loops run on that thread
-    /// too (as `wrk -t1` does); returns how many answers came back.
-    public static func run(baseURL: String, path: String, connections: Int, duration: Duration) async -> Int {
+    /// client devices and senders use, with one event loop thread; returns how many answers came
+    /// back. `onEventLoop` runs the loops on that thread too (as `wrk -t1` does); otherwise they
+    /// run on Swift's pool, as a fleet's tasks do.
+    public static func run(baseURL: String, path: String, connections: Int, duration: Duration, onEventLoop: Bool = true) async -> Int {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let executor = EventLoopExecutor(group.next())
+        let executor: (any TaskExecutor)? = onEventLoop ? EventLoopExecutor(group.next()) : nil
         let backend = BackendClient(baseURL: baseURL, connections: connections, group: group)
         let deadline = MonotonicClock.nanoseconds() + duration.nanoseconds
         let count = await withTaskGroup(of: Int.self) { tasks in
