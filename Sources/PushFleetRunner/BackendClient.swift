@@ -40,10 +40,10 @@ struct BackendClient: Sendable {
         sourceAddresses: [SocketAddress] = []
     ) {
         self.baseURL = baseURL
-        let url = URL(string: baseURL)
-        if url?.scheme == "http", let host = url?.host {
-            let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-            transport = .pool(FleetHTTPClient(host: bare, port: url?.port ?? 80, maxConnections: connections, group: group, sourceAddresses: sourceAddresses))
+        if baseURL.hasPrefix("http://"), let origin = Origin(baseURL) {
+            transport = .pool(
+                FleetHTTPClient(host: origin.host, port: origin.port, maxConnections: connections, group: group, sourceAddresses: sourceAddresses)
+            )
         } else {
             var configuration = HTTPClient.Configuration()
             configuration.connectionPool = .init(idleTimeout: .seconds(120), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -18,6 +19,18 @@ enum FleetHTTPError: Error, Sendable, Equatable {
     case connect(String)
     case bodyTooLarge
     case shutDown
+}
+
+/// Host and port of an `http://` or `ws://` base URL, an IPv6 host without its brackets.
+struct Origin: Sendable {
+    var host: String
+    var port: Int
+
+    init?(_ url: String) {
+        guard let parsed = URL(string: url), let host = parsed.host else { return nil }
+        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        self.port = parsed.port ?? 80
+    }
 }
 
 /// An HTTP/1.1 keep-alive pool to one origin, built straight on NIO: one request in flight per

@@ -103,8 +103,7 @@ public struct FleetRunner: Sendable {
         )
         let ownClients: [BackendClient?] = plan.devices.map { device in
             guard scenario.fleet.http == .perDevice else { return nil }
-            let source = sources.isEmpty ? [] : [sources[device.index % sources.count]]
-            return BackendClient(baseURL: endpoints.backend, connections: 1, sourceAddresses: source)
+            return BackendClient(baseURL: endpoints.backend, connections: 1, sourceAddresses: context.sourceAddress(device.index).map { [$0] } ?? [])
         }
         let devices = plan.devices.enumerated().map { index, device in
             VirtualDevice(plan: device, names: scenario.fleet.names, http: ownClients[index])
@@ -198,7 +197,7 @@ public struct FleetRunner: Sendable {
         }
         let sockets = scenario.fleet.pushChannel == .perDevice && scenario.lifecycle.contains(.connect) ? plan.devices.count : 0
         let usable = Int(Double(EphemeralPorts.count()) * 0.9)
-        guard sockets > usable, URL(string: pushServiceURL)?.host?.hasPrefix("127.") == true else { return [] }
+        guard sockets > usable, Origin(pushServiceURL)?.host.hasPrefix("127.") == true else { return [] }
         let count = (sockets + usable - 1) / usable
         options.progress?("\(sockets) device sockets to one loopback address need more than \(usable) ephemeral ports: spreading them over 127.0.0.1–127.0.0.\(count)")
         return (1...count).compactMap { try? SocketAddress(ipAddress: "127.0.0.\($0)", port: 0) }

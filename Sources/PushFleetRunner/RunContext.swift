@@ -24,7 +24,7 @@ final class RunContext: Sendable {
     let stopping = Atomic<Bool>(false)
     let trafficStart = Atomic<Int64>(0)
     /// The push service's host and port, for devices' own sockets.
-    let gateway: (host: String, port: Int)
+    let gateway: Origin
     let eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     let deviceWork = DeviceWork()
     let sourceAddresses: [SocketAddress]
@@ -44,9 +44,7 @@ final class RunContext: Sendable {
         self.plan = plan
         self.backend = backend
         self.pushServiceURL = pushServiceURL
-        let url = URL(string: pushServiceURL)
-        let host = url?.host ?? "127.0.0.1"
-        self.gateway = (host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, url?.port ?? 80)
+        self.gateway = Origin(pushServiceURL) ?? Origin("http://127.0.0.1")!
         self.start = start
         self.events = events
         self.logger = logger
