@@ -16,7 +16,10 @@ public struct FleetPlan: Sendable {
     public var devices: [Device]
     public var devicesOfUser: [[Int]]
 
-    public init(scenario: Scenario) {
+    /// - Parameter runID: put into every token, so that a push service that outlives a run
+    ///   never hands one run's pushes to the next run's devices; empty in plans that only
+    ///   validate or count.
+    public init(scenario: Scenario, runID: String = "") {
         var rng = SplitMix64(seed: scenario.seed ^ 0xF1EE7)
         let fleet = scenario.fleet
         let platforms = fleet.platforms.sorted { $0.key < $1.key }
@@ -43,7 +46,7 @@ public struct FleetPlan: Sendable {
                 devicesOfUser[user].append(index)
                 devices.append(
                     Device(
-                        index: index, user: user, platform: platform, token: Self.token(platform: platform, rng: &rng), arrival: 0,
+                        index: index, user: user, platform: platform, token: Self.token(platform: platform, run: runID, rng: &rng), arrival: 0,
                         probe: scenario.leakProbeShare > 0 && rng.nextUnit() < scenario.leakProbeShare
                     )
                 )
@@ -72,18 +75,21 @@ public struct FleetPlan: Sendable {
         return instants
     }
 
-    /// Tokens shaped like each platform's: 64 hex digits for APNs, FCM-like and WNS channel ids.
-    static func token(platform: Scenario.PlatformName, rng: inout SplitMix64) -> String {
+    /// Tokens shaped like each platform's: 64 hex digits for APNs (the run id's hex digits
+    /// first), FCM-like and WNS channel ids (with the run id).
+    static func token(platform: Scenario.PlatformName, run: String, rng: inout SplitMix64) -> String {
         switch platform {
         case .apns:
-            return (0..<4).map { _ in
+            let random = (0..<4).map { _ in
                 let hex = String(rng.next(), radix: 16)
                 return String(repeating: "0", count: 16 - hex.count) + hex
             }.joined()
+            let prefix = run.lowercased().filter(\.isHexDigit).prefix(16)
+            return String(prefix) + random.dropFirst(prefix.count)
         case .fcm:
-            return "fcm_" + String(rng.next(), radix: 36) + String(rng.next(), radix: 36)
+            return "fcm_" + (run.isEmpty ? "" : run + "_") + String(rng.next(), radix: 36) + String(rng.next(), radix: 36)
         case .wns:
-            return "wns-" + String(rng.next(), radix: 36) + String(rng.next(), radix: 36)
+            return "wns-" + (run.isEmpty ? "" : run + "-") + String(rng.next(), radix: 36) + String(rng.next(), radix: 36)
         }
     }
 }

@@ -1,3 +1,17 @@
+/// The rules every run is judged by unless its scenario names the metric under `thresholds`
+/// (with its own rules, or an empty list to drop the rule): a run must not pass when the
+/// system under test misdelivered, leaked, duplicated, replayed, could not be checked, ignored
+/// the push service's feedback, lost pushes, or could not take the load the scenario asked for.
+public enum DefaultGate {
+    public static let rules: [Threshold] = [
+        ("delivery.misdelivered", "count == 0"), ("leaks", "count == 0"), ("delivery.duplicates", "count == 0"),
+        ("delivery.stale", "count == 0"), ("delivery.unverified", "count == 0"), ("delivery.sent_to_dead_token", "count == 0"),
+        ("delivery.lost_ratio", "value <= 0.001"), ("delivery.indeterminate_ratio", "value <= 0.05"),
+        ("sends.failed_ratio", "value <= 0.01"), ("sends.dropped_ratio", "value <= 0.01"), ("sends.late_start_ratio", "value <= 0.05"),
+        ("devices.failed_ratio", "value <= 0.01"),
+    ].map { try! Threshold(metric: $0.0, expression: $0.1) }
+}
+
 /// Names of every metric pushfleet records; thresholds and reports use exactly these.
 public enum MetricName {
     public static let login = "http.login"
@@ -18,10 +32,14 @@ public enum MetricName {
     /// Delivery outcome counters (`delivery.<outcome>`) and the run's other counters.
     public static let counters = [
         "delivery.expected", "delivery.delivered", "delivery.late", "delivery.lost", "delivery.misdelivered",
-        "delivery.duplicates", "delivery.indeterminate", "leaks", "sends", "sends.failed", "sends.dropped", "sends.late_start", "errors",
+        "delivery.duplicates", "delivery.indeterminate", "delivery.stale", "delivery.unverified", "delivery.unregistered",
+        "delivery.sent_to_dead_token", "leaks", "sends", "sends.failed", "sends.dropped", "sends.late_start", "errors",
         "devices.ready", "devices.failed",
     ]
-    public static let ratios = ["delivery.lost_ratio", "delivery.misdelivered_ratio", "delivery.late_ratio", "sends.failed_ratio"]
+    public static let ratios = [
+        "delivery.lost_ratio", "delivery.misdelivered_ratio", "delivery.late_ratio", "delivery.indeterminate_ratio", "sends.failed_ratio",
+        "sends.dropped_ratio", "sends.late_start_ratio", "devices.failed_ratio",
+    ]
 
     /// The kind of a metric name, for validating thresholds. Latency metrics may be named with
     /// or without a `.latency` suffix.

@@ -17,8 +17,29 @@ public struct Scenario: Sendable, Equatable {
     /// Share of devices that also probe for leaks.
     public var leakProbeShare: Double
     public var thresholds: [Threshold]
+    /// Metrics the scenario gives thresholds for (an empty list included): each replaces the
+    /// default gate's rule for that metric.
+    public var thresholdMetrics: Set<String> = []
     public var faults: [FaultStep]
     public var embedded: EmbeddedOptions
+    /// How a fetched rich content is judged.
+    public var richContent: RichContentCheck = .served
+    /// After the last send, the run ends once every expected pair is settled and no push has
+    /// arrived for this long (or at the deadline).
+    public var quietPeriod: Duration = .milliseconds(500)
+
+    public enum RichContentCheck: String, Sendable, Equatable, CaseIterable {
+        /// By the id the push names and the recipient it is served to: any bytes will do.
+        case served
+        /// The backend returns the very bytes the client sent, which name send and recipient.
+        case echo
+    }
+
+    /// The rules the run is judged by: the scenario's thresholds, plus the default gate's rule
+    /// for every metric the scenario does not name.
+    public var effectiveThresholds: [Threshold] {
+        thresholds + DefaultGate.rules.filter { !thresholdMetrics.contains($0.metric) }
+    }
 
     public init(
         name: String,

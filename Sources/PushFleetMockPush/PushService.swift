@@ -113,15 +113,24 @@ public final class PushService: Sendable {
     /// held, dropped or delayed as the faults say.
     func accept(_ push: IncomingPush) -> AcceptOutcome {
         let decision = faults.decide(token: push.address.token)
-        if decision.unregistered {
-            return .unregistered(since: now() / 1_000_000)
-        }
         // One look at the device's entry answers both questions.
-        let (unregisteredAt, online) = shard(for: push.address).devices.withLock { devices in
-            (devices[push.address]?.unregisteredAt, devices[push.address]?.connection != nil)
+        let (unregisteredAt, connection) = shard(for: push.address).devices.withLock { devices in
+            (devices[push.address]?.unregisteredAt, devices[push.address]?.connection)
         }
-        if let since = unregisteredAt {
-            return .unregistered(since: since)
+        let online = connection != nil
+        if decision.unregistered || unregisteredAt != nil {
+            // The device is told of every push refused for its token, so a test can check that
+            // the backend stopped sending once told (the refusal is not a delivery).
+            if let connection {
+                var refused = PushFrame(
+                    platform: push.address.platform, token: push.address.token, id: push.id, acceptedAt: now(), pushType: push.pushType,
+                    body: push.body, bodyEncoding: push.bodyEncoding
+                )
+                refused.type = PushFrame.refusedType
+                refused.reason = "Unregistered"
+                connection.send(encode(refused))
+            }
+            return .unregistered(since: unregisteredAt ?? now() / 1_000_000)
         }
         if decision.throttled {
             return .throttled

@@ -14,6 +14,7 @@ public enum HTMLReport {
         var body = header(r)
         body += section("Thresholds", id: "thresholds", thresholds(r))
         body += section("Delivery", id: "delivery", deliverySummary(r) + outcomesChart(r))
+        body += section("Incidents", id: "incidents", incidents(r))
         body += section("Latency by percentile", id: "latency", openLatencyChart(r) + closedLatencyChart(r))
         body += section("Over time", id: "time", throughputChart(r) + latencyOverTimeChart(r) + errorsChart(r))
         body += section("Users with the worst outcomes", id: "worst-users", worstUsers(r))
@@ -76,34 +77,58 @@ public enum HTMLReport {
     static func thresholds(_ r: RunResult) -> String {
         guard !r.thresholds.isEmpty else { return "<p class=\"note\">The scenario sets no thresholds.</p>" }
         return table(
-            ["metric", "rule", "measured", "result"],
+            ["metric", "rule", "from", "measured", "result"],
             r.thresholds.map { t in
-                [e(t.metric), e(t.expression), t.measured.map { n($0) + (t.unit.isEmpty ? "" : " " + t.unit) } ?? "no data",
-                    t.passed ? "pass" : "<span class=\"fail\">FAIL</span>"]
+                [e(t.metric), e(t.expression), t.origin == "default" ? "default gate" : "scenario",
+                    t.measured.map { n($0) + (t.unit.isEmpty ? "" : " " + t.unit) } ?? "no data", t.passed ? "pass" : "<span class=\"fail\">FAIL</span>"]
             },
             id: "thresholds-table"
-        )
+        ) + "<p class=\"note\">Default-gate rules apply to every metric the scenario gives no thresholds for; a scenario relaxes one by naming the metric (docs/scenarios.md).</p>"
     }
 
     static func deliverySummary(_ r: RunResult) -> String {
-        let c = r.delivery
-        let cells = [c.expected, c.delivered, c.late, c.lost, c.misdelivered, c.duplicates, c.indeterminate, c.leaks].map(String.init)
-        var rows = [["all"] + cells]
+        let fields = DeliveryLedger.Counts.fields
+        var rows = [["all"] + fields.map { String(r.delivery[keyPath: $0.path]) }]
         for (platform, counts) in r.deliveryByPlatform.sorted(by: { $0.key < $1.key }) {
-            rows.append([platform] + [counts.expected, counts.delivered, counts.late, counts.lost, counts.misdelivered, counts.duplicates, counts.indeterminate, counts.leaks].map(String.init))
+            rows.append([e(platform)] + fields.map { String(counts[keyPath: $0.path]) })
         }
-        return table(
-            ["platform", "expected", "delivered", "late", "lost", "misdelivered", "duplicates", "indeterminate", "leaks"], rows,
-            id: "delivery-table"
-        ) + "<p class=\"note\">Each (send, device) pair: delivered within the deadline, late, lost, misdelivered (a device that should not have got it), duplicate, or indeterminate (its registration changed while the send was open). A leak is a read of someone else's notification that succeeded.</p>"
+        return table(["platform"] + fields.map(\.name), rows, id: "delivery-table")
+            + "<p class=\"note\">Each (send, device) pair: delivered within the deadline, late, lost, misdelivered (a device that should not have got it), duplicate, indeterminate (its registration changed while the send was open), unverified (received, but its content could not be fetched), unregistered (the push service had declared the token dead) or sent to a dead token (after the backend had been told). Stale: a push from another run, or received before its send started. A leak is a read of someone else's notification that succeeded. docs/reports.md defines each.</p>"
+    }
+
+    /// The first incidents of each kind, with totals; all kept rows are in incidents.csv.
+    static func incidents(_ r: RunResult) -> String {
+        let totals = r.incidentTotals ?? [:]
+        guard totals.values.contains(where: { $0 > 0 }) else {
+            return "<p class=\"note\" id=\"incidents-none\">No incidents: nothing misdelivered, duplicated, lost, late, stale, unverified, leaked or sent to a dead token.</p>"
+        }
+        let kept = r.incidents ?? []
+        var html = table(
+            ["outcome", "total", "in incidents.csv"],
+            totals.sorted { $0.key < $1.key }.map { kind, total in
+                [e(kind), String(total), String(kept.filter { $0.outcome == kind }.count)]
+            },
+            id: "incident-totals"
+        )
+        var shown: [RunResult.Incident] = []
+        for kind in Set(kept.map(\.outcome)).sorted() { shown += kept.filter { $0.outcome == kind }.prefix(10) }
+        html += table(
+            ["outcome", "send", "kind", "sender", "recipient", "device", "device user", "platform", "send start s", "event s", "detail"],
+            shown.map { i in
+                [
+                    e(i.outcome), i.send.map(String.init) ?? "", e(i.sendKind ?? ""), e(i.sender ?? ""), e(i.recipient ?? ""),
+                    i.device.map(String.init) ?? "", e(i.deviceUser ?? ""), e(i.platform ?? ""), i.sendStartSecond.map { String(format: "%.3f", $0) } ?? "",
+                    i.eventSecond.map { String(format: "%.3f", $0) } ?? "", e(i.detail),
+                ]
+            },
+            id: "incidents-table"
+        )
+        return html + "<p class=\"note\">The first 10 of each outcome; incidents.csv keeps up to \(1000) of each.</p>"
     }
 
     /// Grouped bars per platform; every bar carries its count as text, so it reads without colour.
     static func outcomesChart(_ r: RunResult) -> String {
-        let outcomes: [(String, KeyPath<DeliveryLedger.Counts, Int>)] = [
-            ("delivered", \.delivered), ("late", \.late), ("lost", \.lost), ("misdelivered", \.misdelivered),
-            ("duplicates", \.duplicates), ("indeterminate", \.indeterminate), ("leaks", \.leaks),
-        ]
+        let outcomes = DeliveryLedger.Counts.fields.filter { $0.name != "expected" }.map { ($0.name, $0.path) }
         let platforms = r.deliveryByPlatform.keys.sorted()
         let width = 760.0, rowHeight = 16.0, left = 110.0
         let groups = max(platforms.count, 1)
@@ -119,7 +144,7 @@ public enum HTMLReport {
                 let value = r.deliveryByPlatform[platform]![keyPath: outcome.1]
                 let barWidth = Double(value) / maximum * (width - left - 120)
                 svg += "<text x=\"\(left - 6)\" y=\"\(y + 11)\" text-anchor=\"end\" class=\"tick\">\(outcome.0)</text>"
-                svg += "<rect x=\"\(left)\" y=\"\(y)\" width=\"\(String(format: "%.1f", max(barWidth, value > 0 ? 1 : 0)))\" height=\"\(rowHeight - 4)\" fill=\"\(SVGChart.colours[index])\" fill-opacity=\"\(index % 2 == 0 ? "1" : "0.6")\"/>"
+                svg += "<rect x=\"\(left)\" y=\"\(y)\" width=\"\(String(format: "%.1f", max(barWidth, value > 0 ? 1 : 0)))\" height=\"\(rowHeight - 4)\" fill=\"\(SVGChart.colours[index % SVGChart.colours.count])\" fill-opacity=\"\(index % 2 == 0 ? "1" : "0.6")\"/>"
                 svg += "<text x=\"\(String(format: "%.1f", left + barWidth + 4))\" y=\"\(y + 11)\" class=\"tick\">\(value)</text>"
                 y += rowHeight
             }
@@ -203,14 +228,16 @@ public enum HTMLReport {
     }
 
     static func worstUsers(_ r: RunResult) -> String {
-        func badness(_ c: DeliveryLedger.Counts) -> Int { (c.misdelivered + c.leaks) * 1_000_000 + c.lost * 1000 + c.late + c.duplicates }
+        func badness(_ c: DeliveryLedger.Counts) -> Int {
+            (c.misdelivered + c.leaks + c.stale + c.sentToDeadToken) * 1_000_000 + (c.lost + c.unverified) * 1000 + c.late + c.duplicates
+        }
         let worst = r.users.filter { badness($0.counts) > 0 }.sorted { badness($0.counts) > badness($1.counts) }.prefix(20)
         guard !worst.isEmpty else { return "<p class=\"note\" id=\"worst-users-none\">Every user got exactly what was sent to them.</p>" }
         return table(
-            ["user", "devices", "expected", "delivered", "late", "lost", "misdelivered", "duplicates", "leaks", "p99 ms"],
+            ["user", "devices", "expected", "delivered", "late", "lost", "misdelivered", "duplicates", "leaks", "stale", "unverified", "dead token", "p99 ms"],
             worst.map {
                 let c = $0.counts
-                return [e($0.user), String($0.devices), String(c.expected), String(c.delivered), String(c.late), String(c.lost), String(c.misdelivered), String(c.duplicates), String(c.leaks), $0.p99Ms.map(n) ?? ""]
+                return [e($0.user), String($0.devices), String(c.expected), String(c.delivered), String(c.late), String(c.lost), String(c.misdelivered), String(c.duplicates), String(c.leaks), String(c.stale), String(c.unverified), String(c.sentToDeadToken), $0.p99Ms.map(n) ?? ""]
             },
             id: "worst-users-table"
         ) + "<p class=\"note\">Sorted by misdeliveries and leaks, then losses, then late and duplicate pairs; all users are in users.csv.</p>"

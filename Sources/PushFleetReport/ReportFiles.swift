@@ -13,6 +13,7 @@ public enum ReportFiles {
             ("users.csv", Data(usersCSV(result).utf8)),
             ("timeseries.csv", Data(timeseriesCSV(result).utf8)),
             ("errors.csv", Data(errorsCSV(result).utf8)),
+            ("incidents.csv", Data(incidentsCSV(result).utf8)),
             ("junit.xml", Data(JUnitReport.render(result).utf8)),
             ("report.html", Data(HTMLReport.render(result).utf8)),
         ]
@@ -36,19 +37,22 @@ public enum ReportFiles {
 
     static func summaryCSV(_ r: RunResult) -> String {
         let c = r.delivery
-        let rows: [(String, String)] = [
-            ("scenario", r.info.scenario), ("seed", String(r.info.seed)), ("target", r.info.target),
+        var rows: [(String, String)] = [
+            ("scenario", r.info.scenario), ("seed", String(r.info.seed)), ("run_id", r.info.runID ?? ""), ("target", r.info.target),
             ("started_at", r.info.startedAt), ("ended_at", r.info.endedAt), ("duration_s", format(r.info.durationSeconds)),
             ("result", verdict(r)), ("aborted", String(r.info.aborted)), ("abort_reason", r.info.abortReason ?? ""),
             ("devices_planned", String(r.devices.planned)), ("devices_ready", String(r.devices.ready)),
             ("devices_failed", String(r.devices.failed)), ("sends", number(r.counters["sends"])),
             ("sends_failed", number(r.counters["sends.failed"])), ("sends_dropped", number(r.counters["sends.dropped"])),
             ("sends_late_start", number(r.counters["sends.late_start"])),
-            ("expected", String(c.expected)), ("delivered", String(c.delivered)), ("late", String(c.late)), ("lost", String(c.lost)),
-            ("misdelivered", String(c.misdelivered)), ("duplicates", String(c.duplicates)), ("indeterminate", String(c.indeterminate)),
-            ("leaks", String(c.leaks)), ("errors", number(r.counters["errors"])),
+        ]
+        for field in DeliveryLedger.Counts.fields { rows.append((field.name, String(c[keyPath: field.path]))) }
+        let failed = r.thresholds.filter { !$0.passed }.map { "\($0.metric): \($0.expression)" }
+        rows += [
+            ("errors", number(r.counters["errors"])),
             ("thresholds_passed", String(r.thresholds.filter(\.passed).count)),
             ("thresholds_failed", String(r.thresholds.filter { !$0.passed }.count)),
+            ("failed_rules", failed.joined(separator: "; ")),
         ]
         return csv(["key", "value"], rows.map { [$0.0, $0.1] })
     }
@@ -66,15 +70,12 @@ public enum ReportFiles {
     }
 
     static func usersCSV(_ r: RunResult) -> String {
-        csv(
-            ["user", "devices", "expected", "delivered", "late", "lost", "misdelivered", "duplicates", "indeterminate", "leaks", "p50_ms", "p99_ms"],
-            r.users.map {
-                let c = $0.counts
-                return [
-                    $0.user, String($0.devices), String(c.expected), String(c.delivered), String(c.late), String(c.lost),
-                    String(c.misdelivered), String(c.duplicates), String(c.indeterminate), String(c.leaks),
-                    $0.p50Ms.map(format) ?? "", $0.p99Ms.map(format) ?? "",
-                ]
+        let fields = DeliveryLedger.Counts.fields
+        return csv(
+            ["user", "devices"] + fields.map(\.name) + ["p50_ms", "p99_ms"],
+            r.users.map { user in
+                [user.user, String(user.devices)] + fields.map { String(user.counts[keyPath: $0.path]) }
+                    + [user.p50Ms.map(format) ?? "", user.p99Ms.map(format) ?? ""]
             }
         )
     }
@@ -97,6 +98,26 @@ public enum ReportFiles {
             ["error_class", "count", "first_second", "last_second"],
             r.errors.map { [$0.errorClass, String($0.count), String($0.firstSecond), String($0.lastSecond)] }
         )
+    }
+
+    /// One row per incident kept (see docs/reports.md), then one `#` row per outcome whose
+    /// rows were cut at the cap, with the count left out.
+    static func incidentsCSV(_ r: RunResult) -> String {
+        let kept = r.incidents ?? []
+        var text = csv(
+            ["outcome", "send", "send_kind", "sender", "recipient", "device", "device_user", "platform", "send_start_s", "event_s", "detail"],
+            kept.map { i in
+                [
+                    i.outcome, i.send.map(String.init) ?? "", i.sendKind ?? "", i.sender ?? "", i.recipient ?? "", i.device.map(String.init) ?? "",
+                    i.deviceUser ?? "", i.platform ?? "", i.sendStartSecond.map(format) ?? "", i.eventSecond.map(format) ?? "", i.detail,
+                ]
+            }
+        )
+        for (outcome, total) in (r.incidentTotals ?? [:]).sorted(by: { $0.key < $1.key }) {
+            let left = total - kept.filter { $0.outcome == outcome }.count
+            if left > 0 { text += "# \(outcome): \(left) more not listed\n" }
+        }
+        return text
     }
 
     static func number(_ value: Double?) -> String {
@@ -124,12 +145,8 @@ public enum JUnitReport {
     public static func render(_ r: RunResult) -> String {
         var cases: [(name: String, failure: String?)] = r.thresholds.map { t in
             let measured = t.measured.map { ReportFiles.format($0) + t.unit } ?? "no data"
-            return ("\(t.metric): \(t.expression)", t.passed ? nil : "\(t.expression) failed: measured \(measured)")
-        }
-        let c = r.delivery
-        let rules: [(String, Int)] = [("no misdelivered notifications", c.misdelivered), ("no lost notifications", c.lost), ("no leaks", c.leaks)]
-        for (name, count) in rules {
-            cases.append(("correctness: \(name)", count == 0 ? nil : "\(count) found"))
+            let origin = t.origin == "default" ? " (default gate)" : ""
+            return ("\(t.metric): \(t.expression)\(origin)", t.passed ? nil : "\(t.expression)\(origin) failed: measured \(measured)")
         }
         if r.info.aborted { cases.append(("run completed", "aborted: \(r.info.abortReason ?? "stopped")")) }
         let failures = cases.filter { $0.failure != nil }.count

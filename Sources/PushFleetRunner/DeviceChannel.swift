@@ -14,7 +14,7 @@ enum GatewayInbound {
     /// Pushes, the hot case, take one decode; notices do not have a push's fields and fall through.
     init(_ text: String) {
         let data = Data(text.utf8)
-        if let frame = try? JSONDecoder().decode(PushFrame.self, from: data), frame.type == "push" {
+        if let frame = try? JSONDecoder().decode(PushFrame.self, from: data), frame.type == "push" || frame.type == PushFrame.refusedType {
             self = .push(frame)
         } else if let notice = try? JSONDecoder().decode(GatewayNotice.self, from: data) {
             self = .notice(notice)
@@ -70,7 +70,9 @@ extension VirtualDevice {
                 source: context.sourceAddress(plan.index), timeout: context.scenario.timeouts.connect
             ) { inbound, receivedAt in
                 switch inbound {
-                case .push(let frame): context.deviceWork.submit(.push(self, frame, receivedAt))
+                case .push(let frame):
+                    context.pushArrived(at: receivedAt)
+                    context.deviceWork.submit(.push(self, frame, receivedAt))
                 case .garbage: context.emit(.error("gateway:bad_frame", at: receivedAt))
                 case .notice: break
                 }

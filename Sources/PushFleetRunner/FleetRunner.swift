@@ -26,6 +26,8 @@ public struct FleetRunner: Sendable {
         public var beforeTraffic: (@Sendable () async -> Void)?
         /// Live Prometheus metrics to keep up to date, if any.
         public var metrics: LiveMetrics?
+        /// The run id; random when nil (tests fix it to replay a run's pushes into another).
+        public var runID: String?
 
         public init(
             scenarioFile: String, scenarioText: String, version: String, logger: Logger, progress: (@Sendable (String) -> Void)? = nil
@@ -88,7 +90,8 @@ public struct FleetRunner: Sendable {
     }
 
     private func play(_ endpoints: Endpoints, stop: StopControl) async throws -> RunResult {
-        let plan = FleetPlan(scenario: scenario)
+        let runID = options.runID ?? Self.makeRunID()
+        let plan = FleetPlan(scenario: scenario, runID: runID)
         let startedAt = Date()
         let start = MonotonicClock.nanoseconds()
         let recorder = Recorder(users: plan.users, start: start, metrics: options.metrics)
@@ -99,7 +102,7 @@ public struct FleetRunner: Sendable {
         let backend = BackendClient(baseURL: endpoints.backend, connections: scenario.fleet.connections, sourceAddresses: sources)
         let context = RunContext(
             scenario: scenario, plan: plan, backend: backend, pushServiceURL: endpoints.pushService, start: start, events: sink,
-            logger: options.logger, sourceAddresses: sources
+            logger: options.logger, runID: runID, sourceAddresses: sources
         )
         let ownClients: [BackendClient?] = plan.devices.map { device in
             guard scenario.fleet.http == .perDevice else { return nil }
@@ -162,7 +165,10 @@ public struct FleetRunner: Sendable {
         await runTraffic(context, trafficStart: trafficStart, devices: devices)
         let trafficEnd = MonotonicClock.nanoseconds()
         if context.isStopping { context.emit(.marker("stop requested", at: trafficEnd)) }
-        await drain(recorder, stop: stop, until: trafficEnd + (stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace).nanoseconds)
+        await drain(
+            recorder, context: context, stop: stop,
+            until: trafficEnd + (stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace).nanoseconds
+        )
 
         context.stopping.store(true, ordering: .relaxed)
         for device in devices { device.retireChannel() }
@@ -176,7 +182,7 @@ public struct FleetRunner: Sendable {
         for client in ownClients { await client?.shutdown() }
 
         let info = RunResult.Info(
-            tool: "pushfleet", version: options.version, scenario: scenario.name, scenarioFile: options.scenarioFile,
+            tool: "pushfleet", version: options.version, runID: runID, scenario: scenario.name, scenarioFile: options.scenarioFile,
             scenarioText: options.scenarioText, seed: scenario.seed, target: Self.describe(scenario.target), backendURL: endpoints.backend,
             pushServiceURL: endpoints.pushService, host: ProcessInfo.processInfo.hostName,
             cores: ProcessInfo.processInfo.activeProcessorCount, memoryBytes: ProcessInfo.processInfo.physicalMemory,
@@ -226,19 +232,34 @@ public struct FleetRunner: Sendable {
         }
     }
 
-    /// Waits for late pushes until `deadline`, or until every expected pair is settled.
-    private func drain(_ recorder: Recorder, stop: StopControl, until deadline: Int64) async {
-        var lastCheck: Int64 = 0
+    /// Listens for late pushes after the last send until `deadline`, or until every event has
+    /// been applied, no push is being handled, none has arrived for the quiet period, and
+    /// every expected pair is settled: a misdelivery or duplicate arriving after the last
+    /// expected push is still seen.
+    private func drain(_ recorder: Recorder, context: RunContext, stop: StopControl, until deadline: Int64) async {
+        let quiet = scenario.quietPeriod.nanoseconds
+        var nextCheck: Int64 = 0
         while MonotonicClock.nanoseconds() < deadline && stop.level < .aborting {
-            try? await Task.sleep(for: .milliseconds(100))
+            try? await Task.sleep(for: .milliseconds(20))
             let now = MonotonicClock.nanoseconds()
-            guard now - lastCheck > 1_000_000_000 else { continue }
-            lastCheck = now
-            let settled = recorder.state.withLock { state in
-                state.ledger.sends.count < 200_000 && state.ledger.verdict(deadline: scenario.deadline).total.lost == 0
+            guard context.pushesInHand.load(ordering: .relaxed) == 0,
+                now - context.lastPushArrival.load(ordering: .relaxed) >= quiet, now >= nextCheck
+            else { continue }
+            let emitted = context.emitted.load(ordering: .relaxed)
+            let (applied, lost) = recorder.state.withLock { state in
+                (state.applied, state.applied == emitted ? state.ledger.verdict(deadline: scenario.deadline, incidentLimit: 0).total.lost : -1)
             }
-            if settled { return }
+            // A verdict of a large run takes a while: check again no sooner than 4 times that.
+            nextCheck = now + max(100_000_000, 4 * (MonotonicClock.nanoseconds() - now))
+            if applied == emitted && lost == 0 { return }
         }
+    }
+
+    /// 12 random hex digits.
+    static func makeRunID() -> String {
+        let value = UInt64.random(in: 0..<(1 << 48))
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 12 - hex.count) + hex
     }
 
     private func reportProgress(_ recorder: Recorder, context: RunContext, total: Int) async {

@@ -56,11 +56,9 @@ public final class LiveMetrics: Sendable {
 
     /// Final pair counts by outcome, set when the run's verdict is made.
     func setOutcomes(_ counts: DeliveryLedger.Counts) {
-        let values: [(String, Int)] = [
-            ("expected", counts.expected), ("delivered", counts.delivered), ("late", counts.late), ("lost", counts.lost),
-            ("misdelivered", counts.misdelivered), ("duplicate", counts.duplicates), ("indeterminate", counts.indeterminate),
-            ("leak", counts.leaks),
-        ]
+        // Singular outcome names, as the label values have always been.
+        let singular = ["duplicates": "duplicate", "leaks": "leak"]
+        let values = DeliveryLedger.Counts.fields.map { (singular[$0.name] ?? $0.name, counts[keyPath: $0.path]) }
         for (outcome, value) in values {
             registry.makeGauge(descriptor: Self.pairs, labels: [("outcome", outcome)]).set(to: Double(value))
         }

@@ -96,6 +96,7 @@ final class MuxChannel: Sendable {
                             switch GatewayInbound(text) {
                             case .push(let frame):
                                 guard let device = self.state.withLock({ $0.devices[frame.token] }) else { continue }
+                                context.pushArrived(at: receivedAt)
                                 group.addTask { await device.receive(frame, at: receivedAt, context: context) }
                             case .notice(let notice):
                                 self.handle(notice, group: &group, context: context)
@@ -144,7 +145,9 @@ extension VirtualDevice {
         guard await logIn(context) else { return }
         if steps.contains(.connect) {
             let start = context.now()
+            joined(channel)
             guard await channel.subscribe(self, timeout: context.scenario.timeouts.connect) else {
+                leaveSharedChannel()
                 context.emit(.error("connect:timeout", at: context.now()))
                 context.emit(.deviceFailed(plan.index, at: context.now()))
                 return
@@ -153,6 +156,7 @@ extension VirtualDevice {
         }
         if steps.contains(.register) {
             guard await register(context) else {
+                leaveSharedChannel()
                 context.emit(.deviceFailed(plan.index, at: context.now()))
                 return
             }

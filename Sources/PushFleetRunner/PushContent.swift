@@ -1,64 +1,86 @@
 import Foundation
+import PushFleetCore
 import PushFleetWire
+
+/// A send's nonce as a push carries it: `pf:<run id>:<send>`.
+enum Nonce: Equatable, Sendable {
+    /// A send of this run.
+    case this(Int)
+    /// A send of another run (another run id, or the format of a build without run ids).
+    case otherRun
+
+    var attribution: DeliveryLedger.Attribution {
+        switch self {
+        case .this(let send): .send(send)
+        case .otherRun: .otherRun
+        }
+    }
+}
 
 /// What a received push says, in every platform's format, as the seed's app reads it.
 enum PushContent: Equatable, Sendable {
     /// An alert; the nonce of the send it names, if any.
-    case plain(nonce: Int?)
+    case plain(nonce: Nonce?)
     /// A secure push: only the id of the stored notification.
     case secure(id: String)
     /// A rich push: the stored content's id and the message (which carries the nonce).
-    case rich(id: String, nonce: Int?)
+    case rich(id: String, nonce: Nonce?)
     case unrecognised
 
-    /// The marker every message and payload of a run carries: `pf:<send id>`.
-    static func nonceText(_ send: Int) -> String { "pf:\(send)" }
+    /// The marker every message of a run carries.
+    static func nonceText(_ send: Int, run: String) -> String { "pf:\(run):\(send)" }
 
     /// The nonce in a text, from its last `pf:` marker.
-    static func nonce(in text: String) -> Int? {
+    static func nonce(in text: String, run: String) -> Nonce? {
         guard let range = text.range(of: "pf:", options: .backwards) else { return nil }
-        let digits = text[range.upperBound...].prefix { $0.isNumber }
-        return Int(digits)
+        let rest = text[range.upperBound...]
+        let head = rest.prefix { $0.isHexDigit }
+        // `pf:<digits>` without a run id is the marker of a build before run ids: another run.
+        let legacy: Nonce? = !head.isEmpty && head.allSatisfy(\.isNumber) ? .otherRun : nil
+        let after = rest.dropFirst(head.count)
+        guard !head.isEmpty, after.first == ":", let send = Int(after.dropFirst().prefix { $0.isNumber }) else { return legacy }
+        return head == run ? .this(send) : .otherRun
     }
 
-    /// The secure payload of a send: nonce and recipient, so a fetch proves whose it was.
-    static func securePayload(send: Int, recipient: String) -> String { "pf:\(send):\(recipient)" }
+    /// The secure payload of a send: run, nonce and recipient, so a fetch proves whose it was.
+    static func securePayload(send: Int, recipient: String, run: String) -> String { "pf:\(run):\(send):\(recipient)" }
 
     /// Parses a secure payload into its nonce and recipient.
-    static func parseSecurePayload(_ text: String) -> (nonce: Int, recipient: String)? {
-        let parts = text.split(separator: ":", maxSplits: 2)
-        guard parts.count == 3, parts[0] == "pf", let nonce = Int(parts[1]) else { return nil }
-        return (nonce, String(parts[2]))
+    static func parseSecurePayload(_ text: String, run: String) -> (nonce: Nonce, recipient: String)? {
+        let parts = text.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "pf", let nonce = Int(parts[2]) else { return nil }
+        return (parts[1] == run ? .this(nonce) : .otherRun, String(parts[3]))
     }
 
-    init(frame: PushFrame) {
+    init(frame: PushFrame, run: String) {
         let body = frame.body
         switch frame.platform {
         case .wns, .mpns:
             if frame.pushType == "wns/raw" {
                 if let object = Self.object(body), let id = object["richId"] as? String {
-                    self = .rich(id: id, nonce: (object["richMessage"] as? String).flatMap(Self.nonce(in:)))
+                    self = .rich(id: id, nonce: (object["richMessage"] as? String).flatMap { Self.nonce(in: $0, run: run) })
                 } else {
                     self = body.isEmpty ? .unrecognised : .secure(id: body)
                 }
             } else {
-                self = .plain(nonce: Self.nonce(in: Self.toastText(body) ?? ""))
+                self = .plain(nonce: Self.nonce(in: Self.toastText(body) ?? "", run: run))
             }
         case .apns:
-            self = Self.fromFields(Self.object(body) ?? [:], alert: ((Self.object(body)?["aps"] as? [String: Any])?["alert"]) as? String)
+            let object = Self.object(body) ?? [:]
+            self = Self.fromFields(object, alert: (object["aps"] as? [String: Any])?["alert"] as? String, run: run)
         case .fcm:
             let message = Self.object(body)?["message"] as? [String: Any]
             let data = message?["data"] as? [String: Any] ?? [:]
-            self = Self.fromFields(data, alert: data["message"] as? String)
+            self = Self.fromFields(data, alert: data["message"] as? String, run: run)
         }
     }
 
-    private static func fromFields(_ fields: [String: Any], alert: String?) -> PushContent {
+    private static func fromFields(_ fields: [String: Any], alert: String?, run: String) -> PushContent {
         if let id = fields["secureId"] as? String { return .secure(id: id) }
         if let id = fields["richId"] as? String {
-            return .rich(id: id, nonce: (fields["richMessage"] as? String).flatMap(nonce(in:)))
+            return .rich(id: id, nonce: (fields["richMessage"] as? String).flatMap { nonce(in: $0, run: run) })
         }
-        if let alert { return .plain(nonce: nonce(in: alert)) }
+        if let alert { return .plain(nonce: nonce(in: alert, run: run)) }
         return .unrecognised
     }
 

@@ -16,7 +16,9 @@ enum RunEvent: Sendable {
     case send(DeliveryLedger.Send)
     case sendDropped(at: Int64)
     case receipt(DeliveryLedger.Receipt)
-    case probeLeak(at: Int64)
+    /// A push the push service refused for the device's token, as the device was told.
+    case rejection(DeliveryLedger.Rejection)
+    case probeLeak(DeliveryLedger.ProbeLeak)
     case marker(String, at: Int64)
 }
 
@@ -56,6 +58,8 @@ final class Recorder: Sendable {
         var seconds: [SecondBucket] = []
         var markers: [(Int64, String)] = []
         var live = LiveCounts()
+        /// Events applied so far.
+        var applied = 0
     }
 
     let start: Int64
@@ -89,6 +93,7 @@ final class Recorder: Sendable {
     func apply(_ events: [RunEvent]) {
         state.withLock { state in
             for event in events { apply(event, to: &state) }
+            state.applied += events.count
         }
     }
 
@@ -161,8 +166,10 @@ final class Recorder: Sendable {
             state.ledger.record(receipt)
             state.live.received += 1
             bucket(&state, receipt.time) { $0.received += 1 }
-        case .probeLeak:
-            state.ledger.recordProbeLeak()
+        case .rejection(let rejection):
+            state.ledger.record(rejection)
+        case .probeLeak(let leak):
+            state.ledger.record(leak)
         case .marker(let label, let at):
             state.markers.append((at, label))
         }

@@ -11,7 +11,7 @@ struct ResultBuilder {
 
     func build(info: RunResult.Info) -> RunResult {
         recorder.state.withLock { state in
-            let verdict = state.ledger.verdict(deadline: scenario.deadline)
+            let verdict = state.ledger.verdict(deadline: scenario.deadline, incidentLimit: Self.incidentLimit)
             var histograms: [String: LatencyHistogram] = state.closed
             histograms[MetricName.send] = state.sendCorrected
             histograms[MetricName.send + ".raw"] = state.sendRaw
@@ -48,26 +48,36 @@ struct ResultBuilder {
             }
 
             let counts = verdict.total
+            let dropped = state.live.sendsDropped
+            let failedDevices = plan.devices.count - state.live.devicesReady
             let counters: [String: Double] = [
                 "delivery.expected": Double(counts.expected), "delivery.delivered": Double(counts.delivered),
                 "delivery.late": Double(counts.late), "delivery.lost": Double(counts.lost),
                 "delivery.misdelivered": Double(counts.misdelivered), "delivery.duplicates": Double(counts.duplicates),
-                "delivery.indeterminate": Double(counts.indeterminate), "leaks": Double(counts.leaks), "sends": Double(sends),
-                "sends.failed": Double(sendFailures), "sends.dropped": Double(state.live.sendsDropped),
+                "delivery.indeterminate": Double(counts.indeterminate), "delivery.stale": Double(counts.stale),
+                "delivery.unverified": Double(counts.unverified), "delivery.unregistered": Double(counts.unregistered),
+                "delivery.sent_to_dead_token": Double(counts.sentToDeadToken), "leaks": Double(counts.leaks), "sends": Double(sends),
+                "sends.failed": Double(sendFailures), "sends.dropped": Double(dropped),
                 "sends.late_start": Double(state.live.sendsLateStart),
                 "errors": Double(state.errors.values.reduce(0) { $0 + $1.count }), "devices.ready": Double(state.live.devicesReady),
-                "devices.failed": Double(plan.devices.count - state.live.devicesReady),
+                "devices.failed": Double(failedDevices),
                 "delivery.lost_ratio": Self.ratio(counts.lost, counts.expected),
                 "delivery.late_ratio": Self.ratio(counts.late, counts.expected),
                 "delivery.misdelivered_ratio": Self.ratio(counts.misdelivered, counts.expected + counts.misdelivered),
+                "delivery.indeterminate_ratio": Self.ratio(counts.indeterminate, counts.expected + counts.indeterminate),
                 "sends.failed_ratio": Self.ratio(sendFailures, sends),
+                "sends.dropped_ratio": Self.ratio(dropped, sends + dropped),
+                "sends.late_start_ratio": Self.ratio(state.live.sendsLateStart, sends),
+                "devices.failed_ratio": Self.ratio(failedDevices, plan.devices.count),
             ]
 
-            let thresholds = scenario.thresholds.map { threshold -> RunResult.ThresholdResult in
+            let own = scenario.thresholds.count
+            let thresholds = scenario.effectiveThresholds.enumerated().map { index, threshold -> RunResult.ThresholdResult in
                 let measured = Self.measure(threshold, histograms: histograms, counters: counters)
                 let isLatency = MetricName.kind(of: threshold.metric) == .latency && threshold.aggregate != .count
                 return RunResult.ThresholdResult(
-                    metric: threshold.metric, expression: threshold.expression, measured: measured.map { isLatency ? $0 / 1e6 : $0 },
+                    metric: threshold.metric, expression: threshold.expression, origin: index < own ? nil : "default",
+                    measured: measured.map { isLatency ? $0 / 1e6 : $0 },
                     unit: isLatency ? "ms" : "", passed: measured.map { threshold.holds(for: $0) } ?? false
                 )
             }
@@ -89,12 +99,30 @@ struct ResultBuilder {
                     RunResult.ErrorRow(errorClass: label, count: value.count, firstSecond: second(value.first), lastSecond: second(value.last))
                 }.sorted { $0.count > $1.count },
                 thresholds: thresholds,
-                markers: state.markers.map { RunResult.Marker(second: Double($0.0 - recorder.start) / 1e9, label: $0.1) }
+                markers: state.markers.map { RunResult.Marker(second: Double($0.0 - recorder.start) / 1e9, label: $0.1) },
+                incidents: verdict.incidents.map { incident($0, ledger: state.ledger) },
+                incidentTotals: Dictionary(uniqueKeysWithValues: verdict.incidentTotals.map { ($0.key.rawValue, $0.value) })
             )
         }
     }
 
     private func second(_ time: Int64) -> Int { max(0, Int((time - recorder.start) / 1_000_000_000)) }
+
+    /// Incidents kept per outcome; the rest are counted, so a broken backend cannot fill the disk.
+    static let incidentLimit = 1000
+
+    private func incident(_ incident: DeliveryLedger.Incident, ledger: DeliveryLedger) -> RunResult.Incident {
+        let names = scenario.fleet.names
+        let send = incident.send.flatMap { ledger.sends[$0] }
+        let device = incident.device.map { plan.devices[$0] }
+        func seconds(_ time: Int64) -> Double { (Double(time - recorder.start) / 1e6).rounded() / 1e3 }
+        return RunResult.Incident(
+            outcome: incident.outcome.rawValue, send: incident.send, sendKind: send?.kind.rawValue, sender: send.map { names.user($0.from) },
+            recipient: send.map { names.user($0.to) }, device: incident.device, deviceUser: device.map { names.user($0.user) },
+            platform: device?.platform.rawValue, sendStartSecond: send.map { seconds($0.start) }, eventSecond: incident.time.map(seconds),
+            detail: incident.detail
+        )
+    }
 
     static func ratio(_ part: Int, _ whole: Int) -> Double { whole == 0 ? 0 : Double(part) / Double(whole) }
 

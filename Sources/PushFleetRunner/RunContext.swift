@@ -19,7 +19,15 @@ final class RunContext: Sendable {
     let probes = ProbePool()
     let credentials: CredentialCache
     private let events: AsyncStream<RunEvent>.Continuation
+    /// Random per run; in every nonce and device token, so nothing of another run is credited.
+    let runID: String
     private let nextSend = Atomic<Int>(0)
+    /// Events handed to the recorder so far (the drain waits until it has applied them all).
+    let emitted = Atomic<Int>(0)
+    /// Pushes that arrived and are still being handled (fetching their content).
+    let pushesInHand = Atomic<Int>(0)
+    /// When the last push arrived.
+    let lastPushArrival = Atomic<Int64>(0)
     /// Set on the first stop request: no new arrivals, sends or reconnects.
     let stopping = Atomic<Bool>(false)
     let trafficStart = Atomic<Int64>(0)
@@ -37,8 +45,10 @@ final class RunContext: Sendable {
         start: Int64,
         events: AsyncStream<RunEvent>.Continuation,
         logger: Logger,
+        runID: String,
         sourceAddresses: [SocketAddress] = []
     ) {
+        self.runID = runID
         self.sourceAddresses = sourceAddresses
         self.scenario = scenario
         self.plan = plan
@@ -52,7 +62,19 @@ final class RunContext: Sendable {
     }
 
     func emit(_ event: RunEvent) {
+        emitted.add(1, ordering: .relaxed)
         events.yield(event)
+    }
+
+    /// A push reached a device; ``pushHandled()`` follows once its handling has emitted its
+    /// receipt.
+    func pushArrived(at time: Int64) {
+        pushesInHand.add(1, ordering: .relaxed)
+        lastPushArrival.store(time, ordering: .relaxed)
+    }
+
+    func pushHandled() {
+        pushesInHand.subtract(1, ordering: .relaxed)
     }
 
     func now() -> Int64 { MonotonicClock.nanoseconds() }

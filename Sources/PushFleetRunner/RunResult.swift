@@ -5,6 +5,8 @@ public struct RunResult: Sendable, Codable {
     public struct Info: Sendable, Codable {
         public var tool: String
         public var version: String
+        /// Random per run; every nonce and device token of the run carries it.
+        public var runID: String?
         public var scenario: String
         public var scenarioFile: String
         public var scenarioText: String
@@ -79,6 +81,8 @@ public struct RunResult: Sendable, Codable {
     public struct ThresholdResult: Sendable, Codable {
         public var metric: String
         public var expression: String
+        /// `default` for a rule of the default gate, nil for the scenario's own.
+        public var origin: String?
         /// The measured value in the expression's terms (ms for latencies).
         public var measured: Double?
         public var unit: String
@@ -110,6 +114,26 @@ public struct RunResult: Sendable, Codable {
     public var errors: [ErrorRow]
     public var thresholds: [ThresholdResult]
     public var markers: [Marker]
+    /// The first incidents of each outcome (see ``Incident``), and how many there were in all.
+    public var incidents: [Incident]?
+    public var incidentTotals: [String: Int]?
+
+    /// Evidence of one pair or push that went wrong, with names rather than indices.
+    public struct Incident: Sendable, Codable {
+        public var outcome: String
+        public var send: Int?
+        public var sendKind: String?
+        public var sender: String?
+        public var recipient: String?
+        /// The device that received (or was expected to receive), its user and platform.
+        public var device: Int?
+        public var deviceUser: String?
+        public var platform: String?
+        /// Seconds from the run's start.
+        public var sendStartSecond: Double?
+        public var eventSecond: Double?
+        public var detail: String
+    }
 
     /// True when every threshold held.
     public var passed: Bool { thresholds.allSatisfy(\.passed) }

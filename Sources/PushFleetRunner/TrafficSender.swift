@@ -53,6 +53,9 @@ struct TrafficSender: Sendable {
     private func send(from: Int, to: Int, intended: Int64, context: RunContext) async {
         let sender = context.scenario.fleet.names.user(from)
         let recipient = context.scenario.fleet.names.user(to)
+        let run = context.runID
+        // A user name is data, not query syntax (`bob&x=1` must not add a parameter).
+        let toTag = Self.queryValue(recipient)
         switch traffic.kind {
         case .plain:
             // One call per platform, as the seed's app does with its switches, all at once.
@@ -60,10 +63,10 @@ struct TrafficSender: Sendable {
                 for platform in traffic.platforms {
                     group.addTask {
                         let id = context.makeSendID()
-                        let body = try! JSONEncoder().encode(PushContent.nonceText(id))
+                        let body = try! JSONEncoder().encode(PushContent.nonceText(id, run: run))
                         await perform(
                             id: id, from: from, to: to, platforms: [platform], intended: intended,
-                            path: "/api/notifications?pns=\(platform.rawValue)&to_tag=\(recipient)", body: body, sender: sender,
+                            path: "/api/notifications?pns=\(platform.rawValue)&to_tag=\(toTag)", body: body, sender: sender,
                             context: context
                         )
                     }
@@ -71,20 +74,20 @@ struct TrafficSender: Sendable {
             }
         case .secure:
             let id = context.makeSendID()
-            let body = try! JSONEncoder().encode(PushContent.securePayload(send: id, recipient: recipient))
+            let body = try! JSONEncoder().encode(PushContent.securePayload(send: id, recipient: recipient, run: run))
             await perform(
                 id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended,
-                path: "/api/notifications/secure?to_tag=\(recipient)", body: body, sender: sender, context: context
+                path: "/api/notifications/secure?to_tag=\(toTag)", body: body, sender: sender, context: context
             )
         case .rich:
             let id = context.makeSendID()
-            let image = Data(PushContent.securePayload(send: id, recipient: recipient).utf8).base64EncodedString()
+            let image = Data(PushContent.securePayload(send: id, recipient: recipient, run: run).utf8).base64EncodedString()
             let body = try! JSONEncoder().encode(
-                RichNotificationRequest(message: PushContent.nonceText(id), image: image, contentType: "image/png")
+                RichNotificationRequest(message: PushContent.nonceText(id, run: run), image: image, contentType: "image/png")
             )
             await perform(
                 id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended,
-                path: "/api/notifications/rich?to_tag=\(recipient)", body: body, sender: sender, context: context
+                path: "/api/notifications/rich?to_tag=\(toTag)", body: body, sender: sender, context: context
             )
         }
     }
@@ -99,9 +102,11 @@ struct TrafficSender: Sendable {
         let start: Int64
         let end: Int64
         let succeeded: Bool
+        var contentID: String?
         switch result {
         case .success(let exchange):
             (start, end, succeeded) = (exchange.start, exchange.end, exchange.succeeded)
+            if succeeded && traffic.kind != .plain { contentID = Self.contentID(in: exchange) }
             if !succeeded { context.emit(.error("send:status_\(exchange.status)", at: end)) }
         case .failure(let error):
             (start, end, succeeded) = (error.start, error.end, false)
@@ -111,10 +116,27 @@ struct TrafficSender: Sendable {
             .send(
                 DeliveryLedger.Send(
                     id: id, from: from, to: to, kind: traffic.kind, platforms: platforms, intended: intended, start: start, end: end,
-                    succeeded: succeeded
+                    succeeded: succeeded, contentID: contentID
                 )
             )
         )
+    }
+}
+
+extension TrafficSender {
+    static let queryAllowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+
+    static func queryValue(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: queryAllowed) ?? text
+    }
+
+    /// The stored content's id when the backend's answer names it (`{"id": "…"}`, as the
+    /// reference backend answers): it ties a secure push whose fetch fails to its send.
+    static func contentID(in exchange: HTTPExchange) -> String? {
+        guard exchange.body.readableBytes <= 64 * 1024,
+            let object = try? JSONSerialization.jsonObject(with: Data(exchange.body.readableBytesView)) as? [String: Any]
+        else { return nil }
+        return (object["id"] ?? object["Id"]) as? String
     }
 }
 

@@ -21,6 +21,8 @@ final class VirtualDevice: Sendable {
     /// The device's own WebSocket, while it has one.
     private let socket = Mutex<GatewaySocket?>(nil)
     private let retired = Atomic<Bool>(false)
+    /// The multiplexed channel the device is subscribed on, while it is.
+    private let sharedChannel = Mutex<MuxChannel?>(nil)
 
     init(plan: FleetPlan.Device, names: FleetNames, http: BackendClient? = nil) {
         self.plan = plan
@@ -59,6 +61,20 @@ final class VirtualDevice: Sendable {
             }
             if wasCurrent && !self.channelRetired && !context.isStopping { context.deviceWork.submit(.reconnect(self)) }
         }
+    }
+
+    func joined(_ channel: MuxChannel) {
+        sharedChannel.withLock { $0 = channel }
+    }
+
+    /// Leaves the multiplexed channel (the device failed or departed): the service holds its
+    /// pushes from then on, as it does for a device whose own socket closed.
+    func leaveSharedChannel() {
+        let channel = sharedChannel.withLock { current in
+            defer { current = nil }
+            return current
+        }
+        channel?.unsubscribe(self)
     }
 
     /// Closes the device's own socket for good.
@@ -145,7 +161,7 @@ final class VirtualDevice: Sendable {
             await (self.http ?? context.backend).exchange(.PUT, "/api/register/\(id)", authorization: auth, body: body, timeout: context.scenario.timeouts.register)
         }
         if case .success(let answer) = spoof, answer.succeeded {
-            context.emit(.probeLeak(at: answer.end))
+            context.emit(.probeLeak(.init(device: plan.index, time: answer.end, detail: "backend accepted tag username:\(victim) from \(userName)")))
             context.emit(.error("probe:tag_spoof_accepted", at: answer.end))
         }
     }
@@ -153,7 +169,10 @@ final class VirtualDevice: Sendable {
     /// Withdraws the registration (the app is removed): ineligible from the moment it asks.
     func depart(_ context: RunContext) async {
         guard !departed.exchange(true, ordering: .relaxed) else { return }
-        defer { retireChannel() }
+        defer {
+            retireChannel()
+            leaveSharedChannel()
+        }
         guard let id = registrationID.withLock({ $0 }) else { return }
         let start = context.now()
         let result = await context.credentials.withAuth(userName, context: context) { auth in
@@ -165,95 +184,136 @@ final class VirtualDevice: Sendable {
 
     // MARK: Receive
 
-    /// Handles one push as the app would, and reports what it proves to the ledger.
+    /// Handles one push as the app would, and reports what it proves to the ledger. A push the
+    /// service refused for this device's token is recorded as such, never as a delivery.
     func receive(_ frame: PushFrame, at receivedAt: Int64, context: RunContext) async {
+        defer { context.pushHandled() }
+        let content = PushContent(frame: frame, run: context.runID)
+        if frame.type == PushFrame.refusedType {
+            context.emit(.rejection(.init(device: plan.index, refused: Self.attribution(of: content), at: receivedAt)))
+            return
+        }
         let steps = context.scenario.lifecycle
-        switch PushContent(frame: frame) {
-        case .plain(let nonce):
-            context.emit(.receipt(.init(device: plan.index, attribution: nonce.map { .send($0) } ?? .unattributable, time: receivedAt)))
+        switch content {
+        case .plain, .unrecognised:
+            emitReceipt(Self.attribution(of: content), at: receivedAt, context: context)
         case .secure(let id):
             guard steps.contains(.fetchSecure) else {
-                context.emit(.receipt(.init(device: plan.index, attribution: .unattributable, time: receivedAt)))
+                emitReceipt(.content(id), at: receivedAt, context: context)
                 return
             }
             await fetchSecure(id, receivedAt: receivedAt, context: context)
         case .rich(let id, let nonce):
             guard steps.contains(.fetchRich) else {
-                context.emit(.receipt(.init(device: plan.index, attribution: nonce.map { .send($0) } ?? .unattributable, time: receivedAt)))
+                emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, context: context)
                 return
             }
             await fetchRich(id, nonce: nonce, receivedAt: receivedAt, context: context)
-        case .unrecognised:
-            context.emit(.receipt(.init(device: plan.index, attribution: .unattributable, time: receivedAt)))
         }
     }
 
-    private func fetch(_ id: String, metric: String, operation: String, context: RunContext) async -> HTTPExchange? {
+    /// What a push names before any fetch.
+    static func attribution(of content: PushContent) -> DeliveryLedger.Attribution {
+        switch content {
+        case .plain(let nonce): nonce?.attribution ?? .unattributable
+        case .secure(let id): .content(id)
+        case .rich(let id, let nonce): nonce?.attribution ?? .content(id)
+        case .unrecognised: .unattributable
+        }
+    }
+
+    private func emitReceipt(
+        _ attribution: DeliveryLedger.Attribution, at receivedAt: Int64, content: DeliveryLedger.ContentCheck = .none, contentID: String? = nil,
+        context: RunContext
+    ) {
+        context.emit(.receipt(.init(device: plan.index, attribution: attribution, time: receivedAt, content: content, contentID: contentID)))
+    }
+
+    /// Fetches stored content; the exchange when it answered 2xx, else why not (a bounded label).
+    private func fetch(_ id: String, metric: String, operation: String, context: RunContext) async -> Result<HTTPExchange, FetchFailure> {
         let path = "/api/notifications/\(id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id)"
         let result = await context.credentials.withAuth(userName, context: context) { auth in
             await (self.http ?? context.backend).exchange(.GET, path, authorization: auth, timeout: context.scenario.timeouts.fetch)
         }
-        if case .success(let exchange) = result, exchange.status == 404 {
-            // Not found for this device's user: judged in the ledger, not an error of the run.
+        switch result {
+        case .success(let exchange) where exchange.succeeded:
+            _ = context.record(result, metric: metric, operation: operation)
+            return .success(exchange)
+        case .success(let exchange):
+            // Refused: judged in the ledger (unverified or misdelivered), not an error of the run.
             context.emit(.operation(metric: metric, nanoseconds: exchange.latency, failed: true, at: exchange.end))
-            return exchange
+            return .failure(FetchFailure(reason: "status_\(exchange.status)"))
+        case .failure(let error):
+            _ = context.record(result, metric: metric, operation: operation)
+            return .failure(FetchFailure(reason: error.label))
         }
-        return context.record(result, metric: metric, operation: operation)
+    }
+
+    struct FetchFailure: Error {
+        var reason: String
     }
 
     private func fetchSecure(_ id: String, receivedAt: Int64, context: RunContext) async {
-        guard let exchange = await fetch(id, metric: MetricName.fetchSecure, operation: "fetch_secure", context: context) else { return }
-        if exchange.status == 404 {
-            context.emit(.receipt(.init(device: plan.index, attribution: .unattributable, time: receivedAt)))
+        let exchange: HTTPExchange
+        switch await fetch(id, metric: MetricName.fetchSecure, operation: "fetch_secure", context: context) {
+        case .success(let answer): exchange = answer
+        case .failure(let failure):
+            emitReceipt(.content(id), at: receivedAt, content: .failed(reason: failure.reason), contentID: id, context: context)
             return
         }
-        guard exchange.succeeded else { return }
+        let fetched = DeliveryLedger.ContentCheck.fetched(at: exchange.end)
         guard let note = try? JSONDecoder().decode(SecureNotification.self, from: Data(exchange.body.readableBytesView)),
-            let (nonce, recipient) = PushContent.parseSecurePayload(note.payload)
+            let (nonce, recipient) = PushContent.parseSecurePayload(note.payload, run: context.runID)
         else {
-            context.emit(.receipt(.init(device: plan.index, attribution: .unattributable, time: receivedAt, contentTime: exchange.end)))
+            // Content that is no send's: not what was sent to anyone.
+            emitReceipt(.unattributable, at: receivedAt, content: fetched, context: context)
             return
         }
-        context.emit(
-            .receipt(
-                .init(device: plan.index, attribution: .send(nonce), time: receivedAt, contentTime: exchange.end, foreignContent: recipient != userName)
-            )
-        )
-        context.probes.add(id: id, user: plan.user)
+        emitReceipt(nonce.attribution, at: receivedAt, content: fetched, contentID: id, context: context)
+        if case .this = nonce, let owner = context.scenario.fleet.names.userIndex(recipient, users: context.plan.users) {
+            context.probes.add(id: id, user: owner)
+        }
         if plan.probe { await probeForeignRead(context) }
     }
 
-    private func fetchRich(_ id: String, nonce: Int?, receivedAt: Int64, context: RunContext) async {
-        guard let exchange = await fetch(id, metric: MetricName.fetchRich, operation: "fetch_rich", context: context) else { return }
-        if exchange.status == 404 {
-            context.emit(.receipt(.init(device: plan.index, attribution: .unattributable, time: receivedAt)))
+    /// Judges a rich push by the id it names and the recipient the content is served to; with
+    /// `rich_content: echo`, also by the bytes, which then must name the send and recipient.
+    private func fetchRich(_ id: String, nonce: Nonce?, receivedAt: Int64, context: RunContext) async {
+        let exchange: HTTPExchange
+        switch await fetch(id, metric: MetricName.fetchRich, operation: "fetch_rich", context: context) {
+        case .success(let answer): exchange = answer
+        case .failure(let failure):
+            emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, content: .failed(reason: failure.reason), contentID: id, context: context)
             return
         }
-        guard exchange.succeeded else { return }
-        // The image a run sends is the bytes `pf:<send>:<recipient>`.
-        guard let (fetchedNonce, recipient) = PushContent.parseSecurePayload(exchange.text), fetchedNonce == nonce || nonce == nil else {
-            context.emit(.receipt(.init(device: plan.index, attribution: .unattributable, time: receivedAt, contentTime: exchange.end)))
+        let fetched = DeliveryLedger.ContentCheck.fetched(at: exchange.end)
+        guard context.scenario.richContent == .echo else {
+            emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, content: fetched, contentID: id, context: context)
             return
         }
-        context.emit(
-            .receipt(
-                .init(
-                    device: plan.index, attribution: .send(fetchedNonce), time: receivedAt, contentTime: exchange.end,
-                    foreignContent: recipient != userName
-                )
-            )
-        )
-        context.probes.add(id: id, user: plan.user)
+        // The image a run sends is the bytes `pf:<run>:<send>:<recipient>`.
+        guard let (echoed, recipient) = PushContent.parseSecurePayload(exchange.text, run: context.runID), nonce == nil || echoed == nonce
+        else {
+            emitReceipt(.unattributable, at: receivedAt, content: fetched, context: context)
+            return
+        }
+        emitReceipt(echoed.attribution, at: receivedAt, content: fetched, contentID: id, context: context)
+        if case .this = echoed, let owner = context.scenario.fleet.names.userIndex(recipient, users: context.plan.users) {
+            context.probes.add(id: id, user: owner)
+        }
     }
 
     /// A leak probe's read: fetch a notification that belongs to someone else. Only a 404 is right.
     private func probeForeignRead(_ context: RunContext) async {
         guard let id = context.probes.foreign(to: plan.user, pick: stableHash("\(plan.index)-\(context.now())")) else { return }
         let result = await context.credentials.withAuth(userName, context: context) { auth in
-            await (self.http ?? context.backend).exchange(.GET, "/api/notifications/\(id)", authorization: auth, timeout: context.scenario.timeouts.fetch)
+            await (self.http ?? context.backend).exchange(
+                .GET, "/api/notifications/\(id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id)", authorization: auth,
+                timeout: context.scenario.timeouts.fetch
+            )
         }
         if case .success(let exchange) = result, exchange.succeeded {
-            context.emit(.probeLeak(at: exchange.end))
+            context.emit(.probeLeak(.init(device: plan.index, time: exchange.end, detail: "probe read another user's notification \(id)")))
             context.emit(.error("probe:foreign_read_succeeded", at: exchange.end))
         }
     }

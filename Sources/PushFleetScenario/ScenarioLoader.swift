@@ -6,7 +6,7 @@ import Yams
 public enum ScenarioLoader {
     static let topKeys = [
         "name", "seed", "target", "auth", "fleet", "lifecycle", "timeouts", "traffic", "deadline", "grace", "leak_probes",
-        "thresholds", "faults", "embedded",
+        "thresholds", "faults", "embedded", "rich_content", "quiet_period",
     ]
 
     /// Loads and validates a scenario file.
@@ -87,7 +87,16 @@ public enum ScenarioLoader {
         if let node = top["deadline"], let value = r.duration(node, "deadline") { scenario.deadline = value }
         if let node = top["grace"], let value = r.duration(node, "grace", allowZero: true) { scenario.grace = value }
         if let node = top["leak_probes"], let value = r.ratio(node, "leak_probes") { scenario.leakProbeShare = value }
-        if let node = top["thresholds"] { scenario.thresholds = readThresholds(node, r) }
+        if let node = top["thresholds"] {
+            scenario.thresholds = readThresholds(node, r)
+            scenario.thresholdMetrics = Set(node.mapping?.keys.compactMap(\.string) ?? [])
+        }
+        if let node = top["rich_content"], let value = r.choice(node, "rich_content", Scenario.RichContentCheck.self) {
+            scenario.richContent = value
+        }
+        if let node = top["quiet_period"], let value = r.duration(node, "quiet_period", allowZero: true) {
+            scenario.quietPeriod = value
+        }
         if let node = top["faults"], let items = r.sequence(node, "faults", "fault steps") {
             scenario.faults = items.enumerated().compactMap { readFault($1, "faults[\($0)]", r) }
         }

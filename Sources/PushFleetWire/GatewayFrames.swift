@@ -13,6 +13,11 @@ public enum GatewayFrame {
 /// A push as a device receives it: the provider's request body verbatim, plus what the push
 /// service knows of it.
 public struct PushFrame: Codable, Sendable, Equatable {
+    /// The `type` of a push the service refused for this device's token (for example as
+    /// `Unregistered`): sent to the device for the record, never a delivery.
+    public static let refusedType = "refused"
+
+    /// `push`, or ``refusedType``.
     public var type: String = "push"
     public var platform: Platform
     public var token: String
@@ -28,6 +33,8 @@ public struct PushFrame: Codable, Sendable, Equatable {
     public var bodyEncoding: String?
     /// True when the push was held while the device was offline and delivered on connect.
     public var stored: Bool
+    /// Why a refused push was refused (`Unregistered`).
+    public var reason: String?
 
     public init(
         platform: Platform,

@@ -12,9 +12,10 @@ enum SummaryTable {
         lines.append("\(r.info.scenario) — \(verdict) in \(String(format: "%.1f", r.info.durationSeconds))s (seed \(r.info.seed), \(r.info.target))")
         lines.append("devices: \(r.devices.ready)/\(r.devices.planned) ready, \(r.devices.failed) failed")
         let c = r.delivery
-        lines.append(
-            "delivery: expected \(c.expected), delivered \(c.delivered), late \(c.late), lost \(c.lost), misdelivered \(c.misdelivered), duplicates \(c.duplicates), indeterminate \(c.indeterminate), leaks \(c.leaks)"
-        )
+        lines.append("delivery: " + DeliveryLedger.Counts.fields.map { "\($0.name.replacingOccurrences(of: "_", with: " ")) \(c[keyPath: $0.path])" }.joined(separator: ", "))
+        if let totals = r.incidentTotals, !totals.isEmpty {
+            lines.append("incidents: " + totals.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + " (incidents.csv)")
+        }
         lines.append("")
         let header = ["operation", "measure", "count", "fail", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"]
         var rows = [header]
@@ -40,7 +41,7 @@ enum SummaryTable {
             lines.append("thresholds:")
             for t in r.thresholds {
                 let measured = t.measured.map { String(format: "%.3f", $0) + t.unit } ?? "no data"
-                lines.append("  \(t.passed ? "pass" : "FAIL")  \(t.metric): \(t.expression)  (measured \(measured))")
+                lines.append("  \(t.passed ? "pass" : "FAIL")  \(t.metric): \(t.expression)  (measured \(measured))\(t.origin == "default" ? "  [default gate]" : "")")
             }
         }
         return lines.joined(separator: "\n")

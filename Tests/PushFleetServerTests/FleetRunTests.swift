@@ -69,9 +69,14 @@ struct FleetRunTests {
             #expect(result.delivery.duplicates == 4)
             #expect(result.delivery.leaks == 1)
             #expect(!result.passed)
+            // The scenario's own rules, and the default gate's loss budget it does not override.
             #expect(result.thresholds.filter { !$0.passed }.map(\.metric).sorted() == [
-                "delivery.duplicates", "delivery.lost", "delivery.misdelivered", "leaks",
+                "delivery.duplicates", "delivery.lost", "delivery.lost_ratio", "delivery.misdelivered", "leaks",
             ])
+            #expect(result.thresholds.first { $0.metric == "delivery.lost_ratio" }?.origin == "default")
+            #expect(result.thresholds.filter { $0.metric == "leaks" }.map(\.origin) == [nil])
+            #expect(Set((result.incidents ?? []).map(\.outcome)) == ["misdelivered", "lost", "duplicate", "leak"])
+            #expect(result.incidentTotals?["lost"] == 2)
             #expect(result.errors.contains { $0.errorClass == "probe:foreign_read_succeeded" })
         }
     }
@@ -139,9 +144,11 @@ struct FleetRunTests {
         #expect(result.passed)
         // Every report file renders from the result, and run.json round-trips.
         let files = try ReportFiles.render(result)
-        #expect(files.map(\.name) == ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml", "report.html"])
+        #expect(files.map(\.name) == [
+            "run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "incidents.csv", "junit.xml", "report.html",
+        ])
         // report.html: self-contained, every chart present, numbers as in run.json.
-        let html = String(decoding: files[7].data, as: UTF8.self)
+        let html = String(decoding: files.first { $0.name == "report.html" }!.data, as: UTF8.self)
         for id in HTMLReport.chartIDs {
             #expect(html.contains("<svg id=\"\(id)\""), "chart \(id)")
         }

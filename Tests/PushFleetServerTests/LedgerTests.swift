@@ -27,7 +27,7 @@ struct LedgerTests {
     func basicOutcomes() {
         var (ledger, a1, a2, _) = ledger()
         ledger.record(send(1, to: 0, at: 100 * Self.ms))
-        ledger.record(.init(device: a1, attribution: .send(1), time: 110 * Self.ms, contentTime: 115 * Self.ms))
+        ledger.record(.init(device: a1, attribution: .send(1), time: 110 * Self.ms, content: .fetched(at: 115 * Self.ms)))
         ledger.record(.init(device: a1, attribution: .send(1), time: 120 * Self.ms))
         ledger.record(.init(device: a2, attribution: .send(1), time: 100 * Self.ms + 6_000 * Self.ms))
         ledger.record(send(2, to: 0, at: 200 * Self.ms))
@@ -110,13 +110,89 @@ struct LedgerTests {
     func leaks() {
         var (ledger, a1, _, b1) = ledger()
         ledger.record(send(1, to: 0, at: 100 * Self.ms))
-        ledger.record(.init(device: a1, attribution: .send(1), time: 110 * Self.ms, contentTime: 112 * Self.ms))
-        ledger.record(.init(device: b1, attribution: .send(1), time: 111 * Self.ms, contentTime: 113 * Self.ms, foreignContent: true))
-        ledger.recordProbeLeak()
+        ledger.record(.init(device: a1, attribution: .send(1), time: 110 * Self.ms, content: .fetched(at: 112 * Self.ms)))
+        ledger.record(.init(device: b1, attribution: .send(1), time: 111 * Self.ms, content: .fetched(at: 113 * Self.ms)))
+        ledger.record(DeliveryLedger.ProbeLeak(device: a1, time: 120 * Self.ms, detail: "probe"))
         let verdict = ledger.verdict(deadline: .seconds(5))
         #expect(verdict.total.leaks == 2)
         #expect(verdict.total.misdelivered == 1)
-        #expect(verdict.byUser[1].leaks == 1)
+        #expect(verdict.byUser[1].leaks == 1 && verdict.byUser[0].leaks == 1)
+        #expect(verdict.incidents.filter { $0.outcome == .leak }.count == 2)
+    }
+
+    @Test("a secure push whose fetch is refused: misdelivered when its id is known to be another user's, unverified otherwise")
+    func refusedFetch() {
+        var (ledger, a1, a2, b1) = ledger()
+        var first = send(1, to: 0, at: 100 * Self.ms)
+        first.contentID = "n1"
+        ledger.record(first)
+        // b1 got alice's id and the backend answered 403: the id's owner is known from the send's answer.
+        ledger.record(.init(device: b1, attribution: .content("n1"), time: 110 * Self.ms, content: .failed(reason: "status_403")))
+        // a1 is expected but could not fetch: received, not checked.
+        ledger.record(.init(device: a1, attribution: .content("n1"), time: 111 * Self.ms, content: .failed(reason: "timeout")))
+        // Send 2's id is learnt from a2's successful fetch; b1's failed fetch of it is a misdelivery.
+        ledger.record(send(2, to: 0, at: 200 * Self.ms))
+        ledger.record(.init(device: a2, attribution: .send(2), time: 210 * Self.ms, content: .fetched(at: 212 * Self.ms), contentID: "n2"))
+        ledger.record(.init(device: b1, attribution: .content("n2"), time: 215 * Self.ms, content: .failed(reason: "status_500")))
+        // An id nobody can place.
+        ledger.record(.init(device: b1, attribution: .content("n9"), time: 216 * Self.ms, content: .failed(reason: "status_404")))
+        let verdict = ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.misdelivered == 2)
+        #expect(verdict.total.unverified == 2)
+        #expect(verdict.total.delivered == 1)
+        // Send 1 to a2 and send 2 to a1 never arrived.
+        #expect(verdict.total.lost == 2)
+        #expect(verdict.byUser[1].misdelivered == 2 && verdict.byUser[1].unverified == 1 && verdict.byUser[0].unverified == 1)
+        #expect(verdict.total.leaks == 0)
+    }
+
+    @Test("a push from another run, or received before its send started, is stale and never credited")
+    func stale() {
+        var (ledger, a1, a2, _) = ledger()
+        ledger.record(send(1, to: 0, at: 100 * Self.ms))
+        ledger.record(.init(device: a1, attribution: .otherRun, time: 110 * Self.ms))
+        ledger.record(.init(device: a2, attribution: .send(1), time: 90 * Self.ms))
+        let verdict = ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.stale == 2)
+        #expect(verdict.total.delivered == 0 && verdict.total.lost == 2 && verdict.total.misdelivered == 0)
+    }
+
+    @Test("a token the push service declared dead: not expected afterwards, refusals before the backend knew are unregistered, after it knew sent to a dead token")
+    func deadToken() {
+        var (ledger, a1, a2, _) = ledger()
+        // Send 1 (100…105 ms) meets the refusal at 102 ms: the backend knows from its answer at 105 ms.
+        ledger.record(send(1, to: 0, platforms: [.apns], at: 100 * Self.ms))
+        ledger.record(DeliveryLedger.Rejection(device: a1, refused: .send(1), at: 102 * Self.ms))
+        // Send 2 overlapped send 1 (started at 103 ms, before the answer): not the backend's fault.
+        ledger.record(send(2, to: 0, platforms: [.apns], at: 103 * Self.ms))
+        ledger.record(DeliveryLedger.Rejection(device: a1, refused: .send(2), at: 104 * Self.ms))
+        // Send 3 starts after: the backend should have stopped.
+        ledger.record(send(3, to: 0, at: 200 * Self.ms))
+        ledger.record(DeliveryLedger.Rejection(device: a1, refused: .send(3), at: 201 * Self.ms))
+        ledger.record(.init(device: a2, attribution: .send(3), time: 202 * Self.ms))
+        // A backend that honours the feedback sends nothing more: send 4 does not expect a1.
+        ledger.record(send(4, to: 0, at: 300 * Self.ms))
+        ledger.record(.init(device: a2, attribution: .send(4), time: 302 * Self.ms))
+        let verdict = ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.unregistered == 2)
+        #expect(verdict.total.sentToDeadToken == 1)
+        #expect(verdict.total.lost == 0 && verdict.total.misdelivered == 0)
+        #expect(verdict.total.delivered == 2)
+        #expect(verdict.incidents.map(\.outcome) == [.sentToDeadToken])
+    }
+
+    @Test("incidents are capped per outcome and every one is counted")
+    func incidentCap() {
+        var (ledger, _, _, b1) = ledger()
+        for id in 1...30 {
+            ledger.record(send(id, to: 0, at: Int64(id) * 10 * Self.ms))
+            ledger.record(.init(device: b1, attribution: .send(id), time: Int64(id) * 10 * Self.ms + 1))
+        }
+        let verdict = ledger.verdict(deadline: .seconds(5), incidentLimit: 5)
+        #expect(verdict.total.misdelivered == 30 && verdict.total.lost == 60)
+        #expect(verdict.incidentTotals[.misdelivered] == 30 && verdict.incidentTotals[.lost] == 60)
+        #expect(verdict.incidents.filter { $0.outcome == .misdelivered }.count == 5)
+        #expect(verdict.incidents.filter { $0.outcome == .lost }.count == 5)
     }
 
     @Test("open-model schedules put events where the rate says")
