@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import PushFleetCore
 import PushFleetServerSupport
 import PushFleetWire
 
@@ -57,7 +58,7 @@ struct APNsEndpoint {
             guard let seconds = Int64(expiration), seconds >= 0 else {
                 return reject(.badRequest, "BadExpirationDate", id: id)
             }
-            retention = seconds == 0 ? .doNotStore : .until(seconds * 1_000_000_000)
+            retention = seconds == 0 ? .doNotStore : .until(Saturating.multiply(seconds, 1_000_000_000))
         }
         if let collapseID = headers[.apnsCollapseID], collapseID.utf8.count > 64 {
             return reject(.badRequest, "BadCollapseId", id: id)

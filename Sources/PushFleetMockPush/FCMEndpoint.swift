@@ -118,6 +118,6 @@ struct FCMEndpoint {
             let duration = try? DurationText.parse(ttl)
         else { return .defaultDuration }
         if duration == .zero { return .doNotStore }
-        return .until(WallClock.nanoseconds() + duration.nanoseconds)
+        return .until(Saturating.add(WallClock.nanoseconds(), duration.nanoseconds))
     }
 }

@@ -71,7 +71,7 @@ final class FaultInjector: Sendable {
             let z = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
             ms = (latency.meanMs ?? 0) + (latency.stddevMs ?? 0) * z
         }
-        return .nanoseconds(Int64(max(0, ms) * 1e6))
+        return .nanoseconds(min(Saturating.nanoseconds(milliseconds: ms), LatencyDistribution.maximumMs * 1_000_000))
     }
 }
 

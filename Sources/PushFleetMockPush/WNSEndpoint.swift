@@ -42,7 +42,7 @@ struct WNSEndpoint {
         let cachePolicy = headers[.wnsCachePolicy]?.lowercased() ?? (type == "wns/raw" ? "no-cache" : "cache")
         var retention: PushService.Retention = cachePolicy == "cache" ? .defaultDuration : .doNotStore
         if cachePolicy == "cache", let ttl = headers[.wnsTTL].flatMap(Int64.init), ttl > 0 {
-            retention = .until(WallClock.nanoseconds() + ttl * 1_000_000_000)
+            retention = .until(Saturating.add(WallClock.nanoseconds(), Saturating.multiply(ttl, 1_000_000_000)))
         }
         let data = body.data
         let text = String(validating: data, as: UTF8.self)

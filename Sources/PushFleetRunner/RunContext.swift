@@ -111,7 +111,7 @@ final class RunContext: Sendable {
         switch result {
         case .success(let exchange):
             emit(.operation(metric: metric, nanoseconds: exchange.latency, failed: !exchange.succeeded, at: exchange.end))
-            if !exchange.succeeded && exchange.status != 401 { emit(.error("\(operation):status_\(exchange.status)", at: exchange.end)) }
+            if !exchange.succeeded { emit(.error("\(operation):status_\(exchange.status)", at: exchange.end)) }
             return exchange
         case .failure(let error):
             emit(.error("\(operation):\(error.label)", at: error.end))
@@ -184,12 +184,7 @@ final class CredentialCache: Sendable {
         )
         guard let exchange = context.record(result, metric: MetricName.login, operation: "login"), exchange.succeeded,
             let login = try? JSONDecoder().decode(LoginResponse.self, from: Data(exchange.body.readableBytesView))
-        else {
-            if case .success(let exchange) = result, exchange.status == 401 {
-                context.emit(.error("login:status_401", at: exchange.end))
-            }
-            return false
-        }
+        else { return false }
         store(token: login.token, for: user)
         return true
     }

@@ -233,8 +233,10 @@ public enum ScenarioLoader {
             return FleetNames()
         }
         var credentials: [FleetNames.Credential] = []
-        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+        // Windows line ends and a byte-order mark are not part of any name or password.
+        let body = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
+        for (number, raw) in body.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
                 r.report(node, "fleet.credentials", "\(resolved) line \(number + 1): expected user:password")
@@ -414,13 +416,28 @@ public enum ScenarioLoader {
             step.drop = pns["drop"].flatMap { r.ratio($0, "\(path).pns.drop") }
             step.throttle = pns["throttle"].flatMap { r.ratio($0, "\(path).pns.throttle") }
             step.unregisteredRatio = pns["unregistered_ratio"].flatMap { r.ratio($0, "\(path).pns.unregistered_ratio") }
-            if let latency = pns["latency"] { step.latency = readLatency(latency, "\(path).pns.latency", r) }
+            if let latency = pns["latency"] {
+                step.latency = readLatency(latency, "\(path).pns.latency", r)
+                if let spec = step.latency, Self.longest(spec) > .milliseconds(3_600_000) {
+                    r.report(latency, "\(path).pns.latency", "an added latency may be at most 1h (mean plus stddev for normal)")
+                }
+            }
         }
         if step.disconnect == nil && step.drop == nil && step.throttle == nil && step.latency == nil && step.unregisteredRatio == nil {
             r.report(node, path, "sets nothing; give pns knobs (drop, throttle, latency, unregistered_ratio) or disconnect")
             return nil
         }
         return step
+    }
+
+    /// The largest latency a spec names (mean + stddev for a normal one).
+    static func longest(_ spec: Scenario.LatencySpec) -> Duration {
+        switch spec {
+        case .none: .zero
+        case .fixed(let d): d
+        case .uniform(_, let high): high
+        case .normal(let mean, let sd): mean + sd
+        }
     }
 
     /// `none`, `{fixed: 20ms}`, `{uniform: [5ms, 50ms]}` or `{normal: {mean: 20ms, stddev: 5ms}}`.

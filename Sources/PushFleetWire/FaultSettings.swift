@@ -98,10 +98,13 @@ public struct LatencyDistribution: Codable, Sendable, Equatable {
         self.stddevMs = stddevMs
     }
 
+    /// The longest latency a fault may add: one hour.
+    public static let maximumMs: Int64 = 3_600_000
+
     public func problems() -> [String] {
         func nonNegative(_ name: String, _ value: Double?) -> [String] {
             guard let value else { return ["latency.\(name) is required for kind \(kind.rawValue)"] }
-            return value >= 0 && value.isFinite ? [] : ["latency.\(name) must be a non-negative number, got \(value)"]
+            return value >= 0 && value <= Double(Self.maximumMs) ? [] : ["latency.\(name) must be between 0 and \(Self.maximumMs) ms, got \(value)"]
         }
         switch kind {
         case .fixed:

@@ -49,6 +49,12 @@ struct Run: AsyncParsableCommand {
             throw ExitCode(ExitStatus.invalidInput)
         }
         let text = (try? String(contentsOfFile: scenario, encoding: .utf8)) ?? ""
+        // The report folder is made before the run, so a run is never spent on a place it cannot write.
+        let directory = out ?? "\(reportsDir)/\(loaded.name)-\(Self.stamp(Date()))"
+        do { try ReportWriter.prepare(directory) } catch {
+            FileHandleOutput.standardError("\(error)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
         let stop = StopControl()
         let signals = SignalWatcher { signal in
             switch stop.escalate(reason: "received \(signal)") {
@@ -85,8 +91,11 @@ struct Run: AsyncParsableCommand {
         // Scrapers get the final values until the reports are written.
         defer { if let metricsServer { Task { await metricsServer.triggerGracefulShutdown() } } }
 
-        let directory = out ?? "\(reportsDir)/\(loaded.name)-\(Self.stamp(Date()))"
-        try ReportWriter.write(result, to: directory)
+        do { try ReportWriter.write(result, to: directory) } catch {
+            FileHandleOutput.standardOutput(SummaryTable.render(result))
+            FileHandleOutput.standardError("\(error)")
+            throw ExitCode(ExitStatus.failure)
+        }
         FileHandleOutput.standardOutput(SummaryTable.render(result))
         FileHandleOutput.standardOutput("reports: \(directory)")
         if result.info.aborted { throw ExitCode(ExitStatus.failure) }
@@ -148,12 +157,40 @@ struct Report: ParsableCommand {
 
 /// Writes the rendered report files into a folder.
 enum ReportWriter {
+    struct WriteError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Makes an empty report folder and checks that files can be written in it. An existing
+    /// file, or a folder that already holds anything, is refused rather than overwritten.
+    static func prepare(_ directory: String) throws(WriteError) {
+        let manager = FileManager.default
+        var isFolder: ObjCBool = false
+        if manager.fileExists(atPath: directory, isDirectory: &isFolder) {
+            guard isFolder.boolValue else { throw WriteError(description: "--out \(directory): a file is in the way; give a folder that does not exist yet") }
+            let entries = (try? manager.contentsOfDirectory(atPath: directory)) ?? []
+            guard entries.isEmpty else {
+                throw WriteError(description: "--out \(directory): the folder exists and is not empty; give a new folder (reports are never overwritten)")
+            }
+        }
+        do {
+            try manager.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw WriteError(description: "--out \(directory): cannot create the folder (\(error.localizedDescription))")
+        }
+        let probe = (directory as NSString).appendingPathComponent(".pushfleet-write-check")
+        guard manager.createFile(atPath: probe, contents: Data()) else {
+            throw WriteError(description: "--out \(directory): cannot write into the folder")
+        }
+        try? manager.removeItem(atPath: probe)
+    }
+
     static func write(_ result: RunResult, to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         for file in try ReportFiles.render(result) {
             let path = (directory as NSString).appendingPathComponent(file.name)
             guard FileManager.default.createFile(atPath: path, contents: file.data) else {
-                throw ValidationError("cannot write \(path)")
+                throw WriteError(description: "cannot write \(path)")
             }
         }
     }

@@ -91,6 +91,12 @@ struct CLITests {
         try Self.scenario(threshold: "p(99) < 1us").write(to: directory.appendingPathComponent("strict.yaml"), atomically: true, encoding: .utf8)
         let ok = try Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
         #expect(ok.status == 0, "\(ok.output)")
+        // A report folder in use, or a file in the way, is refused before anything runs.
+        let again = try Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
+        #expect(again.status == 2 && again.output.contains("the folder exists and is not empty"), "\(again.output)")
+        try "x".write(to: directory.appendingPathComponent("a-file"), atomically: true, encoding: .utf8)
+        let blocked = try Self.run(["run", "ok.yaml", "--out", "a-file", "--quiet"], in: directory)
+        #expect(blocked.status == 2 && blocked.output.contains("a file is in the way"), "\(blocked.output)")
         let strict = try Self.run(["run", "strict.yaml", "--out", "strict-report", "--quiet"], in: directory)
         #expect(strict.status == 99, "\(strict.output)")
         #expect(strict.output.contains("FAIL  delivery.latency: p(99) < 1us"))

@@ -83,6 +83,30 @@ struct MalformedInputTests {
         }
     }
 
+    @Test("out-of-range expirations, TTLs and fault latencies are answered, never a crash")
+    func outOfRangeNumbers() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let token = String(repeating: "ab", count: 32)
+            let apns = try await system.apnsPush(token: token, headers: [("apns-expiration", "10000000000")])
+            #expect(apns.status == 200, "\(apns.text)")
+            let wns = try await TestHTTP.request(
+                .POST, "\(system.pushService)/wns/channel-9", body: Data("x".utf8),
+                headers: [("authorization", "Bearer t"), ("X-WNS-Type", "wns/raw"), ("X-WNS-Cache-Policy", "cache"), ("X-WNS-TTL", "10000000000")]
+            )
+            #expect(wns.status == 200, "\(wns.text)")
+            let fcm = try await TestHTTP.request(
+                .POST, "\(system.pushService)/v1/projects/demo/messages:send",
+                body: Self.json(#"{"message":{"token":"fcm_tok","data":{"a":"b"},"android":{"ttl":"100000d"}}}"#),
+                headers: [("authorization", "Bearer t"), ("content-type", "application/json")]
+            )
+            #expect(fcm.status == 200, "\(fcm.text)")
+            let faults = try await TestHTTP.request(.PUT, "\(system.pushService)/admin/faults", body: Self.json(#"{"latency":{"kind":"fixed","ms":1e13}}"#))
+            #expect(faults.status == 400, "\(faults.text)")
+            #expect(try await system.apnsPush(token: token).status == 200)
+            #expect(try await TestHTTP.request(.GET, system.pushService + "/health").status == 200)
+        }
+    }
+
     @Test("raw garbage on the sockets does not stop either server")
     func garbage() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in

@@ -1,3 +1,4 @@
+import Foundation
 import PushFleetCore
 import PushFleetScenario
 import Testing
@@ -44,6 +45,44 @@ struct ScenarioValidationTests {
         #expect(scenario.fleet.devicesPerUser == .fixed(1))
         #expect(scenario.deadline == .seconds(5) && scenario.auth == .basic && scenario.target == .embedded)
         #expect(scenario.traffic[0].profile == .constant(Rate(perSecond: 10), for: .seconds(1)))
+    }
+
+    @Test("the default gate judges every metric the scenario does not name; naming one, even with no rules, replaces it")
+    func defaultGate() throws {
+        let plain = try ScenarioLoader.parse(Self.valid, file: "ok.yaml")
+        #expect(plain.effectiveThresholds.count == DefaultGate.rules.count)
+        #expect(Set(plain.effectiveThresholds.map(\.metric)).isSuperset(of: [
+            "delivery.misdelivered", "leaks", "delivery.duplicates", "delivery.stale", "delivery.unverified", "delivery.sent_to_dead_token",
+            "sends.failed_ratio", "sends.dropped_ratio", "devices.failed_ratio",
+        ]))
+        let relaxed = try ScenarioLoader.parse(
+            Self.valid + "\nthresholds:\n  delivery.duplicates: []\n  delivery.lost_ratio: [\"value < 0.05\"]\nrich_content: echo\nquiet_period: 0s",
+            file: "ok.yaml"
+        )
+        let metrics = relaxed.effectiveThresholds.map(\.metric)
+        #expect(!metrics.contains("delivery.duplicates"))
+        #expect(metrics.filter { $0 == "delivery.lost_ratio" }.count == 1)
+        #expect(relaxed.effectiveThresholds.first { $0.metric == "delivery.lost_ratio" }?.expression == "value < 0.05")
+        #expect(relaxed.richContent == .echo && relaxed.quietPeriod == .zero)
+        #expect(try only(Self.valid + "\nrich_content: bytes").contains("rich_content"))
+    }
+
+    @Test("a fault latency past an hour is refused where it is written")
+    func faultLatencyBound() throws {
+        let yaml = Self.valid + "\nfaults:\n  - { at: 1s, pns: { latency: { normal: { mean: 2000000h, stddev: 1000000h } } } }"
+        #expect(try only(yaml).contains("faults[0].pns.latency: an added latency may be at most 1h"))
+    }
+
+    @Test("a credentials file with Windows line ends and a byte-order mark reads as written")
+    func credentialsLineEnds() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-cred-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data("\u{FEFF}ann:pw-1\r\nben:pw-2\r\n\r\n# c\r\ncid:pw-3".utf8).write(to: directory.appendingPathComponent("users.txt"))
+        let yaml = Self.valid.replacingOccurrences(of: "  users: 10", with: "  users: 3\n  credentials: users.txt")
+        let scenario = try ScenarioLoader.parse(yaml, file: directory.appendingPathComponent("s.yaml").path)
+        let names = scenario.fleet.names
+        #expect((0..<3).map(names.user) == ["ann", "ben", "cid"])
+        #expect((0..<3).map(names.password) == ["pw-1", "pw-2", "pw-3"])
     }
 
     @Test("a misspelled key is named with its position and a suggestion")
