@@ -105,8 +105,10 @@ extension DeliveryLedger {
     }
 
     /// Judges every pair and every push. `deadline` separates delivered from late; at most
-    /// `incidentLimit` incidents of each outcome are kept.
-    public func verdict(deadline: Duration, incidentLimit: Int = 1000) -> Verdict {
+    /// `incidentLimit` incidents of each outcome are kept. When listening stopped early (a run
+    /// aborted without its drain) at `listeningEnded`, an expected pair whose deadline had not
+    /// passed by then is indeterminate, not lost: its push may still have been on its way.
+    public func verdict(deadline: Duration, incidentLimit: Int = 1000, listeningEnded: Int64? = nil) -> Verdict {
         let deadlineNs = deadline.nanoseconds
         var verdict = Verdict(byUser: Array(repeating: Counts(), count: devicesOfUser.count))
         func count(_ device: Int, _ path: WritableKeyPath<Counts, Int>) {
@@ -271,6 +273,10 @@ extension DeliveryLedger {
         }
         for pair in unsure where !unsureRefused.contains(pair) { count(pair.device, \.indeterminate) }
         for pair in expected where !settled.contains(pair) {
+            if let listeningEnded, let send = sends[pair.send], send.start + deadlineNs > listeningEnded {
+                count(pair.device, \.indeterminate)
+                continue
+            }
             count(pair.device, \.lost)
             incident(.lost, send: pair.send, device: pair.device, time: nil)
         }

@@ -45,6 +45,8 @@ public struct DeliveryLedger: Sendable {
         public var end: Int64
         /// The backend accepted it (2xx).
         public var succeeded: Bool
+        /// The backend answered at all (false: timeout, connection failure).
+        public var answered: Bool = true
         /// The id the backend gave the stored content in its answer, when it gave one.
         public var contentID: String?
 

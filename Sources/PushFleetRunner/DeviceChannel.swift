@@ -85,10 +85,11 @@ extension VirtualDevice {
         }
     }
 
-    /// After a drop by the service: come back after a short pause, as a phone does, until the
-    /// run stops.
+    /// After a drop by the service: come back with exponential backoff and jitter, as a phone
+    /// does, until the run stops.
     func reconnect(_ context: RunContext) async {
-        while await context.sleep(until: context.now() + 200_000_000), !channelRetired {
+        var backoff = Backoff(seed: context.scenario.seed ^ UInt64(plan.index) &* 0x9E37_79B9_7F4A_7C15)
+        while await context.sleep(until: context.now() + backoff.next()), !channelRetired {
             if await openChannel(context) { return }
         }
     }

@@ -170,6 +170,7 @@ public struct FleetRunner: Sendable {
             until: trafficEnd + (stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace).nanoseconds
         )
 
+        let listeningEnded = MonotonicClock.nanoseconds()
         context.stopping.store(true, ordering: .relaxed)
         for device in devices { device.retireChannel() }
         fleet.cancel()
@@ -190,7 +191,9 @@ public struct FleetRunner: Sendable {
             durationSeconds: Double(MonotonicClock.nanoseconds() - start) / 1e9, aborted: stop.level >= .stopping,
             abortReason: stop.reason, trafficStartSecond: Double(trafficStart - start) / 1e9, trafficEndSecond: Double(trafficEnd - start) / 1e9
         )
-        let result = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder).build(info: info)
+        var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
+        if stop.level >= .aborting { builder.listeningEnded = listeningEnded }
+        let result = builder.build(info: info)
         options.metrics?.setOutcomes(result.delivery)
         return result
     }

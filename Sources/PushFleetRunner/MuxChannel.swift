@@ -73,7 +73,9 @@ final class MuxChannel: Sendable {
     /// Holds the connection until the run ends, reconnecting (and resubscribing every device it
     /// carries) when it drops.
     func run(_ context: RunContext) async {
+        var backoff = Backoff(seed: context.scenario.seed ^ UInt64(UInt(bitPattern: ObjectIdentifier(self).hashValue)))
         while !Task.isCancelled && !context.isStopping {
+            let attempt = context.now()
             do {
                 try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 16 << 20), logger: context.logger) {
                     inbound, outbound, _ in
@@ -111,7 +113,9 @@ final class MuxChannel: Sendable {
                 if Task.isCancelled || context.isStopping { return }
                 context.emit(.error("gateway:\(BackendClient.label(for: error))", at: context.now()))
             }
-            guard await context.sleep(until: context.now() + 200_000_000) else { return }
+            // A connection that held for a while starts the backoff afresh.
+            if context.now() - attempt > 10_000_000_000 { backoff.reset() }
+            guard await context.sleep(until: context.now() + backoff.next()) else { return }
         }
     }
 

@@ -147,14 +147,15 @@ final class Recorder: Sendable {
             state.ledger.setEligible(device, eligible, at: at, since: since)
         case .send(let send):
             state.ledger.record(send)
-            state.sendCorrected.record(nanoseconds: send.end - send.intended)
-            state.sendRaw.record(nanoseconds: send.end - send.start)
+            // As for every operation: answers in the histograms, transport failures in errors.
+            if send.answered {
+                state.sendCorrected.record(nanoseconds: send.end - send.intended)
+                state.sendRaw.record(nanoseconds: send.end - send.start)
+                if !send.succeeded { state.failures[MetricName.send, default: 0] += 1 }
+            }
             state.live.sends += 1
             if send.start - send.intended > 10_000_000 { state.live.sendsLateStart += 1 }
-            if !send.succeeded {
-                state.live.sendFailures += 1
-                state.failures[MetricName.send, default: 0] += 1
-            }
+            if !send.succeeded { state.live.sendFailures += 1 }
             bucket(&state, send.start) {
                 $0.sends += 1
                 if !send.succeeded { $0.sendFailures += 1 }

@@ -8,10 +8,12 @@ struct ResultBuilder {
     let scenario: Scenario
     let plan: FleetPlan
     let recorder: Recorder
+    /// When the run stopped listening before its drain (a second stop request), if it did.
+    var listeningEnded: Int64? = nil
 
     func build(info: RunResult.Info) -> RunResult {
         recorder.state.withLock { state in
-            let verdict = state.ledger.verdict(deadline: scenario.deadline, incidentLimit: Self.incidentLimit)
+            let verdict = state.ledger.verdict(deadline: scenario.deadline, incidentLimit: Self.incidentLimit, listeningEnded: listeningEnded)
             var histograms: [String: LatencyHistogram] = state.closed
             histograms[MetricName.send] = state.sendCorrected
             histograms[MetricName.send + ".raw"] = state.sendRaw

@@ -103,6 +103,7 @@ struct TrafficSender: Sendable {
         let end: Int64
         let succeeded: Bool
         var contentID: String?
+        var answered = true
         switch result {
         case .success(let exchange):
             (start, end, succeeded) = (exchange.start, exchange.end, exchange.succeeded)
@@ -110,16 +111,15 @@ struct TrafficSender: Sendable {
             if !succeeded { context.emit(.error("send:status_\(exchange.status)", at: end)) }
         case .failure(let error):
             (start, end, succeeded) = (error.start, error.end, false)
+            answered = false
             context.emit(.error("send:\(error.label)", at: end))
         }
-        context.emit(
-            .send(
-                DeliveryLedger.Send(
-                    id: id, from: from, to: to, kind: traffic.kind, platforms: platforms, intended: intended, start: start, end: end,
-                    succeeded: succeeded, contentID: contentID
-                )
-            )
+        var record = DeliveryLedger.Send(
+            id: id, from: from, to: to, kind: traffic.kind, platforms: platforms, intended: intended, start: start, end: end,
+            succeeded: succeeded, contentID: contentID
         )
+        record.answered = answered
+        context.emit(.send(record))
     }
 }
 

@@ -241,3 +241,42 @@ struct LedgerTests {
         #expect(FleetPlan(scenario: other).devices != a.devices)
     }
 }
+
+@Suite("Reconnect backoff")
+struct BackoffTests {
+    @Test("waits grow exponentially to the cap, jittered below the ceiling, and start over after a reset")
+    func growth() {
+        var backoff = Backoff(base: .milliseconds(100), cap: .seconds(2), seed: 7)
+        var ceilings: [Int64] = []
+        for attempt in 0..<8 {
+            let ceiling = min(2_000_000_000, Int64(100_000_000) << attempt)
+            let wait = backoff.next()
+            #expect(wait >= 0 && wait <= ceiling, "attempt \(attempt): \(wait)")
+            ceilings.append(ceiling)
+        }
+        #expect(ceilings.last == 2_000_000_000 && backoff.attempt == 8)
+        backoff.reset()
+        #expect(backoff.next() <= 100_000_000)
+        // Jitter: a fleet does not retry in lockstep.
+        let draws = (0..<50).map { seed -> Int64 in
+            var b = Backoff(seed: UInt64(seed))
+            _ = b.next()
+            return b.next()
+        }
+        #expect(Set(draws).count > 40)
+    }
+}
+
+extension LedgerTests {
+    @Test("a run that stopped listening early leaves its last deadline's pairs indeterminate, not lost")
+    func listeningEndedEarly() {
+        var (ledger, a1, _, _) = ledger()
+        ledger.record(send(1, to: 0, platforms: [.apns], at: 100 * Self.ms))
+        ledger.record(send(2, to: 0, platforms: [.apns], at: 9_000 * Self.ms))
+        ledger.record(.init(device: a1, attribution: .send(1), time: 200 * Self.ms))
+        let whole = ledger.verdict(deadline: .seconds(5))
+        #expect(whole.total.lost == 1)
+        let cut = ledger.verdict(deadline: .seconds(5), listeningEnded: 10_000 * Self.ms)
+        #expect(cut.total.lost == 0 && cut.total.indeterminate == 1 && cut.total.delivered == 1)
+    }
+}
