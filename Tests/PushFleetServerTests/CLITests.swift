@@ -44,6 +44,7 @@ struct CLITests {
         thresholds:
           delivery.latency: ["\(threshold)"]
           delivery.misdelivered: ["count == 0"]
+          sends.late_start_ratio: []
         """
     }
 
