@@ -270,9 +270,7 @@ final class VirtualDevice: Sendable {
             return
         }
         emitReceipt(nonce.attribution, at: receivedAt, content: fetched, contentID: id, context: context)
-        if case .this = nonce, let owner = context.scenario.fleet.names.userIndex(recipient, users: context.plan.users) {
-            context.probes.add(id: id, user: owner)
-        }
+        if case .this = nonce { poolForProbes(id, recipient: recipient, context: context) }
         if plan.probe { await probeForeignRead(context) }
     }
 
@@ -298,9 +296,15 @@ final class VirtualDevice: Sendable {
             return
         }
         emitReceipt(echoed.attribution, at: receivedAt, content: fetched, contentID: id, context: context)
-        if case .this = echoed, let owner = context.scenario.fleet.names.userIndex(recipient, users: context.plan.users) {
-            context.probes.add(id: id, user: owner)
-        }
+        if case .this = echoed { poolForProbes(id, recipient: recipient, context: context) }
+    }
+
+    /// Offers a fetched id to the leak probes under its recipient (who may not be this device's
+    /// user: a misdelivered push's content names its true owner, whose own read is no leak).
+    private func poolForProbes(_ id: String, recipient: String, context: RunContext) {
+        guard context.scenario.leakProbeShare > 0 else { return }
+        let owner = recipient == userName ? plan.user : context.scenario.fleet.names.userIndex(recipient, users: context.plan.users)
+        if let owner { context.probes.add(id: id, user: owner) }
     }
 
     /// A leak probe's read: fetch a notification that belongs to someone else. Only a 404 is right.
