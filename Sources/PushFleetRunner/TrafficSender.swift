@@ -127,16 +127,27 @@ extension TrafficSender {
     static let queryAllowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
 
     static func queryValue(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: queryAllowed) ?? text
+        // Most names need no escaping; skip Foundation's encoder for them (once per send).
+        let plain = text.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        if plain { return text }
+        return text.addingPercentEncoding(withAllowedCharacters: queryAllowed) ?? text
     }
 
     /// The stored content's id when the backend's answer names it (`{"id": "…"}`, as the
     /// reference backend answers): it ties a secure push whose fetch fails to its send.
     static func contentID(in exchange: HTTPExchange) -> String? {
-        guard exchange.body.readableBytes <= 64 * 1024,
-            let object = try? JSONSerialization.jsonObject(with: Data(exchange.body.readableBytesView)) as? [String: Any]
+        guard exchange.body.readableBytes <= 64 * 1024, exchange.body.readableBytesView.first == UInt8(ascii: "{"),
+            let answer = try? JSONDecoder().decode(ContentAnswer.self, from: Data(exchange.body.readableBytesView))
         else { return nil }
-        return (object["id"] ?? object["Id"]) as? String
+        return answer.id ?? answer.Id
+    }
+
+    /// Only the id of a send's answer; the rest is the backend's business.
+    private struct ContentAnswer: Decodable {
+        var id: String?
+        var Id: String?
     }
 }
 

@@ -203,3 +203,27 @@ struct LedgerPropertyTests {
         }
     }
 }
+
+@Suite("Nonces and names on the wire")
+struct WireTextTests {
+    @Test("a nonce names this run's send only with this run's id; other runs and the old format are another run")
+    func nonces() {
+        let run = "80224c573078"
+        #expect(PushContent.nonce(in: "From user2: pf:80224c573078:17", run: run) == .this(17))
+        #expect(PushContent.nonce(in: "pf:123456789012:5", run: "123456789012") == .this(5))
+        #expect(PushContent.nonce(in: "From user2: pf:00000000aaaa:17", run: run) == .otherRun)
+        #expect(PushContent.nonce(in: "From user2: pf:17", run: run) == .otherRun)
+        #expect(PushContent.nonce(in: "hello", run: run) == nil)
+        #expect(PushContent.nonce(in: "pf:zz", run: run) == nil)
+        #expect(PushContent.parseSecurePayload("pf:80224c573078:9:ann:x", run: run).map { "\($0.nonce) \($0.recipient)" } == "this(9) ann:x")
+        #expect(PushContent.parseSecurePayload("pf:9:ann", run: run) == nil)
+    }
+
+    @Test("user names are data in a query: reserved characters are escaped")
+    func queryValues() {
+        #expect(TrafficSender.queryValue("user17") == "user17")
+        #expect(TrafficSender.queryValue("bob&x=1") == "bob%26x%3D1")
+        #expect(TrafficSender.queryValue("ann b#") == "ann%20b%23")
+        #expect(TrafficSender.queryValue("zoë") == "zo%C3%AB")
+    }
+}
