@@ -330,7 +330,7 @@ final class HostileBackend: Sendable {
         if stored.recipient != reader {
             guard case .foreignRead(let status) = behaviour else { throw HTTPError(.notFound) }
             guard let status else {
-                try await Task.sleep(for: .seconds(3))
+                try await Task.sleep(for: .seconds(6))
                 throw HTTPError(.notFound)
             }
             guard status == 200 else { throw HTTPError(.init(code: status)) }
