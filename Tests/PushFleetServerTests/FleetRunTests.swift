@@ -187,7 +187,7 @@ struct FleetRunTests {
                   - { kind: plain, rate: 30/s, duration: 4s }
                 faults:
                   - { at: 1s, disconnect: 50% }
-                deadline: 2s
+                deadline: 5s
                 grace: 1s
                 """
         let result = try await Self.run(yaml)
