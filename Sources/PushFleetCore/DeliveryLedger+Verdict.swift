@@ -288,27 +288,33 @@ extension DeliveryLedger {
         return verdict
     }
 
-    /// For each rejection (by index), when the backend knew the token was dead: the answer to
-    /// the send whose push was the first refused since the device last registered (the refusal
-    /// itself when that send is unknown). Nil for the first refusal of each period.
+    /// For each rejection (by index), when the backend knew the token was dead: the earliest
+    /// answer to a send whose push to it was refused since the device last registered (the
+    /// refusal itself when that send is unknown). Nil for the first refusal of each period,
+    /// which the backend could not have known about.
     private func deadTokenKnowledge(history: [[Transition]], resolve: (Attribution) -> Resolved) -> [Int: Int64] {
         var knownAt: [Int: Int64] = [:]
         let byDevice = Dictionary(grouping: rejections.indices, by: { rejections[$0].device })
         for (device, indices) in byDevice {
             // A confirmed registration (not a refusal) starts a new period.
             let registrations = history[device].filter(\.eligible).map(\.time)
-            var current: (declared: Int64, known: Int64)?
+            var periods: [[Int]] = []
+            var declared: Int64 = .min
             for index in indices.sorted(by: { rejections[$0].time < rejections[$1].time }) {
-                let rejection = rejections[index]
-                if let period = current, registrations.contains(where: { $0 > period.declared && $0 < rejection.time }) {
-                    current = nil
+                let time = rejections[index].time
+                if periods.isEmpty || registrations.contains(where: { $0 > declared && $0 < time }) {
+                    periods.append([])
+                    declared = time
                 }
-                if let period = current {
-                    knownAt[index] = period.known
-                } else {
-                    let known: Int64 = if case .send(let send) = resolve(rejection.attribution) { max(send.end, rejection.time) } else { rejection.time }
-                    current = (rejection.time, known)
-                }
+                periods[periods.count - 1].append(index)
+            }
+            for period in periods {
+                let known = period.map { index -> Int64 in
+                    let rejection = rejections[index]
+                    if case .send(let send) = resolve(rejection.attribution) { return max(send.end, rejection.time) }
+                    return rejection.time
+                }.min()!
+                for index in period.dropFirst() { knownAt[index] = known }
             }
         }
         return knownAt

@@ -92,7 +92,8 @@ public enum HTMLReport {
         for (platform, counts) in r.deliveryByPlatform.sorted(by: { $0.key < $1.key }) {
             rows.append([e(platform)] + fields.map { String(counts[keyPath: $0.path]) })
         }
-        return table(["platform"] + fields.map(\.name), rows, id: "delivery-table")
+        // Spaced names wrap in a narrow column; the CSV keeps the underscores.
+        return table(["platform"] + fields.map { $0.name.replacingOccurrences(of: "_", with: " ") }, rows, id: "delivery-table")
             + "<p class=\"note\">Each (send, device) pair: delivered within the deadline, late, lost, misdelivered (a device that should not have got it), duplicate, indeterminate (its registration changed while the send was open), unverified (received, but its content could not be fetched), unregistered (the push service had declared the token dead) or sent to a dead token (after the backend had been told). Stale: a push from another run, or received before its send started. A leak is a read of someone else's notification that succeeded. docs/reports.md defines each.</p>"
     }
 
@@ -128,9 +129,9 @@ public enum HTMLReport {
 
     /// Grouped bars per platform; every bar carries its count as text, so it reads without colour.
     static func outcomesChart(_ r: RunResult) -> String {
-        let outcomes = DeliveryLedger.Counts.fields.filter { $0.name != "expected" }.map { ($0.name, $0.path) }
+        let outcomes = DeliveryLedger.Counts.fields.filter { $0.name != "expected" }.map { ($0.name.replacingOccurrences(of: "_", with: " "), $0.path) }
         let platforms = r.deliveryByPlatform.keys.sorted()
-        let width = 760.0, rowHeight = 16.0, left = 110.0
+        let width = 760.0, rowHeight = 16.0, left = 130.0
         let groups = max(platforms.count, 1)
         let height = 50 + Double(groups) * (Double(outcomes.count) * rowHeight + 14)
         let maximum = Double(max(1, platforms.flatMap { p in outcomes.map { r.deliveryByPlatform[p]![keyPath: $0.1] } }.max() ?? 1))
