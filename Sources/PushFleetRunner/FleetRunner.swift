@@ -26,7 +26,7 @@ public struct FleetRunner: Sendable {
         public var beforeTraffic: (@Sendable () async -> Void)?
         /// Live Prometheus metrics to keep up to date, if any.
         public var metrics: LiveMetrics?
-        /// The run id; random when nil (tests fix it to replay a run's pushes into another).
+        /// The run id (hex digits); random when nil. Fixed only to reproduce a run's tokens.
         public var runID: String?
 
         public init(

@@ -123,7 +123,7 @@ struct Validate: ParsableCommand {
                 let scenario = try ScenarioLoader.load(path: file)
                 let plan = FleetPlan(scenario: scenario)
                 FileHandleOutput.standardOutput(
-                    "ok: \(file): \(scenario.fleet.users) users, \(plan.devices.count) devices, \(scenario.traffic.count) senders, \(scenario.thresholds.count) thresholds"
+                    "ok: \(file): \(scenario.fleet.users) users, \(plan.devices.count) devices, \(scenario.traffic.count) senders, \(scenario.thresholds.count) thresholds, \(scenario.effectiveThresholds.count - scenario.thresholds.count) default-gate rules"
                 )
             } catch {
                 failed = true
