@@ -208,4 +208,17 @@ struct HostileBackendTests {
             #expect(c.misdelivered == 0 && !result.passed, "seed \(seed): \(c)")
         }
     }
+
+    @Test("a backend that fails mid-run, or refuses devices, never passes, even with no thresholds of the scenario's")
+    func neverAFalsePass() async throws {
+        let seed = Self.seeds[0]
+        let (dying, _) = try await Self.run(.failsAfter(sends: 20), seed: seed)[0]
+        #expect(!dying.passed)
+        #expect(dying.thresholds.filter { !$0.passed }.map(\.metric).contains("sends.failed_ratio"), "\(dying.thresholds.filter { !$0.passed })")
+        #expect(dying.errors.contains { $0.errorClass == "send:status_500" })
+        let (refusing, _) = try await Self.run(.refusesRegistration, seed: seed)[0]
+        #expect(!refusing.passed && refusing.devices.failed == 6, "\(refusing.devices)")
+        #expect(refusing.thresholds.filter { !$0.passed }.map(\.metric).contains("devices.failed_ratio"))
+        #expect(refusing.errors.contains { $0.errorClass == "register.put:status_401" }, "\(refusing.errors.map(\.errorClass))")
+    }
 }

@@ -33,6 +33,10 @@ final class HostileBackend: Sendable {
         case slow
         /// Answers some plain sends without pushing; pushes some others twice.
         case dropAndDuplicate
+        /// Fails every send after the first few (500), as a backend that died mid-run.
+        case failsAfter(sends: Int)
+        /// Refuses every second user's registration with 401.
+        case refusesRegistration
 
         var description: String {
             switch self {
@@ -44,6 +48,8 @@ final class HostileBackend: Sendable {
             case .misdeliverTwice: "misdelivers twice"
             case .slow: "slow"
             case .dropAndDuplicate: "drops and duplicates"
+            case .failsAfter(let sends): "fails after \(sends) sends"
+            case .refusesRegistration: "refuses registrations"
             }
         }
     }
@@ -86,6 +92,7 @@ final class HostileBackend: Sendable {
         var pastBodies: [Platform: [String]] = [:]
         var replayFrom: [Platform: [String]] = [:]
         var nextID = 0
+        var sends = 0
     }
 
     let behaviour: Behaviour
@@ -189,6 +196,7 @@ final class HostileBackend: Sendable {
 
     private func updateRegistration(_ request: Request, id: String) async throws -> Response {
         let user = try Self.user(request)
+        if case .refusesRegistration = behaviour, (Int(user.dropFirst(4)) ?? 0) % 2 == 0 { throw HTTPError(.unauthorized) }
         var request = request
         let body = try await request.collectBody(upTo: 64 * 1024)
         guard let registration = try? JSONDecoder().decode(DeviceRegistration.self, from: Data(body.readableBytesView)),
@@ -225,8 +233,18 @@ final class HostileBackend: Sendable {
         case rich(id: String, message: String)
     }
 
+    /// Counts a send; throws once a backend that "dies" has had its share.
+    private func admitSend() throws {
+        let count = state.withLock { state in
+            state.sends += 1
+            return state.sends
+        }
+        if case .failsAfter(let limit) = behaviour, count > limit { throw HTTPError(.internalServerError) }
+    }
+
     private func sendPlain(_ request: Request) async throws -> Response {
         let arrived = MonotonicClock.nanoseconds()
+        try admitSend()
         let sender = try Self.user(request)
         var request = request
         let query = request.uri.queryParameters
@@ -292,6 +310,7 @@ final class HostileBackend: Sendable {
 
     private func sendStored(_ request: Request, rich: Bool) async throws -> Response {
         let arrived = MonotonicClock.nanoseconds()
+        try admitSend()
         let sender = try Self.user(request)
         var request = request
         guard let to = request.uri.queryParameters["to_tag"].map(String.init) else { throw HTTPError(.badRequest) }
