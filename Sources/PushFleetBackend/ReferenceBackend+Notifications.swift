@@ -38,6 +38,8 @@ extension ReferenceBackend {
             let payload = try await self.decodeBody(
                 String.self, from: request, limit: self.configuration.limits.maxBodyBytes, what: "a JSON string (the payload)"
             )
+            // Nothing is stored for a user with no device to tell: it could only be read by id.
+            guard self.hasTargets(recipient) else { return Self.response(for: .noTarget) }
             let stored = self.notifications.create(
                 sender: user, recipient: recipient, content: .secure(payload: payload), now: MonotonicClock.nanoseconds()
             )
@@ -52,6 +54,7 @@ extension ReferenceBackend {
             let user = try self.authenticate(request)
             let recipient = try self.recipient(request.uri.queryParameters["to_tag"], default: user)
             let content = try await self.richContent(from: request)
+            guard self.hasTargets(recipient) else { return Self.response(for: .noTarget) }
             let stored = self.notifications.create(sender: user, recipient: recipient, content: content, now: MonotonicClock.nanoseconds())
             guard case .rich(let message, let type, _, _) = content else { return .empty(status: .internalServerError) }
             var outcome = await self.send(to: recipient, platforms: Platform.pushable) { platform in
@@ -156,8 +159,18 @@ extension ReferenceBackend {
         return SendOutcome(outcome: state, targets: targets.count, accepted: accepted, failed: failed, removed: removed)
     }
 
+    /// Whether the user has a live registration to push to.
+    func hasTargets(_ user: String) -> Bool {
+        !registrations.targets(tag: Self.userTagPrefix + user, platform: nil, now: MonotonicClock.nanoseconds()).isEmpty
+    }
+
     /// The seed's rule: 200 unless the hub's outcome is Abandoned (or Unknown), then 500.
     static func response(for outcome: SendOutcome) -> Response {
         .json(outcome, status: outcome.outcome == .abandoned ? .internalServerError : .ok)
     }
+}
+
+extension SendOutcome {
+    /// No live registration carries the recipient's tag.
+    static let noTarget = SendOutcome(outcome: .noTargetFound, targets: 0, accepted: 0, failed: 0, removed: 0)
 }

@@ -74,6 +74,27 @@ struct SeedFlowTests {
         }
     }
 
+    @Test("secure and rich sends to a user with no device store nothing")
+    func nothingStoredForNobody() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let secure = try await system.sendSecure(from: "alice", to: "nobody", payload: "p")
+            #expect(secure.status == 200)
+            #expect(try secure.json(SendOutcome.self) == SendOutcome(outcome: .noTargetFound, targets: 0, accepted: 0, failed: 0, removed: 0))
+            for _ in 0..<3 {
+                let rich = try await TestHTTP.request(
+                    .POST, "\(system.backend)/api/notifications/rich?to_tag=nobody", auth: .user("alice"), json: "look"
+                )
+                #expect(rich.status == 200)
+                #expect(try rich.json(SendOutcome.self).outcome == .noTargetFound)
+            }
+            #expect(try await system.backendStats().storedNotifications == 0)
+            // A user with a device still gets the content stored.
+            _ = try await system.device("bob", .fcm)
+            #expect(try await system.sendSecure(from: "alice", to: "bob", payload: "p").status == 200)
+            #expect(try await system.backendStats().storedNotifications == 1)
+        }
+    }
+
     @Test("a WNS device gets a toast, a raw secure id and the rich fields")
     func wnsFormats() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
