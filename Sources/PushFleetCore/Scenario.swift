@@ -131,6 +131,10 @@ public struct Scenario: Sendable, Equatable {
         /// Empty: the system picks, spreading over 127.0.0.x by itself when a loopback target
         /// needs it.
         public var sourceAddresses: [String] = []
+        /// Each ready device renews its registration this often (PUT of its id; on 410 a new
+        /// one), as apps do at every launch; nil for never. Devices also renew after their push
+        /// channel reconnects.
+        public var reregisterEvery: Duration?
 
         public init(
             users: Int,
@@ -250,6 +254,8 @@ public struct Scenario: Sendable, Equatable {
         public var unregisteredRatio: Double?
         /// Share of online devices to disconnect at that moment.
         public var disconnect: Double?
+        /// Something done to the embedded backend.
+        public var backend: BackendFault?
 
         public init(
             at: Duration,
@@ -257,7 +263,8 @@ public struct Scenario: Sendable, Equatable {
             throttle: Double? = nil,
             latency: LatencySpec? = nil,
             unregisteredRatio: Double? = nil,
-            disconnect: Double? = nil
+            disconnect: Double? = nil,
+            backend: BackendFault? = nil
         ) {
             self.at = at
             self.drop = drop
@@ -265,7 +272,14 @@ public struct Scenario: Sendable, Equatable {
             self.latency = latency
             self.unregisteredRatio = unregisteredRatio
             self.disconnect = disconnect
+            self.backend = backend
         }
+    }
+
+    public enum BackendFault: Sendable, Equatable {
+        /// The backend process stops, stays down this long, and starts again on the same port
+        /// with the same store (an in-memory store starts empty, as a real restart would).
+        case restart(downFor: Duration)
     }
 
     public enum LatencySpec: Sendable, Equatable {
@@ -278,6 +292,8 @@ public struct Scenario: Sendable, Equatable {
     /// Settings of the embedded system under test.
     public struct EmbeddedOptions: Sendable, Equatable {
         public var registrationTTL: Duration = .seconds(86_400)
+        /// Where the embedded backend keeps registrations and notifications.
+        public var store: StoreLocation = .memory
 
         public init() {}
     }

@@ -86,11 +86,15 @@ extension VirtualDevice {
     }
 
     /// After a drop by the service: come back with exponential backoff and jitter, as a phone
-    /// does, until the run stops.
+    /// does, until the run stops; then renew the registration, which a restarted backend may
+    /// have lost.
     func reconnect(_ context: RunContext) async {
         var backoff = Backoff(seed: context.scenario.seed ^ UInt64(plan.index) &* 0x9E37_79B9_7F4A_7C15)
         while await context.sleep(until: context.now() + backoff.next()), !channelRetired {
-            if await openChannel(context) { return }
+            if await openChannel(context) {
+                await renewRegistration(context)
+                return
+            }
         }
     }
 }

@@ -89,7 +89,9 @@ public struct FleetRunner: Sendable {
         }
     }
 
-    private func play(_ endpoints: Endpoints, stop: StopControl) async throws -> RunResult {
+    private func play(
+        _ endpoints: Endpoints, stop: StopControl, restartBackend: (@Sendable (Duration) async throws -> Void)? = nil
+    ) async throws -> RunResult {
         let runID = options.runID ?? Self.makeRunID()
         let plan = FleetPlan(scenario: scenario, runID: runID)
         let startedAt = Date()
@@ -102,7 +104,7 @@ public struct FleetRunner: Sendable {
         let backend = BackendClient(baseURL: endpoints.backend, connections: scenario.fleet.connections, sourceAddresses: sources)
         let context = RunContext(
             scenario: scenario, plan: plan, backend: backend, pushServiceURL: endpoints.pushService, start: start, events: sink,
-            logger: options.logger, runID: runID, sourceAddresses: sources
+            logger: options.logger, runID: runID, sourceAddresses: sources, restartBackend: restartBackend
         )
         let ownClients: [BackendClient?] = plan.devices.map { device in
             guard scenario.fleet.http == .perDevice else { return nil }
@@ -128,6 +130,9 @@ public struct FleetRunner: Sendable {
                     ? (0..<count).map { _ in MuxChannel(pushServiceURL: endpoints.pushService) } : []
                 for channel in channels { group.addTask { await channel.run(context) } }
                 if channels.isEmpty { group.addTask { await context.deviceWork.run(context) } }
+                if let every = scenario.fleet.reregisterEvery {
+                    group.addTask { await Self.renewPeriodically(devices, every: every, context) }
+                }
                 for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
                     guard await context.sleep(until: context.start + device.plan.arrival) else { break }
                     if channels.isEmpty {
@@ -258,6 +263,30 @@ public struct FleetRunner: Sendable {
         }
     }
 
+    /// Each device renews its registration every `every` from its arrival: devices are walked
+    /// in the order of their arrival modulo the interval, one round per interval, so one task
+    /// drives them all.
+    static func renewPeriodically(_ devices: [VirtualDevice], every: Duration, _ context: RunContext) async {
+        let interval = every.nanoseconds
+        guard interval > 0, !devices.isEmpty else { return }
+        let byPhase = devices.sorted { $0.plan.arrival % interval < $1.plan.arrival % interval }
+        await withDiscardingTaskGroup { group in
+            var round: Int64 = 0
+            while !context.isStopping {
+                for device in byPhase {
+                    let due = context.start + round * interval + device.plan.arrival % interval
+                    // Its first renewal comes a whole interval after its arrival.
+                    guard due > context.start + device.plan.arrival else { continue }
+                    if due > context.now() + 1_000_000 {
+                        guard await context.sleep(until: due) else { return }
+                    }
+                    group.addTask { await device.renewRegistration(context) }
+                }
+                round += 1
+            }
+        }
+    }
+
     /// 12 random hex digits.
     static func makeRunID() -> String {
         let value = UInt64.random(in: 0..<(1 << 48))
@@ -330,6 +359,20 @@ struct FaultScheduler: Sendable {
             let body = try! JSONEncoder().encode(settings)
             let result = await admin.exchange(.PUT, "/admin/faults", authorization: nil, body: body, timeout: .seconds(5))
             _ = context.record(result, metric: "pns.admin", operation: "faults")
+        }
+        if case .restart(let down) = step.backend {
+            if let restart = context.restartBackend {
+                context.emit(.marker("backend stops" + (down > .zero ? " for \(DurationText.format(down))" : ""), at: context.now()))
+                do {
+                    try await restart(down)
+                    labels.append("backend restarted")
+                } catch {
+                    context.emit(.error("fault:backend_restart_failed", at: context.now()))
+                    labels.append("backend restart failed: \(error)")
+                }
+            } else {
+                labels.append("backend restart skipped: the backend is not embedded")
+            }
         }
         if let ratio = step.disconnect {
             let body = try! JSONEncoder().encode(DisconnectRequest(ratio: ratio))

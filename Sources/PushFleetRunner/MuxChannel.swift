@@ -82,11 +82,16 @@ final class MuxChannel: Sendable {
                     let (commands, sink) = AsyncStream<String>.makeStream()
                     let carried = self.state.withLock { state in
                         state.sink = sink
-                        return Array(state.devices.values.map(\.address))
+                        return Array(state.devices.values)
                     }
                     defer { self.state.withLock { $0.sink = nil } }
-                    if !carried.isEmpty { try await outbound.write(.text(Self.command(.subscribe, carried))) }
+                    if !carried.isEmpty { try await outbound.write(.text(Self.command(.subscribe, carried.map(\.address)))) }
                     try await withThrowingDiscardingTaskGroup { group in
+                        // Back after a drop: every device renews its registration, spread over a
+                        // second so a restarted backend is not hit by all of them at once.
+                        if !carried.isEmpty {
+                            group.addTask { await Self.renew(carried, over: 1_000_000_000, context) }
+                        }
                         group.addTask {
                             for await text in commands {
                                 try await outbound.write(.text(text))
@@ -116,6 +121,20 @@ final class MuxChannel: Sendable {
             // A connection that held for a while starts the backoff afresh.
             if context.now() - attempt > 10_000_000_000 { backoff.reset() }
             guard await context.sleep(until: context.now() + backoff.next()) else { return }
+        }
+    }
+
+    /// Renews the devices' registrations, started evenly over `span` nanoseconds.
+    static func renew(_ devices: [VirtualDevice], over span: Int64, _ context: RunContext) async {
+        let began = context.now()
+        await withDiscardingTaskGroup { group in
+            for (index, device) in devices.enumerated() {
+                let due = began + span * Int64(index) / Int64(devices.count)
+                if due > context.now() + 1_000_000 {
+                    guard await context.sleep(until: due) else { return }
+                }
+                group.addTask { await device.renewRegistration(context) }
+            }
         }
     }
 

@@ -36,6 +36,8 @@ final class RunContext: Sendable {
     let eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     let deviceWork = DeviceWork()
     let sourceAddresses: [SocketAddress]
+    /// Stops the embedded backend, waits, and starts it again; nil for an external backend.
+    let restartBackend: (@Sendable (Duration) async throws -> Void)?
 
     init(
         scenario: Scenario,
@@ -46,8 +48,10 @@ final class RunContext: Sendable {
         events: AsyncStream<RunEvent>.Continuation,
         logger: Logger,
         runID: String,
-        sourceAddresses: [SocketAddress] = []
+        sourceAddresses: [SocketAddress] = [],
+        restartBackend: (@Sendable (Duration) async throws -> Void)? = nil
     ) {
+        self.restartBackend = restartBackend
         self.runID = runID
         self.sourceAddresses = sourceAddresses
         self.scenario = scenario

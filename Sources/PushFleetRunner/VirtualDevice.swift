@@ -6,7 +6,8 @@ import PushFleetWire
 import Synchronization
 
 /// One virtual device running the seed's client: login, register (cached id, one retry on 410),
-/// hold a push channel, and on each push fetch what it names.
+/// hold a push channel, renew the registration after reconnecting (and periodically when the
+/// scenario says), and on each push fetch what it names.
 ///
 /// Per-device state is a few hundred bytes; the push channel (own WebSocket, or a share of a
 /// multiplexed one) is held elsewhere.
@@ -18,6 +19,9 @@ final class VirtualDevice: Sendable {
     let http: BackendClient?
     private let registrationID = Mutex<String?>(nil)
     private let departed = Atomic<Bool>(false)
+    /// Set once the first registration is confirmed; only then are there renewals.
+    private let registered = Atomic<Bool>(false)
+    private let renewing = Atomic<Bool>(false)
     /// The device's own WebSocket, while it has one.
     private let socket = Mutex<GatewaySocket?>(nil)
     private let retired = Atomic<Bool>(false)
@@ -100,10 +104,37 @@ final class VirtualDevice: Sendable {
 
     // MARK: Register
 
-    /// The seed's `RegisterClient`: reuse the cached id or create one for the handle, then PUT;
-    /// on the first 410 drop the cached id and start over once. Marks the device eligible when
-    /// the backend confirms.
+    /// The seed's `RegisterClient` at first launch: create an id for the handle, then PUT.
+    /// Marks the device eligible when the backend confirms.
     func register(_ context: RunContext) async -> Bool {
+        guard case .confirmed(let exchange, _) = await registerSteps(context) else { return false }
+        registered.store(true, ordering: .relaxed)
+        context.emit(.eligibility(device: plan.index, eligible: true, since: exchange.start, at: exchange.end))
+        return true
+    }
+
+    /// Renews the registration as an app does at each launch: PUT of the cached id, and when the
+    /// backend has lost it (410), a new one. Only a new registration changes what the ledger
+    /// expects: a renewal the backend confirms leaves the device as it was.
+    func renewRegistration(_ context: RunContext) async {
+        guard registered.load(ordering: .relaxed), !hasDeparted, !context.isStopping,
+            context.scenario.lifecycle.contains(.register), !renewing.exchange(true, ordering: .relaxed)
+        else { return }
+        defer { renewing.store(false, ordering: .relaxed) }
+        guard case .confirmed(let exchange, let renewed) = await registerSteps(context), renewed, !hasDeparted else { return }
+        context.emit(.error("register:renewed_after_410", at: exchange.end))
+        context.emit(.eligibility(device: plan.index, eligible: true, since: exchange.start, at: exchange.end))
+    }
+
+    enum RegisterOutcome {
+        case failed
+        /// The PUT's exchange, and whether the cached id was gone and a new one was made.
+        case confirmed(HTTPExchange, renewed: Bool)
+    }
+
+    /// Reuse the cached id or create one for the handle, then PUT; on the first 410 drop the
+    /// cached id and start over once.
+    private func registerSteps(_ context: RunContext) async -> RegisterOutcome {
         var retried410 = false
         let body = try! JSONEncoder().encode(DeviceRegistration(platform: plan.platform.rawValue, handle: plan.token, tags: []))
         while true {
@@ -119,7 +150,7 @@ final class VirtualDevice: Sendable {
                 }
                 guard let exchange = context.record(result, metric: MetricName.registerPost, operation: "register.post"),
                     exchange.succeeded, let created = try? JSONDecoder().decode(String.self, from: Data(exchange.body.readableBytesView))
-                else { return false }
+                else { return .failed }
                 id = created
                 registrationID.withLock { $0 = created }
             }
@@ -130,7 +161,7 @@ final class VirtualDevice: Sendable {
             }
             guard case .success(let exchange) = result else {
                 _ = context.record(result, metric: MetricName.registerPut, operation: "register.put")
-                return false
+                return .failed
             }
             if exchange.status == 410 && !retried410 {
                 context.emit(.operation(metric: MetricName.registerPut, nanoseconds: exchange.latency, failed: false, at: exchange.end))
@@ -138,9 +169,8 @@ final class VirtualDevice: Sendable {
                 registrationID.withLock { $0 = nil }
                 continue
             }
-            guard context.record(result, metric: MetricName.registerPut, operation: "register.put")?.succeeded == true else { return false }
-            context.emit(.eligibility(device: plan.index, eligible: true, since: exchange.start, at: exchange.end))
-            return true
+            guard context.record(result, metric: MetricName.registerPut, operation: "register.put")?.succeeded == true else { return .failed }
+            return .confirmed(exchange, renewed: retried410)
         }
     }
 

@@ -100,9 +100,15 @@ public enum ScenarioLoader {
         if let node = top["faults"], let items = r.sequence(node, "faults", "fault steps") {
             scenario.faults = items.enumerated().compactMap { readFault($1, "faults[\($0)]", r) }
         }
-        if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl"]) {
+        if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl", "store"]) {
             if let ttl = embedded["registration_ttl"], let value = r.duration(ttl, "embedded.registration_ttl") {
                 scenario.embedded.registrationTTL = value
+            }
+            if let storeNode = embedded["store"], let text = r.string(storeNode, "embedded.store") {
+                switch StoreLocation.parse(text) {
+                case .success(let store): scenario.embedded.store = store
+                case .failure(let error): r.report(storeNode, "embedded.store", error.message)
+                }
             }
         }
         return scenario
@@ -145,7 +151,7 @@ public enum ScenarioLoader {
     }
 
     private static func readFleet(_ node: Node, _ r: NodeReader) -> Scenario.Fleet? {
-        let keys = ["users", "devices_per_user", "platforms", "arrival", "push_channel", "http", "connections", "departure", "credentials", "source_addresses"]
+        let keys = ["users", "devices_per_user", "platforms", "arrival", "push_channel", "http", "connections", "departure", "credentials", "source_addresses", "reregister_every"]
         guard let map = r.mapping(node, "fleet", allowed: keys) else { return nil }
         guard let usersNode = map["users"] else {
             r.report(node, "fleet.users", "required key is missing")
@@ -204,6 +210,13 @@ public enum ScenarioLoader {
                 } else {
                     r.report(item, "fleet.source_addresses[\(index)]", "'\(text)' is not an IPv4 or IPv6 address")
                 }
+            }
+        }
+        if let node = map["reregister_every"], let every = r.duration(node, "fleet.reregister_every") {
+            if every < .milliseconds(100) || every > .seconds(86_400) {
+                r.report(node, "fleet.reregister_every", "must be between 100ms and 24h")
+            } else {
+                fleet.reregisterEvery = every
             }
         }
         if let node = map["departure"], let departure = r.mapping(node, "fleet.departure", allowed: ["share", "at"]) {
@@ -405,7 +418,7 @@ public enum ScenarioLoader {
     }
 
     private static func readFault(_ node: Node, _ path: String, _ r: NodeReader) -> Scenario.FaultStep? {
-        guard let map = r.mapping(node, path, allowed: ["at", "pns", "disconnect"]) else { return nil }
+        guard let map = r.mapping(node, path, allowed: ["at", "pns", "disconnect", "backend", "down_for"]) else { return nil }
         guard let atNode = map["at"], let at = r.duration(atNode, "\(path).at", allowZero: true) else {
             if map["at"] == nil { r.report(node, "\(path).at", "required: when, from the start of traffic") }
             return nil
@@ -423,8 +436,29 @@ public enum ScenarioLoader {
                 }
             }
         }
-        if step.disconnect == nil && step.drop == nil && step.throttle == nil && step.latency == nil && step.unregisteredRatio == nil {
-            r.report(node, path, "sets nothing; give pns knobs (drop, throttle, latency, unregistered_ratio) or disconnect")
+        if let backendNode = map["backend"], let action = r.string(backendNode, "\(path).backend") {
+            var down = Duration.zero
+            if let downNode = map["down_for"], let value = r.duration(downNode, "\(path).down_for", allowZero: true) {
+                if value > .seconds(3600) {
+                    r.report(downNode, "\(path).down_for", "the backend may stay down at most 1h")
+                } else {
+                    down = value
+                }
+            }
+            if action == "restart" {
+                step.backend = .restart(downFor: down)
+            } else {
+                r.report(backendNode, "\(path).backend", "'\(action)' is not a backend fault; use restart")
+            }
+        } else if let downNode = map["down_for"] {
+            r.report(downNode, "\(path).down_for", "down_for goes with backend: restart")
+        }
+        if step.disconnect == nil && step.drop == nil && step.throttle == nil && step.latency == nil && step.unregisteredRatio == nil
+            && step.backend == nil
+        {
+            // A wrong backend action was reported already.
+            if map["backend"] != nil { return nil }
+            r.report(node, path, "sets nothing; give pns knobs (drop, throttle, latency, unregistered_ratio), disconnect or backend: restart")
             return nil
         }
         return step
@@ -518,8 +552,15 @@ public enum ScenarioLoader {
         {
             r.report(node("target"), "target.pns", "devices' own sockets speak plain ws://; give an http:// push service or use push_channel: multiplexed")
         }
-        if !scenario.faults.isEmpty, case .external(_, .url) = scenario.target {
+        let pushFaults = scenario.faults.contains { $0.drop != nil || $0.throttle != nil || $0.latency != nil || $0.unregisteredRatio != nil || $0.disconnect != nil }
+        if pushFaults, case .external(_, .url) = scenario.target {
             r.report(node("faults"), "faults", "faults need the embedded push service (or one with its /admin API); the target's pns is external")
+        }
+        if scenario.faults.contains(where: { $0.backend != nil }), scenario.target != .embedded {
+            r.report(node("faults"), "faults", "backend: restart needs the embedded backend (target: embedded); restart an external backend yourself")
+        }
+        if scenario.embedded.store != .memory, scenario.target != .embedded {
+            r.report(node("embedded"), "embedded.store", "the store is the embedded backend's; the target is an external backend")
         }
     }
 }

@@ -195,10 +195,62 @@ struct FleetRunTests {
         #expect(result.markers.contains { $0.label.hasPrefix("faults: disconnect") })
         #expect(result.markers.contains { $0.label.hasPrefix("departure") })
         #expect(result.devices.ready == 30 && result.devices.failed == 0)
+        // Each device back on its socket renewed its registration, as an app does.
+        let puts = result.operations.first { $0.name == "http.register.put" }?.count ?? 0
+        #expect(puts >= 30 + 10, "\(puts) PUTs")
         // A device left offline keeps one held push; a second push to it would be lost.
         let c = result.delivery
         #expect(c.expected > 60 && c.delivered == c.expected && c.lost == 0 && c.late == 0)
         #expect(c.misdelivered == 0 && c.duplicates == 0)
+    }
+
+    static func expiringRegistrations(renewEvery: String?) -> String {
+        """
+        name: renewals
+        seed: 21
+        embedded: { registration_ttl: 1s }
+        fleet:
+          users: 10
+          devices_per_user: 1
+          platforms: { apns: 1, fcm: 1 }
+          push_channel: per_device
+        \(renewEvery.map { "  reregister_every: \($0)" } ?? "")
+        lifecycle: [login, register, connect, receive]
+        traffic:
+          - { kind: plain, rate: 20/s, duration: 3s }
+        deadline: 2s
+        grace: 500ms
+        thresholds:
+          sends.late_start_ratio: []
+        """
+    }
+
+    @Test("registrations the backend lets expire: without renewals pushes are lost and the run fails; renewed in time, none is lost")
+    func renewals() async throws {
+        let lapsed = try await Self.run(Self.expiringRegistrations(renewEvery: nil))
+        #expect(lapsed.delivery.lost > 0, "\(lapsed.delivery)")
+        #expect(!lapsed.passed)
+        #expect(lapsed.thresholds.contains { $0.metric == "delivery.lost_ratio" && !$0.passed })
+
+        let renewed = try await Self.run(Self.expiringRegistrations(renewEvery: "300ms"))
+        let c = renewed.delivery
+        #expect(c.expected > 50 && c.delivered == c.expected && c.lost == 0, "\(c)")
+        #expect(renewed.passed, "\(renewed.thresholds.filter { !$0.passed })")
+        // Every device renewed several times, each a PUT of its cached id.
+        let puts = renewed.operations.first { $0.name == "http.register.put" }?.count ?? 0
+        #expect(puts >= 10 * 5, "\(puts) PUTs")
+        #expect(renewed.operations.first { $0.name == "http.register.post" }?.count == 10)
+    }
+
+    @Test("a renewal that finds the registration gone (410) makes a new one, and pushes reach the device again")
+    func renewalAfterLoss() async throws {
+        let result = try await Self.run(Self.expiringRegistrations(renewEvery: "1500ms"))
+        let renewedAfter410 = result.errors.first { $0.errorClass == "register:renewed_after_410" }?.count ?? 0
+        #expect(renewedAfter410 >= 10, "\(result.errors.map { ($0.errorClass, $0.count) })")
+        #expect((result.operations.first { $0.name == "http.register.post" }?.count ?? 0) >= 20)
+        // Lapses between expiry and renewal lose pushes; after each renewal they arrive again.
+        let c = result.delivery
+        #expect(c.lost > 0 && c.delivered > c.lost, "\(c)")
     }
 
     @Test("the push service declaring tokens dead: the reference backend drops them, nothing counts as lost, nothing went to a dead token")

@@ -73,6 +73,32 @@ struct ScenarioValidationTests {
         #expect(try only(yaml).contains("faults[0].pns.latency: an added latency may be at most 1h"))
     }
 
+    @Test("backend restarts, stores and renewals: read, and refused where they cannot apply")
+    func restartsStoresRenewals() throws {
+        let yaml = Self.valid.replacingOccurrences(of: "  users: 10", with: "  users: 10\n  reregister_every: 30s") + """
+
+            embedded: { store: "sqlite:/tmp/pf.db" }
+            faults:
+              - { at: 2s, backend: restart, down_for: 500ms }
+              - { at: 4s, backend: restart }
+            """
+        let scenario = try ScenarioLoader.parse(yaml, file: "ok.yaml")
+        #expect(scenario.faults.map(\.backend) == [.restart(downFor: .milliseconds(500)), .restart(downFor: .zero)])
+        #expect(scenario.embedded.store == .sqlite(path: "/tmp/pf.db"))
+        #expect(scenario.fleet.reregisterEvery == .seconds(30))
+
+        #expect(try only(Self.valid + "\nfaults:\n  - { at: 1s, backend: crash }").contains("faults[0].backend: 'crash' is not a backend fault; use restart"))
+        #expect(try only(Self.valid + "\nfaults:\n  - { at: 1s, backend: restart, down_for: 2h }").contains("faults[0].down_for: the backend may stay down at most 1h"))
+        #expect(try only(Self.valid + "\nfaults:\n  - { at: 1s, down_for: 1s, disconnect: 10% }").contains("down_for goes with backend: restart"))
+        #expect(try only(Self.valid + "\nembedded: { store: redis://x }").contains("embedded.store: 'redis://x' is not a store"))
+        #expect(try only(Self.valid + "\nembedded: { store: \"sqlite:\" }").contains("sqlite: needs a file path"))
+        let external = Self.valid + "\ntarget: { backend: \"http://127.0.0.1:9\", pns: embedded }\nfaults:\n  - { at: 1s, backend: restart }"
+        #expect(try only(external).contains("backend: restart needs the embedded backend"))
+        let tooOften = Self.valid.replacingOccurrences(of: "  users: 10", with: "  users: 10\n  reregister_every: 10ms")
+        #expect(try only(tooOften).contains("fleet.reregister_every: must be between 100ms and 24h"))
+        #expect(StoreLocation.postgres(url: "postgres://pf:secret@db:5432/pf").description == "postgres://pf:***@db:5432/pf")
+    }
+
     @Test("a credentials file with Windows line ends and a byte-order mark reads as written")
     func credentialsLineEnds() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-cred-\(UUID().uuidString)")
