@@ -38,6 +38,8 @@ public struct BackendConfiguration: Sendable {
     public var pushAttempts: Int
     public var pushBackoff: Duration
     public var backlog: Int
+    /// Latency added to sends and fetches (fault scenarios); shared across restarts.
+    public var faults = BackendFaults()
 
     public init(
         listen: ListenAddress = .init(host: "127.0.0.1", port: 0),

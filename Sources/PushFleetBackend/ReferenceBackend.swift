@@ -71,6 +71,7 @@ public final class ReferenceBackend: Sendable {
 
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: InjectedLatencyMiddleware(faults: configuration.faults))
         router.get("/health") { _, _ in "ok" }
         router.get("/stats") { _, _ in Response.json(self.stats) }
         let api = router.group("api")

@@ -256,6 +256,9 @@ public struct Scenario: Sendable, Equatable {
         public var disconnect: Double?
         /// Something done to the embedded backend.
         public var backend: BackendFault?
+        /// Latency the embedded backend adds to its sends and fetches; `.none` clears one.
+        public var backendSendLatency: LatencySpec?
+        public var backendFetchLatency: LatencySpec?
 
         public init(
             at: Duration,

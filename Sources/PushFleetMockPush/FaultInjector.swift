@@ -45,7 +45,7 @@ final class FaultInjector: Sendable {
                     && Double(stableHash(token, seed: settings.seed) >> 11) * 0x1.0p-53 < settings.unregisteredRatio)
             let throttled = settings.throttle > 0 && state.rng.nextUnit() < settings.throttle
             let dropped = settings.drop > 0 && state.rng.nextUnit() < settings.drop
-            let delay = settings.latency.map { Self.draw($0, rng: &state.rng) } ?? .zero
+            let delay = settings.latency.map { $0.draw { state.rng.nextUnit() } } ?? .zero
             return Decision(unregistered: unregistered, throttled: throttled, dropped: dropped, delay: delay)
         }
     }
@@ -54,24 +54,4 @@ final class FaultInjector: Sendable {
     func nextUnit() -> Double {
         state.withLock { $0.rng.nextUnit() }
     }
-
-    private static func draw(_ latency: LatencyDistribution, rng: inout SplitMix64) -> Duration {
-        let ms: Double
-        switch latency.kind {
-        case .fixed:
-            ms = latency.ms ?? 0
-        case .uniform:
-            let low = latency.minMs ?? 0
-            let high = latency.maxMs ?? low
-            ms = low + (high - low) * rng.nextUnit()
-        case .normal:
-            // Box–Muller; 1 - u keeps the logarithm finite.
-            let u1 = 1 - rng.nextUnit()
-            let u2 = rng.nextUnit()
-            let z = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
-            ms = (latency.meanMs ?? 0) + (latency.stddevMs ?? 0) * z
-        }
-        return .nanoseconds(min(Saturating.nanoseconds(milliseconds: ms), LatencyDistribution.maximumMs * 1_000_000))
-    }
 }
-

@@ -64,8 +64,9 @@ public struct FleetRunner: Sendable {
             if let credentials = scenario.fleet.names.credentials {
                 configuration.backend.users = UserDirectory(passwords: credentials.map { ($0.user, $0.password) })
             }
+            let faults = configuration.backend.faults
             return try await EmbeddedSystem.withRunning(configuration, logger: logger) { _, endpoints in
-                try await play(Endpoints(backend: endpoints.backend, pushService: endpoints.pushService), stop: stop)
+                try await play(Endpoints(backend: endpoints.backend, pushService: endpoints.pushService), stop: stop, backendFaults: faults)
             }
         case .external(let backend, .url(let pushService)):
             return try await play(Endpoints(backend: backend, pushService: pushService), stop: stop)
@@ -90,7 +91,8 @@ public struct FleetRunner: Sendable {
     }
 
     private func play(
-        _ endpoints: Endpoints, stop: StopControl, restartBackend: (@Sendable (Duration) async throws -> Void)? = nil
+        _ endpoints: Endpoints, stop: StopControl, restartBackend: (@Sendable (Duration) async throws -> Void)? = nil,
+        backendFaults: BackendFaults? = nil
     ) async throws -> RunResult {
         let runID = options.runID ?? Self.makeRunID()
         let plan = FleetPlan(scenario: scenario, runID: runID)
@@ -104,7 +106,8 @@ public struct FleetRunner: Sendable {
         let backend = BackendClient(baseURL: endpoints.backend, connections: scenario.fleet.connections, sourceAddresses: sources)
         let context = RunContext(
             scenario: scenario, plan: plan, backend: backend, pushServiceURL: endpoints.pushService, start: start, events: sink,
-            logger: options.logger, runID: runID, sourceAddresses: sources, restartBackend: restartBackend
+            logger: options.logger, runID: runID, sourceAddresses: sources, restartBackend: restartBackend,
+            backendFaults: backendFaults
         )
         let ownClients: [BackendClient?] = plan.devices.map { device in
             guard scenario.fleet.http == .perDevice else { return nil }
@@ -359,6 +362,22 @@ struct FaultScheduler: Sendable {
             let body = try! JSONEncoder().encode(settings)
             let result = await admin.exchange(.PUT, "/admin/faults", authorization: nil, body: body, timeout: .seconds(5))
             _ = context.record(result, metric: "pns.admin", operation: "faults")
+        }
+        if step.backendSendLatency != nil || step.backendFetchLatency != nil {
+            if let faults = context.backendFaults {
+                var settings = faults.settings
+                if let latency = step.backendSendLatency {
+                    settings.sendLatency = Self.distribution(latency)
+                    labels.append("backend send latency \(Self.describe(latency))")
+                }
+                if let latency = step.backendFetchLatency {
+                    settings.fetchLatency = Self.distribution(latency)
+                    labels.append("backend fetch latency \(Self.describe(latency))")
+                }
+                faults.replace(with: settings)
+            } else {
+                labels.append("backend latency skipped: the backend is not embedded")
+            }
         }
         if case .restart(let down) = step.backend {
             if let restart = context.restartBackend {

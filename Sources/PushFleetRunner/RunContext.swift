@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PushFleetBackend
 import PushFleetCore
 import PushFleetWire
 import Synchronization
@@ -38,6 +39,8 @@ final class RunContext: Sendable {
     let sourceAddresses: [SocketAddress]
     /// Stops the embedded backend, waits, and starts it again; nil for an external backend.
     let restartBackend: (@Sendable (Duration) async throws -> Void)?
+    /// The embedded backend's injected latencies; nil for an external backend.
+    let backendFaults: BackendFaults?
 
     init(
         scenario: Scenario,
@@ -49,9 +52,11 @@ final class RunContext: Sendable {
         logger: Logger,
         runID: String,
         sourceAddresses: [SocketAddress] = [],
-        restartBackend: (@Sendable (Duration) async throws -> Void)? = nil
+        restartBackend: (@Sendable (Duration) async throws -> Void)? = nil,
+        backendFaults: BackendFaults? = nil
     ) {
         self.restartBackend = restartBackend
+        self.backendFaults = backendFaults
         self.runID = runID
         self.sourceAddresses = sourceAddresses
         self.scenario = scenario

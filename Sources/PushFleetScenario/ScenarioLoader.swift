@@ -418,7 +418,7 @@ public enum ScenarioLoader {
     }
 
     private static func readFault(_ node: Node, _ path: String, _ r: NodeReader) -> Scenario.FaultStep? {
-        guard let map = r.mapping(node, path, allowed: ["at", "pns", "disconnect", "backend", "down_for"]) else { return nil }
+        guard let map = r.mapping(node, path, allowed: ["at", "pns", "disconnect", "backend", "down_for", "backend_latency"]) else { return nil }
         guard let atNode = map["at"], let at = r.duration(atNode, "\(path).at", allowZero: true) else {
             if map["at"] == nil { r.report(node, "\(path).at", "required: when, from the start of traffic") }
             return nil
@@ -435,6 +435,17 @@ public enum ScenarioLoader {
                     r.report(latency, "\(path).pns.latency", "an added latency may be at most 1h (mean plus stddev for normal)")
                 }
             }
+        }
+        if let latencyNode = map["backend_latency"], let latency = r.mapping(latencyNode, "\(path).backend_latency", allowed: ["send", "fetch"]) {
+            for (key, node) in latency {
+                guard let spec = readLatency(node, "\(path).backend_latency.\(key)", r) else { continue }
+                if Self.longest(spec) > .milliseconds(3_600_000) {
+                    r.report(node, "\(path).backend_latency.\(key)", "an added latency may be at most 1h (mean plus stddev for normal)")
+                    continue
+                }
+                if key == "send" { step.backendSendLatency = spec } else { step.backendFetchLatency = spec }
+            }
+            if latency.isEmpty { r.report(latencyNode, "\(path).backend_latency", "give send and/or fetch latencies") }
         }
         if let backendNode = map["backend"], let action = r.string(backendNode, "\(path).backend") {
             var down = Duration.zero
@@ -454,11 +465,11 @@ public enum ScenarioLoader {
             r.report(downNode, "\(path).down_for", "down_for goes with backend: restart")
         }
         if step.disconnect == nil && step.drop == nil && step.throttle == nil && step.latency == nil && step.unregisteredRatio == nil
-            && step.backend == nil
+            && step.backend == nil && step.backendSendLatency == nil && step.backendFetchLatency == nil
         {
-            // A wrong backend action was reported already.
-            if map["backend"] != nil { return nil }
-            r.report(node, path, "sets nothing; give pns knobs (drop, throttle, latency, unregistered_ratio), disconnect or backend: restart")
+            // A wrong backend action or latency was reported already.
+            if map["backend"] != nil || map["backend_latency"] != nil { return nil }
+            r.report(node, path, "sets nothing; give pns knobs (drop, throttle, latency, unregistered_ratio), disconnect, backend: restart or backend_latency")
             return nil
         }
         return step
@@ -556,8 +567,10 @@ public enum ScenarioLoader {
         if pushFaults, case .external(_, .url) = scenario.target {
             r.report(node("faults"), "faults", "faults need the embedded push service (or one with its /admin API); the target's pns is external")
         }
-        if scenario.faults.contains(where: { $0.backend != nil }), scenario.target != .embedded {
-            r.report(node("faults"), "faults", "backend: restart needs the embedded backend (target: embedded); restart an external backend yourself")
+        if scenario.faults.contains(where: { $0.backend != nil || $0.backendSendLatency != nil || $0.backendFetchLatency != nil }),
+            scenario.target != .embedded
+        {
+            r.report(node("faults"), "faults", "backend: restart and backend_latency need the embedded backend (target: embedded)")
         }
         if scenario.embedded.store != .memory, scenario.target != .embedded {
             r.report(node("embedded"), "embedded.store", "the store is the embedded backend's; the target is an external backend")

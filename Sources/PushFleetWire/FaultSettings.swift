@@ -1,3 +1,5 @@
+import Foundation
+
 /// Faults the mock push service injects; set at start and replaced at run time through
 /// `PUT /admin/faults`. Every ratio is in 0...1. Randomness is drawn from a generator seeded with
 /// ``seed``, so the same settings and the same sequence of pushes give the same faults.
@@ -118,6 +120,29 @@ public struct LatencyDistribution: Codable, Sendable, Equatable {
         case .normal:
             return nonNegative("meanMs", meanMs) + nonNegative("stddevMs", stddevMs)
         }
+    }
+}
+
+extension LatencyDistribution {
+    /// One draw, within 0…``maximumMs``; `unit` gives uniform numbers in [0, 1).
+    public func draw(_ unit: () -> Double) -> Duration {
+        let ms: Double
+        switch kind {
+        case .fixed:
+            ms = self.ms ?? 0
+        case .uniform:
+            let low = minMs ?? 0
+            let high = maxMs ?? low
+            ms = low + (high - low) * unit()
+        case .normal:
+            // Box–Muller; 1 - u keeps the logarithm finite.
+            let u1 = 1 - unit()
+            let u2 = unit()
+            let z = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
+            ms = (meanMs ?? 0) + (stddevMs ?? 0) * z
+        }
+        guard ms.isFinite, ms > 0 else { return .zero }
+        return .microseconds(Int64(min(ms, Double(Self.maximumMs)) * 1000))
     }
 }
 

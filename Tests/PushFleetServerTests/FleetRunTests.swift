@@ -253,6 +253,28 @@ struct FleetRunTests {
         #expect(c.lost > 0 && c.delivered > c.lost, "\(c)")
     }
 
+    @Test("a backend slower than the scenario asks: sends dropped at max_in_flight fail the run with no thresholds of its own")
+    func overloadNeverPasses() async throws {
+        let yaml = """
+            name: overload
+            seed: 4
+            fleet: { users: 4, platforms: { apns: 1 } }
+            lifecycle: [login, register, connect, receive]
+            traffic:
+              - { kind: plain, platforms: [apns], rate: 100/s, duration: 2s, max_in_flight: 2 }
+            faults:
+              - { at: 0s, backend_latency: { send: { fixed: 100ms } } }
+            deadline: 2s
+            grace: 500ms
+            """
+        let result = try await Self.run(yaml)
+        let dropped = result.thresholds.first { $0.metric == "sends.dropped_ratio" }
+        #expect(dropped?.origin == "default" && dropped?.passed == false, "\(result.thresholds)")
+        #expect(!result.passed)
+        // What was sent was delivered: the failure is the load that could not be offered.
+        #expect(result.delivery.lost == 0 && result.delivery.delivered == result.delivery.expected, "\(result.delivery)")
+    }
+
     @Test("the push service declaring tokens dead: the reference backend drops them, nothing counts as lost, nothing went to a dead token")
     func unregisteredFeedback() async throws {
         let yaml = """

@@ -81,9 +81,12 @@ struct ScenarioValidationTests {
             faults:
               - { at: 2s, backend: restart, down_for: 500ms }
               - { at: 4s, backend: restart }
+              - { at: 5s, backend_latency: { fetch: { fixed: 300ms }, send: none } }
             """
         let scenario = try ScenarioLoader.parse(yaml, file: "ok.yaml")
-        #expect(scenario.faults.map(\.backend) == [.restart(downFor: .milliseconds(500)), .restart(downFor: .zero)])
+        #expect(scenario.faults.map(\.backend) == [.restart(downFor: .milliseconds(500)), .restart(downFor: .zero), nil])
+        #expect(scenario.faults[2].backendFetchLatency == .fixed(.milliseconds(300)) && scenario.faults[2].backendSendLatency == Scenario.LatencySpec.none)
+        #expect(try only(Self.valid + "\nfaults:\n  - { at: 1s, backend_latency: { fetch: { fixed: 2h } } }").contains("faults[0].backend_latency.fetch: an added latency may be at most 1h"))
         #expect(scenario.embedded.store == .sqlite(path: "/tmp/pf.db"))
         #expect(scenario.fleet.reregisterEvery == .seconds(30))
 
@@ -93,7 +96,7 @@ struct ScenarioValidationTests {
         #expect(try only(Self.valid + "\nembedded: { store: redis://x }").contains("embedded.store: 'redis://x' is not a store"))
         #expect(try only(Self.valid + "\nembedded: { store: \"sqlite:\" }").contains("sqlite: needs a file path"))
         let external = Self.valid + "\ntarget: { backend: \"http://127.0.0.1:9\", pns: embedded }\nfaults:\n  - { at: 1s, backend: restart }"
-        #expect(try only(external).contains("backend: restart needs the embedded backend"))
+        #expect(try only(external).contains("backend: restart and backend_latency need the embedded backend"))
         let tooOften = Self.valid.replacingOccurrences(of: "  users: 10", with: "  users: 10\n  reregister_every: 10ms")
         #expect(try only(tooOften).contains("fleet.reregister_every: must be between 100ms and 24h"))
         #expect(StoreLocation.postgres(url: "postgres://pf:secret@db:5432/pf").description == "postgres://pf:***@db:5432/pf")
