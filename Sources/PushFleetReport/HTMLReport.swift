@@ -17,6 +17,7 @@ public enum HTMLReport {
         body += section("Incidents", id: "incidents", incidents(r))
         body += section("Latency by percentile", id: "latency", openLatencyChart(r) + closedLatencyChart(r))
         body += section("Over time", id: "time", throughputChart(r) + latencyOverTimeChart(r) + errorsChart(r))
+        body += section("Timeline", id: "timeline", timeline(r))
         body += section("Users with the worst outcomes", id: "worst-users", worstUsers(r))
         body += section("Operations", id: "operations", operationsTable(r))
         body += section("Errors", id: "errors", errorsTable(r))
@@ -95,6 +96,32 @@ public enum HTMLReport {
         // Spaced names wrap in a narrow column; the CSV keeps the underscores.
         return table(["platform"] + fields.map { $0.name.replacingOccurrences(of: "_", with: " ") }, rows, id: "delivery-table")
             + "<p class=\"note\">Each (send, device) pair: delivered within the deadline, late, lost, misdelivered (a device that should not have got it), duplicate, indeterminate (its registration changed while the send was open), unverified (received, but its content could not be fetched), unregistered (the push service had declared the token dead) or sent to a dead token (after the backend had been told). Stale: a push from another run, or received before its send started. A leak is a read of someone else's notification that succeeded. docs/reports.md defines each.</p>"
+    }
+
+    /// What happened when: each marker (traffic start, ramp steps, faults, stop requests) and
+    /// what the run saw from it until the next one.
+    static func timeline(_ r: RunResult) -> String {
+        guard !r.markers.isEmpty else { return "<p class=\"note\">No events were marked.</p>" }
+        let markers = r.markers.sorted { $0.second < $1.second }
+        var rows: [[String]] = []
+        for (index, marker) in markers.enumerated() {
+            let end = index + 1 < markers.count ? markers[index + 1].second : .infinity
+            let seconds = r.timeseries.filter { Double($0.second) >= marker.second.rounded(.down) && Double($0.second) < end }
+            var errorClasses: [String: Int] = [:]
+            for second in seconds { for (name, count) in second.errorsByClass ?? [:] { errorClasses[name, default: 0] += count } }
+            let top = errorClasses.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(2).map { "\($0.key) \($0.value)" }
+            let worstP99 = seconds.compactMap(\.deliveryP99Ms).max()
+            rows.append([
+                String(format: "%.1f", marker.second), e(marker.label), String(seconds.reduce(0) { $0 + $1.sends }),
+                String(seconds.reduce(0) { $0 + $1.sendFailures }), String(seconds.reduce(0) { $0 + $1.sendsDropped }),
+                String(seconds.reduce(0) { $0 + $1.received }), String(seconds.reduce(0) { $0 + $1.misdelivered }),
+                String(seconds.reduce(0) { $0 + $1.errors }) + (top.isEmpty ? "" : " (" + e(top.joined(separator: ", ")) + ")"),
+                worstP99.map { n($0) } ?? "",
+            ])
+        }
+        return table(
+            ["s", "event", "sends", "failed", "dropped", "received", "misdelivered", "errors", "worst delivery p99 ms"], rows, id: "timeline-table"
+        ) + "<p class=\"note\">Each row counts from its event to the next, by whole seconds of the time series; lost and late pairs are in Incidents with their send times.</p>"
     }
 
     /// The first incidents of each kind, with totals; all kept rows are in incidents.csv.

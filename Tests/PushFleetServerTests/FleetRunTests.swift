@@ -273,6 +273,13 @@ struct FleetRunTests {
         #expect(!result.passed)
         // What was sent was delivered: the failure is the load that could not be offered.
         #expect(result.delivery.lost == 0 && result.delivery.delivered == result.delivery.expected, "\(result.delivery)")
+        // The report's timeline says when the backend slowed down and what was dropped from then.
+        let html = String(decoding: try ReportFiles.render(result).first { $0.name == "report.html" }!.data, as: UTF8.self)
+        let timeline = try #require(html.components(separatedBy: "<table id=\"timeline-table\">").dropFirst().first?.components(separatedBy: "</table>").first)
+        let row = try #require(timeline.components(separatedBy: "<tr>").first { $0.contains("faults: backend send latency 100ms") })
+        let cells = row.components(separatedBy: "<td>").dropFirst().map { $0.components(separatedBy: "</td>")[0] }
+        let droppedSends = result.timeseries.reduce(0) { $0 + $1.sendsDropped }
+        #expect(droppedSends > 0 && cells.count == 9 && Int(cells[4]) == droppedSends, "\(cells) vs \(droppedSends)")
     }
 
     @Test("the push service declaring tokens dead: the reference backend drops them, nothing counts as lost, nothing went to a dead token")
