@@ -38,6 +38,8 @@ public struct BackendConfiguration: Sendable {
     public var pushAttempts: Int
     public var pushBackoff: Duration
     public var backlog: Int
+    /// Timeouts and the connection cap of the backend's port.
+    public var server = ServerLimits()
     /// Latency added to sends and fetches (fault scenarios); shared across restarts.
     public var faults = BackendFaults()
 

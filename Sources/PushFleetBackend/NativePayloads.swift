@@ -30,6 +30,31 @@ struct NativeNotification: Sendable, Equatable {
         }
     }
 
+    /// The push services' payload limits: APNs and FCM 4 KB, WNS 5,000 bytes.
+    static func payloadLimit(_ platform: Platform) -> Int {
+        platform == .wns ? 5000 : 4096
+    }
+
+    /// Bytes the provider counts against its limit (FCM's `message` wrapper and token aside,
+    /// allowed for with a margin).
+    var payloadSize: Int {
+        if let text { return text.utf8.count }
+        let encoded = (try? JSONEncoder().encode(body ?? [:]))?.count ?? 0
+        return platform == .fcm ? encoded + 64 : encoded
+    }
+
+    /// Nil when the payload fits its platform's limit, else why not.
+    var oversize: String? {
+        let size = payloadSize
+        let limit = Self.payloadLimit(platform)
+        return size <= limit ? nil : "\(platform.rawValue) payload of \(size) bytes once encoded, over its \(limit)-byte limit"
+    }
+
+    /// Escaping grows text at most sixfold (`\u0001`, `&quot;`): below this, every payload fits.
+    static func surelyFits(_ text: String) -> Bool {
+        text.utf8.count * 6 + 256 <= 4096
+    }
+
     /// The silent push of the secure flow: only the id travels.
     static func secure(platform: Platform, id: String) -> NativeNotification? {
         switch platform {

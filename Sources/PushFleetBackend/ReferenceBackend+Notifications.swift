@@ -24,6 +24,7 @@ extension ReferenceBackend {
             guard message.utf8.count <= self.configuration.limits.maxMessageBytes else {
                 throw HTTPError(.contentTooLarge, message: "message over \(self.configuration.limits.maxMessageBytes) bytes")
             }
+            try Self.checkFits(message: message, platforms: [platform]) { NativeNotification.alert(platform: $0, from: user, message: message) }
             // The seed also put `from:<caller>` in the tag list, which the hub ORs: a send then
             // reached the sender's own devices too. Only the recipient's tag is addressed here.
             let outcome = await self.send(to: recipient, platforms: [platform]) { platform in
@@ -54,6 +55,12 @@ extension ReferenceBackend {
             let user = try self.authenticate(request)
             let recipient = try self.recipient(request.uri.queryParameters["to_tag"], default: user)
             let content = try await self.richContent(from: request)
+            if case .rich(let message, let type, _, _) = content {
+                // The id is a UUID; one of that length stands in for it.
+                try Self.checkFits(message: message, platforms: Platform.pushable) {
+                    NativeNotification.rich(platform: $0, id: UUID().uuidString, message: message, type: type)
+                }
+            }
             guard self.hasTargets(recipient) else { return Self.response(for: .noTarget) }
             let stored = self.notifications.create(sender: user, recipient: recipient, content: content, now: MonotonicClock.nanoseconds())
             guard case .rich(let message, let type, _, _) = content else { return .empty(status: .internalServerError) }
@@ -92,6 +99,9 @@ extension ReferenceBackend {
     private func richContent(from request: Request) async throws -> NotificationStore.Content {
         let data = try await body(of: request, limit: configuration.limits.maxRichBodyBytes)
         if let message = try? ServerJSON.decoder.decode(String.self, from: data) {
+            guard message.utf8.count <= configuration.limits.maxMessageBytes else {
+                throw HTTPError(.contentTooLarge, message: "message over \(configuration.limits.maxMessageBytes) bytes")
+            }
             return .rich(message: message, type: "img", contentType: "image/png", data: Self.defaultRichImage)
         }
         guard let rich = try? ServerJSON.decoder.decode(RichNotificationRequest.self, from: data) else {
@@ -157,6 +167,17 @@ extension ReferenceBackend {
         let state: SendOutcome.State =
             accepted > 0 ? .completed : (targets.count - removed == 0 ? .noTargetFound : .abandoned)
         return SendOutcome(outcome: state, targets: targets.count, accepted: accepted, failed: failed, removed: removed)
+    }
+
+    /// Refuses (413) a message whose native payload would exceed a push service's limit once
+    /// escaped, before anything is stored or sent: the push service would refuse every push.
+    static func checkFits(message: String, platforms: [Platform], _ build: (Platform) -> NativeNotification?) throws {
+        guard !NativeNotification.surelyFits(message) else { return }
+        for platform in platforms {
+            if let problem = build(platform)?.oversize {
+                throw HTTPError(.contentTooLarge, message: "message too large: \(problem)")
+            }
+        }
     }
 
     /// Whether the user has a live registration to push to.

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Hummingbird
+import HummingbirdCore
 public import Logging
 import NIOCore
 import NIOPosix
@@ -85,12 +86,17 @@ public final class ReferenceBackend: Sendable {
     public func makeService(logger: Logger) -> any Service {
         let bound = self.bound
         let listen = configuration.listen
+        let limits = configuration.server
         let app = Application(
             router: makeRouter(),
+            server: HTTPServerBuilder { responder in
+                GuardedChildChannel(HTTP1Channel(responder: responder, configuration: limits.http1Configuration()), headerTimeout: limits.headerTimeout)
+            },
             configuration: .init(
                 address: .hostname(listen.host, port: listen.port),
                 serverName: "pushfleet-backend",
-                backlog: configuration.backlog
+                backlog: configuration.backlog,
+                availableConnectionsDelegate: limits.connectionsDelegate
             ),
             onServerRunning: { channel in
                 bound.succeed(ListenAddress(host: listen.host, port: channel.localAddress?.port ?? listen.port))

@@ -43,6 +43,14 @@ public struct EmbeddedSystem: Sendable {
     public let pushServer: MockPushServer?
 
     public init(configuration: Configuration) {
+        var configuration = configuration
+        // The device gateway holds a socket per device: half of the descriptors; the backend
+        // and the h2c port share the rest.
+        let embeddedPush = configuration.externalPushServiceURL == nil
+        let h2 = embeddedPush && configuration.pushServer.http2Listen != nil
+        configuration.backend.server = configuration.backend.server.resolved(share: embeddedPush ? (h2 ? 0.25 : 0.5) : 1)
+        configuration.pushServer.limits = configuration.pushServer.limits.resolved(share: 0.5)
+        configuration.pushServer.http2Limits = configuration.pushServer.http2Limits.resolved(share: 0.25)
         self.configuration = configuration
         let pushServer: MockPushServer? =
             configuration.externalPushServiceURL == nil

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import HummingbirdHTTP2
 import HummingbirdWebSocket
 public import Logging
@@ -17,11 +18,26 @@ public struct MockPushServer: Sendable {
         /// Pending connections the kernel queues; connection storms of thousands of devices
         /// overflow Hummingbird's default of 256.
         public var backlog: Int
+        /// Timeouts and the connection cap of the HTTP/1.1 port, and of the h2c port.
+        public var limits: ServerLimits
+        public var http2Limits: ServerLimits
+        /// Bearer token the admin API requires; nil for none (loopback-only setups that say so).
+        public var adminToken: String?
 
-        public init(listen: ListenAddress = .init(host: "127.0.0.1", port: 0), http2Listen: ListenAddress? = nil, backlog: Int = 4096) {
+        public init(
+            listen: ListenAddress = .init(host: "127.0.0.1", port: 0),
+            http2Listen: ListenAddress? = nil,
+            backlog: Int = 4096,
+            limits: ServerLimits = .init(),
+            http2Limits: ServerLimits? = nil,
+            adminToken: String? = MockPushServer.randomToken()
+        ) {
+            self.adminToken = adminToken
             self.listen = listen
             self.http2Listen = http2Listen
             self.backlog = backlog
+            self.limits = limits
+            self.http2Limits = http2Limits ?? limits
         }
     }
 
@@ -42,7 +58,7 @@ public struct MockPushServer: Sendable {
         APNsEndpoint(service: service).register(on: router)
         FCMEndpoint(service: service).register(on: router)
         WNSEndpoint(service: service).register(on: router)
-        AdminEndpoint(service: service).register(on: router)
+        AdminEndpoint(service: service, token: configuration.adminToken).register(on: router)
         DeviceGateway(service: service).register(on: router)
         return router
     }
@@ -52,17 +68,25 @@ public struct MockPushServer: Sendable {
         let router = makeRouter()
         let gateway = DeviceGateway(service: service)
         let bound = self.bound
+        let limits = configuration.limits
         let http1 = Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                configuration: .init(http1: .init(), ws: .init(maxFrameSize: DeviceGateway.maxInboundMessage))
-            ) { head, _, _ in
-                gateway.shouldUpgrade(head)
+            server: HTTPServerBuilder { responder in
+                GuardedChildChannel(
+                    HTTP1WebSocketUpgradeChannel(
+                        responder: responder,
+                        configuration: .init(http1: limits.http1Configuration(), ws: .init(maxFrameSize: DeviceGateway.maxInboundMessage)),
+                        // Synchronous: decided on the event loop, with no task per upgrade.
+                        shouldUpgrade: { @Sendable (head: HTTPRequest, _: any Channel, _: Logger) throws in gateway.shouldUpgrade(head) }
+                    ),
+                    headerTimeout: limits.headerTimeout
+                )
             },
             configuration: .init(
                 address: .hostname(configuration.listen.host, port: configuration.listen.port),
                 serverName: "pushfleet-mock-push",
-                backlog: configuration.backlog
+                backlog: configuration.backlog,
+                availableConnectionsDelegate: limits.connectionsDelegate
             ),
             onServerRunning: { channel in
                 bound.succeed(Self.boundAddress(channel, fallback: configuration.listen))
@@ -71,13 +95,23 @@ public struct MockPushServer: Sendable {
         )
         guard let h2 = configuration.http2Listen else { return [http1] }
         let boundHTTP2 = self.boundHTTP2
+        let h2Limits = configuration.http2Limits
         let http2 = Application(
             router: router,
-            server: .plaintextHTTP2(),
+            server: HTTPServerBuilder { responder in
+                GuardedChildChannel(
+                    HTTP2Channel(
+                        responder: responder,
+                        configuration: .init(idleTimeout: h2Limits.idleTimeout, streamConfiguration: h2Limits.http1Configuration())
+                    ),
+                    headerTimeout: h2Limits.headerTimeout
+                )
+            },
             configuration: .init(
                 address: .hostname(h2.host, port: h2.port),
                 serverName: "pushfleet-mock-push-h2",
-                backlog: configuration.backlog
+                backlog: configuration.backlog,
+                availableConnectionsDelegate: configuration.http2Limits.connectionsDelegate
             ),
             onServerRunning: { channel in
                 boundHTTP2.succeed(Self.boundAddress(channel, fallback: h2))
@@ -85,6 +119,15 @@ public struct MockPushServer: Sendable {
             logger: logger
         )
         return [http1, http2]
+    }
+
+    /// 128 random bits as hex.
+    public static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in
+            let hex = String(generator.next() as UInt32, radix: 16)
+            return String(repeating: "0", count: 8 - hex.count) + hex
+        }.joined()
     }
 
     static func boundAddress(_ channel: any Channel, fallback: ListenAddress) -> ListenAddress {

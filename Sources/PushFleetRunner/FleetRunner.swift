@@ -65,8 +65,11 @@ public struct FleetRunner: Sendable {
                 configuration.backend.users = UserDirectory(passwords: credentials.map { ($0.user, $0.password) })
             }
             let faults = configuration.backend.faults
-            return try await EmbeddedSystem.withRunning(configuration, logger: logger) { _, endpoints in
-                try await play(Endpoints(backend: endpoints.backend, pushService: endpoints.pushService), stop: stop, backendFaults: faults)
+            return try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
+                try await play(
+                    Endpoints(backend: endpoints.backend, pushService: endpoints.pushService), stop: stop, backendFaults: faults,
+                    pushAdminToken: system.pushServer?.configuration.adminToken
+                )
             }
         case .external(let backend, .url(let pushService)):
             return try await play(Endpoints(backend: backend, pushService: pushService), stop: stop)
@@ -80,7 +83,9 @@ public struct FleetRunner: Sendable {
                 }
                 tasks.addTask {
                     let pushService = try await server.bound.value().httpURL
-                    return try await play(Endpoints(backend: backend, pushService: pushService), stop: stop)
+                    return try await play(
+                        Endpoints(backend: backend, pushService: pushService), stop: stop, pushAdminToken: server.configuration.adminToken
+                    )
                 }
                 defer { tasks.cancelAll() }
                 guard let result = try await tasks.next() ?? nil else { throw EmbeddedSystem.ServerStoppedError() }
@@ -92,7 +97,7 @@ public struct FleetRunner: Sendable {
 
     private func play(
         _ endpoints: Endpoints, stop: StopControl, restartBackend: (@Sendable (Duration) async throws -> Void)? = nil,
-        backendFaults: BackendFaults? = nil
+        backendFaults: BackendFaults? = nil, pushAdminToken: String? = nil
     ) async throws -> RunResult {
         let runID = options.runID ?? Self.makeRunID()
         let plan = FleetPlan(scenario: scenario, runID: runID)
@@ -107,7 +112,7 @@ public struct FleetRunner: Sendable {
         let context = RunContext(
             scenario: scenario, plan: plan, backend: backend, pushServiceURL: endpoints.pushService, start: start, events: sink,
             logger: options.logger, runID: runID, sourceAddresses: sources, restartBackend: restartBackend,
-            backendFaults: backendFaults
+            backendFaults: backendFaults, pushAdminToken: pushAdminToken
         )
         let ownClients: [BackendClient?] = plan.devices.map { device in
             guard scenario.fleet.http == .perDevice else { return nil }
@@ -345,10 +350,11 @@ struct FaultScheduler: Sendable {
 
     private func apply(_ step: Scenario.FaultStep, _ context: RunContext) async {
         let admin = BackendClient(baseURL: context.pushServiceURL, connections: 1)
+        let authorization = context.pushAdminToken.map { "Bearer \($0)" }
         var labels: [String] = []
         if step.drop != nil || step.throttle != nil || step.latency != nil || step.unregisteredRatio != nil {
             var settings = FaultSettings(seed: context.scenario.seed)
-            if case .success(let current) = await admin.exchange(.GET, "/admin/faults", authorization: nil, timeout: .seconds(5)),
+            if case .success(let current) = await admin.exchange(.GET, "/admin/faults", authorization: authorization, timeout: .seconds(5)),
                 let decoded = try? JSONDecoder().decode(FaultSettings.self, from: Data(current.body.readableBytesView))
             {
                 settings = decoded
@@ -361,7 +367,7 @@ struct FaultScheduler: Sendable {
                 labels.append("latency \(Self.describe(latency))")
             }
             let body = try! JSONEncoder().encode(settings)
-            let result = await admin.exchange(.PUT, "/admin/faults", authorization: nil, body: body, timeout: .seconds(5))
+            let result = await admin.exchange(.PUT, "/admin/faults", authorization: authorization, body: body, timeout: .seconds(5))
             _ = context.record(result, metric: "pns.admin", operation: "faults")
         }
         if step.backendSendLatency != nil || step.backendFetchLatency != nil {
@@ -396,7 +402,7 @@ struct FaultScheduler: Sendable {
         }
         if let ratio = step.disconnect {
             let body = try! JSONEncoder().encode(DisconnectRequest(ratio: ratio))
-            let result = await admin.exchange(.POST, "/admin/disconnect", authorization: nil, body: body, timeout: .seconds(5))
+            let result = await admin.exchange(.POST, "/admin/disconnect", authorization: authorization, body: body, timeout: .seconds(5))
             _ = context.record(result, metric: "pns.admin", operation: "disconnect")
             labels.append("disconnect \(ratio)")
         }

@@ -41,6 +41,8 @@ final class RunContext: Sendable {
     let restartBackend: (@Sendable (Duration) async throws -> Void)?
     /// The embedded backend's injected latencies; nil for an external backend.
     let backendFaults: BackendFaults?
+    /// The push service's admin token, when it has one.
+    let pushAdminToken: String?
 
     init(
         scenario: Scenario,
@@ -53,8 +55,10 @@ final class RunContext: Sendable {
         runID: String,
         sourceAddresses: [SocketAddress] = [],
         restartBackend: (@Sendable (Duration) async throws -> Void)? = nil,
-        backendFaults: BackendFaults? = nil
+        backendFaults: BackendFaults? = nil,
+        pushAdminToken: String? = nil
     ) {
+        self.pushAdminToken = pushAdminToken
         self.restartBackend = restartBackend
         self.backendFaults = backendFaults
         self.runID = runID

@@ -38,4 +38,9 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
 
     /// `http://` plus the authority, for a server bound here.
     public var httpURL: String { "http://\(authority)" }
+
+    /// Whether only this machine can reach the address.
+    public var isLoopback: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
 }

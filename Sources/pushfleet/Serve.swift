@@ -38,6 +38,15 @@ struct Serve: AsyncParsableCommand {
     var tokenSecret: String?
     @Option(help: "Push-service faults at start: JSON, or @FILE holding JSON (see docs/mock-push.md).")
     var faults: String?
+    @Option(help: "Connections each port serves at once; more wait in the backlog (default: the open-files limit less 64).")
+    var maxConnections: Int?
+    @Option(help: "Close a keep-alive connection idle this long (WebSockets excepted).") var idleTimeout = "75s"
+    @Option(help: "A new connection's first request head must arrive within this.") var headerTimeout = "60s"
+    @Option(help: "Close a connection whose request body pauses this long.") var bodyTimeout = "60s"
+    @Option(help: "Bearer token the push service's /admin API requires (default: random, printed at start).")
+    var adminToken: String?
+    @Option(help: "on, or off to leave /admin open: allowed only when the push service listens on loopback.")
+    var adminAuth = "on"
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func validate() throws {
@@ -77,6 +86,15 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("--users-file \(usersFile): \(error)")
             }
         }
+        var limits = ServerLimits(
+            idleTimeout: try duration(idleTimeout, "idle-timeout"),
+            headerTimeout: try duration(headerTimeout, "header-timeout"),
+            bodyTimeout: try duration(bodyTimeout, "body-timeout")
+        )
+        if let maxConnections { limits.maxConnections = maxConnections }
+        let problems = limits.problems()
+        guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }
+        backend.server = limits
         var pushService = PushService.Configuration()
         if let faults {
             pushService.faults = try Self.faultSettings(faults)
@@ -86,9 +104,33 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("--pns-url must be an http(s) URL, got '\(pnsUrl)'")
             }
         }
+        let pushListen = try address(pnsListen, "pns-listen")
+        let h2Listen = try pnsH2Listen.map { try address($0, "pns-h2-listen") }
+        var token: String?
+        switch adminAuth {
+        case "on":
+            if let adminToken {
+                guard adminToken.utf8.count >= 16, adminToken.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "," }) else {
+                    throw ValidationError("--admin-token must be at least 16 printable ASCII characters without spaces")
+                }
+                token = adminToken
+            } else {
+                token = MockPushServer.randomToken()
+            }
+        case "off":
+            guard adminToken == nil else { throw ValidationError("--admin-token makes no sense with --admin-auth off") }
+            guard ([pushListen] + (h2Listen.map { [$0] } ?? [])).allSatisfy(\.isLoopback) else {
+                throw ValidationError("--admin-auth off needs the push service on loopback only (--pns-listen 127.0.0.1:PORT)")
+            }
+        default:
+            throw ValidationError("--admin-auth must be on or off, got '\(adminAuth)'")
+        }
         let pushServer = MockPushServer.Configuration(
-            listen: try address(pnsListen, "pns-listen"),
-            http2Listen: try pnsH2Listen.map { try address($0, "pns-h2-listen") }
+            listen: pushListen,
+            http2Listen: h2Listen,
+            limits: limits,
+            http2Limits: limits,
+            adminToken: token
         )
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -117,8 +159,9 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let parsed = try parsed()
+        // Before parsing: the default connection cap follows the raised open-files limit.
         _ = FileLimit.raise()
+        let parsed = try parsed()
         var logger = Logger(label: "pushfleet.serve")
         logger.logLevel = parsed.logLevel
         let system = EmbeddedSystem(configuration: parsed.configuration)
@@ -134,6 +177,12 @@ struct Serve: AsyncParsableCommand {
             var lines = ["backend:      \(endpoints.backend)", "push service: \(endpoints.pushService)"]
             if let h2 = endpoints.pushServiceHTTP2 { lines.append("push h2c:     \(h2)") }
             lines.append("device gateway: \(endpoints.pushService.replacingOccurrences(of: "http", with: "ws"))/device")
+            if pnsUrl == nil {
+                lines.append(
+                    parsed.configuration.pushServer.adminToken.map { "push admin token: \($0)  (Authorization: Bearer …, for /admin/*)" }
+                        ?? "push admin: open (--admin-auth off)"
+                )
+            }
             FileHandleOutput.standardOutput(lines.joined(separator: "\n"))
         }
         defer { announcer.cancel() }

@@ -65,7 +65,11 @@ struct CLITests {
         return (process, pipe)
     }
 
-    static func run(_ arguments: [String], in directory: URL) throws -> Outcome {
+    static func run(_ arguments: [String], in directory: URL) async throws -> Outcome {
+        try await offPool { try runBlocking(arguments, in: directory) }
+    }
+
+    private static func runBlocking(_ arguments: [String], in directory: URL) throws -> Outcome {
         let (process, pipe) = try launch(arguments, in: directory)
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -73,42 +77,48 @@ struct CLITests {
     }
 
     @Test("invalid input exits 2 with the problem located")
-    func invalid() throws {
+    func invalid() async throws {
         let directory = try Self.temporaryDirectory()
         try "name: x\nfleet: { users: 0 }\n".write(to: directory.appendingPathComponent("bad.yaml"), atomically: true, encoding: .utf8)
-        let validate = try Self.run(["validate", "bad.yaml"], in: directory)
+        let validate = try await Self.run(["validate", "bad.yaml"], in: directory)
         #expect(validate.status == 2)
         #expect(validate.output.contains("bad.yaml:2:17: fleet.users: must be between 1 and 10000000, got 0"))
-        #expect(try Self.run(["run", "bad.yaml"], in: directory).status == 2)
-        #expect(try Self.run(["run", "missing.yaml"], in: directory).status == 2)
-        #expect(try Self.run(["serve", "--backend-listen", "nowhere"], in: directory).status == 2)
-        #expect(try Self.run(["run", "--no-such-flag", "bad.yaml"], in: directory).status == 2)
+        #expect(try await Self.run(["run", "bad.yaml"], in: directory).status == 2)
+        #expect(try await Self.run(["run", "missing.yaml"], in: directory).status == 2)
+        #expect(try await Self.run(["serve", "--backend-listen", "nowhere"], in: directory).status == 2)
+        // An open admin API only where nobody else can reach it; limits in range.
+        let open = try await Self.run(["serve", "--pns-listen", "0.0.0.0:0", "--admin-auth", "off"], in: directory)
+        #expect(open.status == 2 && open.output.contains("--admin-auth off needs the push service on loopback only"), "\(open.output)")
+        #expect(try await Self.run(["serve", "--admin-token", "short"], in: directory).status == 2)
+        #expect(try await Self.run(["serve", "--idle-timeout", "1ms"], in: directory).output.contains("idle timeout must be between 100ms and 24h"))
+        #expect(try await Self.run(["serve", "--max-connections", "0"], in: directory).status == 2)
+        #expect(try await Self.run(["run", "--no-such-flag", "bad.yaml"], in: directory).status == 2)
     }
 
     @Test("a passing run exits 0, a failed threshold 99, and the reports are written")
-    func exitCodes() throws {
+    func exitCodes() async throws {
         let directory = try Self.temporaryDirectory()
         try Self.scenario().write(to: directory.appendingPathComponent("ok.yaml"), atomically: true, encoding: .utf8)
         try Self.scenario(threshold: "p(99) < 1us").write(to: directory.appendingPathComponent("strict.yaml"), atomically: true, encoding: .utf8)
-        let ok = try Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
+        let ok = try await Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
         #expect(ok.status == 0, "\(ok.output)")
         // A report folder in use, or a file in the way, is refused before anything runs.
-        let again = try Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
+        let again = try await Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
         #expect(again.status == 2 && again.output.contains("the folder exists and is not empty"), "\(again.output)")
         try "x".write(to: directory.appendingPathComponent("a-file"), atomically: true, encoding: .utf8)
-        let blocked = try Self.run(["run", "ok.yaml", "--out", "a-file", "--quiet"], in: directory)
+        let blocked = try await Self.run(["run", "ok.yaml", "--out", "a-file", "--quiet"], in: directory)
         #expect(blocked.status == 2 && blocked.output.contains("a file is in the way"), "\(blocked.output)")
-        let strict = try Self.run(["run", "strict.yaml", "--out", "strict-report", "--quiet"], in: directory)
+        let strict = try await Self.run(["run", "strict.yaml", "--out", "strict-report", "--quiet"], in: directory)
         #expect(strict.status == 99, "\(strict.output)")
         #expect(strict.output.contains("FAIL  delivery.latency: p(99) < 1us"))
         let junit = try String(contentsOf: directory.appendingPathComponent("strict-report/junit.xml"), encoding: .utf8)
         #expect(junit.contains("failures=\"1\"") && junit.contains("p(99) &lt; 1us failed: measured"))
         // `report` re-renders every file from run.json alone.
         try FileManager.default.removeItem(at: directory.appendingPathComponent("ok-report/users.csv"))
-        #expect(try Self.run(["report", "ok-report"], in: directory).status == 0)
+        #expect(try await Self.run(["report", "ok-report"], in: directory).status == 0)
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("ok-report/users.csv").path))
         // compare: the strict run against itself has no regressions; against a run made 10× slower it does.
-        #expect(try Self.run(["compare", "strict-report", "strict-report"], in: directory).status == 0)
+        #expect(try await Self.run(["compare", "strict-report", "strict-report"], in: directory).status == 0)
         let runJSON = directory.appendingPathComponent("ok-report/run.json")
         var slow = try ReportFiles.decodeRunJSON(Data(contentsOf: runJSON))
         var histogram = LatencyHistogram()
@@ -117,11 +127,11 @@ struct CLITests {
         slow.delivery.lost += 1
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("slow"), withIntermediateDirectories: true)
         try ReportFiles.runJSON(slow).write(to: directory.appendingPathComponent("slow/run.json"))
-        let regression = try Self.run(["compare", "ok-report", "slow", "--tolerance", "20%"], in: directory)
+        let regression = try await Self.run(["compare", "ok-report", "slow", "--tolerance", "20%"], in: directory)
         #expect(regression.status == 99, "\(regression.output)")
         #expect(regression.output.contains("REGRESSION") && regression.output.contains("lost: 0 → 1  REGRESSION"))
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("slow/compare.html").path))
-        #expect(try Self.run(["compare", "ok-report", "slow", "--tolerance", "lots"], in: directory).status == 2)
+        #expect(try await Self.run(["compare", "ok-report", "slow", "--tolerance", "lots"], in: directory).status == 2)
     }
 
     @Test("--metrics-listen serves Prometheus text while the run lasts")
@@ -129,11 +139,15 @@ struct CLITests {
         let directory = try Self.temporaryDirectory()
         try Self.scenario(traffic: "6s").write(to: directory.appendingPathComponent("m.yaml"), atomically: true, encoding: .utf8)
         let (process, pipe) = try Self.launch(["run", "m.yaml", "--out", "report", "--metrics-listen", "127.0.0.1:0"], in: directory)
-        var output = ""
-        while !output.contains("/metrics\n") {
-            let data = pipe.fileHandleForReading.availableData
-            guard !data.isEmpty else { break }
-            output += String(decoding: data, as: UTF8.self)
+        let handle = pipe.fileHandleForReading
+        let output = try await offPool {
+            var output = ""
+            while !output.contains("/metrics\n") {
+                let data = handle.availableData
+                guard !data.isEmpty else { break }
+                output += String(decoding: data, as: UTF8.self)
+            }
+            return output
         }
         let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("metrics: ") })
         try await Task.sleep(for: .seconds(4))
@@ -143,9 +157,12 @@ struct CLITests {
         #expect(scrape.text.contains("# TYPE pushfleet_sends_total counter"))
         #expect(scrape.text.contains("pushfleet_devices{state=\"ready\"} 40"))
         #expect(scrape.text.contains("pushfleet_operation_duration_seconds_bucket{operation=\"http.register.put\""))
-        _ = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let status = try await offPool {
+            _ = handle.readDataToEndOfFile()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        #expect(status == 0)
     }
 
     @Test("SIGINT mid-run still writes every report, marked aborted")
@@ -157,10 +174,14 @@ struct CLITests {
         try await Task.sleep(for: .seconds(6))
         kill(process.processIdentifier, SIGINT)
         let started = ContinuousClock.now
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let handle = pipe.fileHandleForReading
+        let (data, status) = try await offPool {
+            let data = handle.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (data, process.terminationStatus)
+        }
         #expect(ContinuousClock.now - started < .seconds(20))
-        #expect(process.terminationStatus == 1, "\(String(decoding: data, as: UTF8.self))")
+        #expect(status == 1, "\(String(decoding: data, as: UTF8.self))")
         let report = directory.appendingPathComponent("report")
         for name in ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml", "report.html"] {
             #expect(FileManager.default.fileExists(atPath: report.appendingPathComponent(name).path), "\(name)")

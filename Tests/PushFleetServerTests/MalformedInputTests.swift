@@ -12,6 +12,8 @@ struct MalformedInputTests {
         var body: Data?
         var headers: [(String, String)] = []
         var auth: TestAuth? = .user("alice")
+        /// Sent with the push service's admin token; only a 400 (the validation) will do.
+        var admin = false
         var description: String { "\(method) \(path)" }
     }
 
@@ -40,6 +42,11 @@ struct MalformedInputTests {
         Case(method: .POST, path: "/api/notifications?pns=apns&to_tag=bob", body: json(#"{"message":"hi"}"#)),
         Case(method: .POST, path: "/api/notifications?pns=apns&to_tag=bob", body: json(#""\#(String(repeating: "m", count: 3000))""#)),
         Case(method: .POST, path: "/api/notifications?pns=apns&to_tag=b%20b", body: json(#""hi""#)),
+        // Within 2,000 bytes, but past a push service's limit once escaped: 413, not a 500 Abandoned.
+        Case(method: .POST, path: "/api/notifications?pns=apns&to_tag=bob", body: json("\"" + String(repeating: "\\u0001", count: 700) + "\"")),
+        Case(method: .POST, path: "/api/notifications?pns=wns&to_tag=bob", body: json("\"" + String(repeating: "\\\"", count: 1990) + "\"")),
+        Case(method: .POST, path: "/api/notifications/rich?to_tag=bob", body: json("\"" + String(repeating: "m", count: 2500) + "\"")),
+        Case(method: .POST, path: "/api/notifications/rich?to_tag=bob", body: json("\"" + String(repeating: "\\u0002", count: 700) + "\"")),
         Case(method: .POST, path: "/api/notifications/secure?to_tag=bob", body: json("42")),
         Case(method: .POST, path: "/api/notifications/rich?to_tag=bob", body: json(#"{"image":"x"}"#)),
         Case(method: .POST, path: "/api/notifications/rich?to_tag=bob", body: json(#"{"message":"m","image":"!!"}"#)),
@@ -50,10 +57,10 @@ struct MalformedInputTests {
     ]
 
     static let pushCases: [Case] = [
-        Case(method: .PUT, path: "/admin/faults", body: json("{"), auth: nil),
-        Case(method: .PUT, path: "/admin/faults", body: json(#"{"latency":{"kind":"uniform","minMs":5,"maxMs":1}}"#), auth: nil),
-        Case(method: .PUT, path: "/admin/faults", body: json(#"{"latency":{"kind":"gaussian"}}"#), auth: nil),
-        Case(method: .POST, path: "/admin/disconnect", body: json(#"{"ratio":-1}"#), auth: nil),
+        Case(method: .PUT, path: "/admin/faults", body: json("{"), auth: nil, admin: true),
+        Case(method: .PUT, path: "/admin/faults", body: json(#"{"latency":{"kind":"uniform","minMs":5,"maxMs":1}}"#), auth: nil, admin: true),
+        Case(method: .PUT, path: "/admin/faults", body: json(#"{"latency":{"kind":"gaussian"}}"#), auth: nil, admin: true),
+        Case(method: .POST, path: "/admin/disconnect", body: json(#"{"ratio":-1}"#), auth: nil, admin: true),
         Case(method: .GET, path: "/device?platform=apns", auth: nil),
         Case(method: .GET, path: "/device?platform=sms&token=abcd", auth: nil),
         Case(method: .GET, path: "/3/device/abcd", auth: nil),
@@ -75,9 +82,11 @@ struct MalformedInputTests {
     private func check(_ item: Case, toBackend: Bool) async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
             let response = try await TestHTTP.request(
-                item.method, (toBackend ? system.backend : system.pushService) + item.path, auth: item.auth, body: item.body, headers: item.headers
+                item.method, (toBackend ? system.backend : system.pushService) + item.path, auth: item.admin ? system.admin : item.auth,
+                body: item.body, headers: item.headers
             )
             #expect((400..<500).contains(response.status), "\(item) answered \(response.status): \(response.text)")
+            if item.admin { #expect(response.status == 400, "\(item) answered \(response.status): \(response.text)") }
             #expect(try await TestHTTP.request(.GET, system.backend + "/health").status == 200)
             #expect(try await TestHTTP.request(.GET, system.pushService + "/health").status == 200)
         }
@@ -100,10 +109,29 @@ struct MalformedInputTests {
                 headers: [("authorization", "Bearer t"), ("content-type", "application/json")]
             )
             #expect(fcm.status == 200, "\(fcm.text)")
-            let faults = try await TestHTTP.request(.PUT, "\(system.pushService)/admin/faults", body: Self.json(#"{"latency":{"kind":"fixed","ms":1e13}}"#))
+            let faults = try await TestHTTP.request(.PUT, "\(system.pushService)/admin/faults", auth: system.admin, body: Self.json(#"{"latency":{"kind":"fixed","ms":1e13}}"#))
             #expect(faults.status == 400, "\(faults.text)")
             #expect(try await system.apnsPush(token: token).status == 200)
             #expect(try await TestHTTP.request(.GET, system.pushService + "/health").status == 200)
+        }
+    }
+
+    @Test("a message that outgrows the push services' limits once escaped is 413 for a recipient with devices, and nothing is stored")
+    func escapedOversize() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            _ = try await system.device("bob", .apns)
+            _ = try await system.device("bob", .wns)
+            let controls = "\"" + String(repeating: "\\u0001", count: 700) + "\""
+            let plain = try await TestHTTP.request(.POST, "\(system.backend)/api/notifications?pns=apns&to_tag=bob", auth: .user("alice"), body: Self.json(controls))
+            #expect(plain.status == 413 && plain.text.contains("apns payload of"), "\(plain.status) \(plain.text)")
+            let rich = try await TestHTTP.request(.POST, "\(system.backend)/api/notifications/rich?to_tag=bob", auth: .user("alice"), body: Self.json(controls))
+            #expect(rich.status == 413, "\(rich.status) \(rich.text)")
+            #expect(try await system.backendStats().storedNotifications == 0)
+            // The same length of plain text goes through.
+            let fine = try await TestHTTP.request(
+                .POST, "\(system.backend)/api/notifications?pns=apns&to_tag=bob", auth: .user("alice"), body: Self.json("\"" + String(repeating: "m", count: 1999) + "\"")
+            )
+            #expect(fine.status == 200, "\(fine.text)")
         }
     }
 
@@ -112,8 +140,8 @@ struct MalformedInputTests {
         try await TestSystem.run { (system: TestSystem) async throws in
             for base in [system.backend, system.pushService] {
                 let port = Int(base.split(separator: ":").last!)!
-                try RawSocket.send("GARBAGE \u{01}\u{02}\r\n\r\n", port: port)
-                try RawSocket.send("POST /api/register HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", port: port)
+                try await RawSocket.send("GARBAGE \u{01}\u{02}\r\n\r\n", port: port)
+                try await RawSocket.send("POST /api/register HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", port: port)
                 #expect(try await TestHTTP.request(.GET, base + "/health").status == 200)
             }
         }

@@ -24,7 +24,7 @@ struct MockPushTests {
             #expect(ok.headers.first(name: "apns-id") == "8A5B7F5E-1A5C-4C2A-9E0B-2C6F1D7E3A11")
             // HTTP/2 with prior knowledge, as a provider speaks to APNs; curl is the h2c client here.
             let device = try await TestDevice.connect(pushService: system.pushService, platform: .apns, token: token)
-            let h2 = try Curl.run([
+            let h2 = try await Curl.run([
                 "--http2-prior-knowledge", "-sS", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
                 "-X", "POST", "-H", "authorization: bearer t", "-H", "apns-topic: com.example.app",
                 "-d", #"{"aps":{"alert":"over h2"}}"#, "\(system.pushServiceHTTP2!)/3/device/\(token)",
@@ -210,7 +210,7 @@ struct MockPushTests {
             try await system.setFaults(FaultSettings())
             #expect(try await system.apnsPush(token: token).status == 200)
 
-            let invalid = try await TestHTTP.request(.PUT, "\(system.pushService)/admin/faults", body: Data(#"{"drop":2}"#.utf8))
+            let invalid = try await TestHTTP.request(.PUT, "\(system.pushService)/admin/faults", auth: system.admin, body: Data(#"{"drop":2}"#.utf8))
             #expect(invalid.status == 400 && invalid.text.contains("drop"))
         }
     }
@@ -227,7 +227,7 @@ struct MockPushTests {
             try await gateway.send(GatewayCommand(op: .subscribe, devices: muxed))
             try await gateway.waitFor { $0.notices.contains { $0.type == .subscribed } }
 
-            let result = try await TestHTTP.request(.POST, "\(system.pushService)/admin/disconnect", json: DisconnectRequest(ratio: 1))
+            let result = try await TestHTTP.request(.POST, "\(system.pushService)/admin/disconnect", auth: system.admin, json: DisconnectRequest(ratio: 1))
             #expect(try result.json(DisconnectResult.self).disconnected == 10)
             for device in singles { try await device.waitFor { $0.closed } }
             try await gateway.waitFor { $0.notices.contains { $0.type == .disconnected } }
@@ -243,7 +243,7 @@ struct MockPushTests {
             let many = (0..<200).map { _ in DeviceAddress(platform: .apns, token: TestDevice.randomToken(for: .apns)) }
             try await gateway.send(GatewayCommand(op: .subscribe, devices: many))
             try await gateway.waitFor { $0.notices.filter { $0.type == .subscribed }.count == 3 }
-            let half = try await TestHTTP.request(.POST, "\(system.pushService)/admin/disconnect", json: DisconnectRequest(ratio: 0.5))
+            let half = try await TestHTTP.request(.POST, "\(system.pushService)/admin/disconnect", auth: system.admin, json: DisconnectRequest(ratio: 0.5))
             #expect((60...140).contains(try half.json(DisconnectResult.self).disconnected))
         }
     }

@@ -6,7 +6,11 @@ enum Curl {
         var description: String
     }
 
-    static func run(_ arguments: [String]) throws -> String {
+    static func run(_ arguments: [String]) async throws -> String {
+        try await offPool { try runBlocking(arguments) }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["curl"] + arguments

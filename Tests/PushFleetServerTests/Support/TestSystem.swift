@@ -11,6 +11,8 @@ struct TestSystem: Sendable {
     let backend: String
     let pushService: String
     let pushServiceHTTP2: String?
+    /// The push service's admin token.
+    let adminToken: String?
 
     static func run<T: Sendable>(
         _ configuration: EmbeddedSystem.Configuration = .init(),
@@ -18,9 +20,12 @@ struct TestSystem: Sendable {
     ) async throws -> T {
         var logger = Logger(label: "test-system")
         logger.logLevel = .warning
-        return try await EmbeddedSystem.withRunning(configuration, logger: logger) { _, endpoints in
+        return try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
             try await body(
-                TestSystem(backend: endpoints.backend, pushService: endpoints.pushService, pushServiceHTTP2: endpoints.pushServiceHTTP2)
+                TestSystem(
+                    backend: endpoints.backend, pushService: endpoints.pushService, pushServiceHTTP2: endpoints.pushServiceHTTP2,
+                    adminToken: system.pushServer?.configuration.adminToken
+                )
             )
         }
     }
@@ -86,12 +91,15 @@ struct TestSystem: Sendable {
     // MARK: Push service admin
 
     func setFaults(_ faults: FaultSettings) async throws {
-        let response = try await TestHTTP.request(.PUT, "\(pushService)/admin/faults", json: faults)
+        let response = try await TestHTTP.request(.PUT, "\(pushService)/admin/faults", auth: admin, json: faults)
         guard response.status == 200 else { throw UnexpectedStatus(call: "PUT faults", response: response) }
     }
 
+    /// The admin API's credentials.
+    var admin: TestAuth? { adminToken.map { .bearer($0) } }
+
     func pushStats() async throws -> PushServiceStats {
-        try await TestHTTP.request(.GET, "\(pushService)/admin/stats").json(PushServiceStats.self)
+        try await TestHTTP.request(.GET, "\(pushService)/admin/stats", auth: admin).json(PushServiceStats.self)
     }
 
     func backendStats() async throws -> BackendStats {
