@@ -1,4 +1,5 @@
 public import Foundation
+public import PushFleetCore
 public import PushFleetServerSupport
 
 /// Everything the reference backend is started with.
@@ -38,6 +39,9 @@ public struct BackendConfiguration: Sendable {
     public var pushAttempts: Int
     public var pushBackoff: Duration
     public var backlog: Int
+    /// Where registrations and notifications are kept, and how many at most.
+    public var store: StoreLocation = .memory
+    public var storeLimits = StoreLimits()
     /// Timeouts and the connection cap of the backend's port.
     public var server = ServerLimits()
     /// Latency added to sends and fetches (fault scenarios); shared across restarts.

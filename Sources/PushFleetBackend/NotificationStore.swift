@@ -17,51 +17,70 @@ final class NotificationStore: Sendable {
         var expiresAt: Int64
     }
 
-    private let state = Mutex<[String: Notification]>([:])
-    let ttl: Duration
+    private struct State {
+        var byID: [String: Notification] = [:]
+        var bytes = 0
 
-    init(ttl: Duration) {
-        self.ttl = ttl
+        mutating func remove(_ id: String) {
+            if let gone = byID.removeValue(forKey: id) { bytes -= gone.content.byteCount }
+        }
     }
 
-    var count: Int { state.withLock { $0.count } }
+    private let state = Mutex(State())
+    let ttl: Duration
+    let maxCount: Int
+    let maxBytes: Int
 
-    func create(sender: String, recipient: String, content: Content, now: Int64) -> Notification {
+    init(ttl: Duration, maxCount: Int = .max, maxBytes: Int = .max) {
+        self.ttl = ttl
+        self.maxCount = maxCount
+        self.maxBytes = maxBytes
+    }
+
+    var count: Int { state.withLock { $0.byID.count } }
+
+    /// Nil when storing it would pass the count or byte limit.
+    func create(sender: String, recipient: String, content: Content, now: Int64) -> Notification? {
         // Unguessable ids: the seed's sequential integers let anyone walk the store.
         let id = UUID().uuidString.lowercased()
         let notification = Notification(
             id: id, sender: sender, recipient: recipient, content: content, read: false, expiresAt: now + ttl.nanosecondCount
         )
-        state.withLock { $0[id] = notification }
-        return notification
+        let size = content.byteCount
+        return state.withLock { state in
+            guard state.byID.count < maxCount, state.bytes <= maxBytes - size else { return nil }
+            state.byID[id] = notification
+            state.bytes += size
+            return notification
+        }
     }
 
     /// The notification if `reader` is its recipient, marking it read. Anyone else gets nil, the
     /// same answer as for an id that does not exist, so existence does not leak.
     func read(id: String, reader: String, now: Int64) -> Notification? {
-        state.withLock { store in
-            guard var notification = store[id], notification.expiresAt > now else {
-                store[id] = nil
+        state.withLock { state in
+            guard var notification = state.byID[id], notification.expiresAt > now else {
+                state.remove(id)
                 return nil
             }
             guard notification.recipient == reader else { return nil }
             let result = notification
             notification.read = true
-            store[id] = notification
+            state.byID[id] = notification
             return result
         }
     }
 
     func remove(id: String) {
-        _ = state.withLock { $0.removeValue(forKey: id) }
+        state.withLock { $0.remove(id) }
     }
 
     @discardableResult
     func sweep(now: Int64) -> Int {
-        state.withLock { store in
-            let before = store.count
-            store = store.filter { $0.value.expiresAt > now }
-            return before - store.count
+        state.withLock { state in
+            let expired = state.byID.values.filter { $0.expiresAt <= now }.map(\.id)
+            for id in expired { state.remove(id) }
+            return expired.count
         }
     }
 }

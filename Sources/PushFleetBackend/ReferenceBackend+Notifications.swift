@@ -40,10 +40,10 @@ extension ReferenceBackend {
                 String.self, from: request, limit: self.configuration.limits.maxBodyBytes, what: "a JSON string (the payload)"
             )
             // Nothing is stored for a user with no device to tell: it could only be read by id.
-            guard self.hasTargets(recipient) else { return Self.response(for: .noTarget) }
-            let stored = self.notifications.create(
-                sender: user, recipient: recipient, content: .secure(payload: payload), now: MonotonicClock.nanoseconds()
-            )
+            guard try await self.hasTargets(recipient) else { return Self.response(for: .noTarget) }
+            let stored = try await self.storing {
+                try await $0.createNotification(sender: user, recipient: recipient, content: .secure(payload: payload), now: WallClock.nanoseconds())
+            }
             var outcome = await self.send(to: recipient, platforms: Platform.pushable) { platform in
                 NativeNotification.secure(platform: platform, id: stored.id)
             }
@@ -61,8 +61,10 @@ extension ReferenceBackend {
                     NativeNotification.rich(platform: $0, id: UUID().uuidString, message: message, type: type)
                 }
             }
-            guard self.hasTargets(recipient) else { return Self.response(for: .noTarget) }
-            let stored = self.notifications.create(sender: user, recipient: recipient, content: content, now: MonotonicClock.nanoseconds())
+            guard try await self.hasTargets(recipient) else { return Self.response(for: .noTarget) }
+            let stored = try await self.storing {
+                try await $0.createNotification(sender: user, recipient: recipient, content: content, now: WallClock.nanoseconds())
+            }
             guard case .rich(let message, let type, _, _) = content else { return .empty(status: .internalServerError) }
             var outcome = await self.send(to: recipient, platforms: Platform.pushable) { platform in
                 NativeNotification.rich(platform: platform, id: stored.id, message: message, type: type)
@@ -74,7 +76,7 @@ extension ReferenceBackend {
         api.get("notifications/:id") { request, context -> Response in
             let user = try self.authenticate(request)
             let id = try context.parameters.require("id")
-            guard let notification = self.notifications.read(id: id, reader: user, now: MonotonicClock.nanoseconds()) else {
+            guard let notification = try await self.storing({ try await $0.readNotification(id: id, reader: user, now: WallClock.nanoseconds()) }) else {
                 throw HTTPError(.notFound, message: "no notification \(id) for you")
             }
             switch notification.content {
@@ -133,11 +135,12 @@ extension ReferenceBackend {
         platforms: [Platform],
         _ build: @escaping @Sendable (Platform) -> NativeNotification?
     ) async -> SendOutcome {
-        let now = MonotonicClock.nanoseconds()
-        sweepIfDue(now: now)
-        let targets = registrations.targets(tag: Self.userTagPrefix + user, platform: nil, now: now).filter {
-            platforms.contains($0.platform!)
+        let now = WallClock.nanoseconds()
+        await sweepIfDue(now: now)
+        guard let store = try? await store(), let found = try? await store.targets(tag: Self.userTagPrefix + user, now: now) else {
+            return SendOutcome(outcome: .abandoned, targets: 0, accepted: 0, failed: 0, removed: 0)
         }
+        let targets = found.filter { platforms.contains($0.platform!) }
         let results = await withTaskGroup(of: (RegistrationStore.Registration, PushSender.Result?).self) { group in
             for target in targets {
                 group.addTask {
@@ -156,7 +159,7 @@ extension ReferenceBackend {
             switch result {
             case .accepted: accepted += 1
             case .unregistered:
-                if registrations.removeDead(id: target.id, handle: target.handle!) {
+                if (try? await store.removeDead(id: target.id, handle: target.handle!)) == true {
                     removed += 1
                     counters.update { $0.feedbackRemoved += 1 }
                 }
@@ -181,8 +184,8 @@ extension ReferenceBackend {
     }
 
     /// Whether the user has a live registration to push to.
-    func hasTargets(_ user: String) -> Bool {
-        !registrations.targets(tag: Self.userTagPrefix + user, platform: nil, now: MonotonicClock.nanoseconds()).isEmpty
+    func hasTargets(_ user: String) async throws -> Bool {
+        try await !storing { try await $0.targets(tag: Self.userTagPrefix + user, now: WallClock.nanoseconds()) }.isEmpty
     }
 
     /// The seed's rule: 200 unless the hub's outcome is Abandoned (or Unknown), then 500.

@@ -12,9 +12,9 @@ extension ReferenceBackend {
             let user = try self.authenticate(request)
             let handle = request.uri.queryParameters["handle"].map(String.init)
             if let handle { try self.validateHandle(handle) }
-            let now = MonotonicClock.nanoseconds()
-            self.sweepIfDue(now: now)
-            let id = self.registrations.create(owner: user, handle: handle, now: now)
+            let now = WallClock.nanoseconds()
+            await self.sweepIfDue(now: now)
+            let id = try await self.storing { try await $0.createRegistration(owner: user, handle: handle, now: now) }
             // The seed answers the id as a JSON string.
             return .json(id)
         }
@@ -31,9 +31,10 @@ extension ReferenceBackend {
             }
             try self.validateHandle(update.handle)
             let tags = try self.validatedTags(update.tags ?? [], caller: user)
-            switch self.registrations.update(
-                id: id, owner: user, platform: platform, handle: update.handle, tags: tags, now: MonotonicClock.nanoseconds()
-            ) {
+            let result = try await self.storing {
+                try await $0.updateRegistration(id: id, owner: user, platform: platform, handle: update.handle, tags: tags, now: WallClock.nanoseconds())
+            }
+            switch result {
             case .updated: return .empty()
             case .gone: throw HTTPError(.gone, message: "registration \(id) does not exist or has expired; create a new one")
             case .notOwner: throw HTTPError(.forbidden, message: "registration \(id) belongs to another user")
@@ -43,7 +44,7 @@ extension ReferenceBackend {
         api.delete("register/:id") { request, context -> Response in
             let user = try self.authenticate(request)
             let id = try context.parameters.require("id")
-            switch self.registrations.delete(id: id, owner: user, now: MonotonicClock.nanoseconds()) {
+            switch try await self.storing({ try await $0.deleteRegistration(id: id, owner: user, now: WallClock.nanoseconds()) }) {
             case .updated: return .empty()
             case .gone: throw HTTPError(.gone, message: "registration \(id) does not exist or has expired")
             case .notOwner: throw HTTPError(.forbidden, message: "registration \(id) belongs to another user")

@@ -18,8 +18,7 @@ public final class ReferenceBackend: Sendable {
     /// The bound address, known once the server listens.
     public let bound = Readiness<ListenAddress>()
 
-    let registrations: RegistrationStore
-    let notifications: NotificationStore
+    let storeHandle: StoreHandle
     let counters = BackendCounters()
     let signer: TokenSigner
     let client: HTTPClient
@@ -32,8 +31,7 @@ public final class ReferenceBackend: Sendable {
     ///     push service may still be binding when the backend is built).
     public init(configuration: BackendConfiguration, pushServiceURL: @escaping @Sendable () async throws -> String) {
         self.configuration = configuration
-        self.registrations = RegistrationStore(ttl: configuration.registrationTTL)
-        self.notifications = NotificationStore(ttl: configuration.notificationTTL)
+        self.storeHandle = StoreHandle { try await Self.openStore(configuration) }
         let secret = configuration.tokenSecret ?? Data((0..<32).map { _ in UInt8.random(in: 0...255) })
         self.signer = TokenSigner(secret: secret, lifetime: configuration.tokenLifetime)
         var clientConfiguration = HTTPClient.Configuration()
@@ -63,18 +61,54 @@ public final class ReferenceBackend: Sendable {
         self.init(configuration: configuration, pushServiceURL: { pushServiceURL })
     }
 
-    public var stats: BackendStats {
+    public func stats() async throws -> BackendStats {
         var stats = counters.snapshot
-        stats.registrations = registrations.count
-        stats.storedNotifications = notifications.count
+        let counts = try await store().counts()
+        stats.registrations = counts.registrations
+        stats.storedNotifications = counts.notifications
         return stats
+    }
+
+    /// The store, opened on first use; a store that cannot be opened is a 503 for the call.
+    func store() async throws -> any BackendStore {
+        do {
+            return try await storeHandle.get()
+        } catch {
+            throw HTTPError(.serviceUnavailable, message: "the store is unavailable: \(error)")
+        }
+    }
+
+    /// Runs a store call, answering a full store with 507 rather than a 500.
+    func storing<T>(_ body: (any BackendStore) async throws -> T) async throws -> T {
+        let store = try await store()
+        do {
+            return try await body(store)
+        } catch let error as StoreError {
+            switch error {
+            case .full: throw HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"), message: error.description)
+            case .unavailable: throw HTTPError(.serviceUnavailable, message: error.description)
+            }
+        }
+    }
+
+    static func openStore(_ configuration: BackendConfiguration) async throws -> any BackendStore {
+        switch configuration.store {
+        case .memory:
+            return MemoryStore(
+                registrationTTL: configuration.registrationTTL, notificationTTL: configuration.notificationTTL, limits: configuration.storeLimits
+            )
+        case .sqlite(let path):
+            return try await SQLiteStore.open(path: path, configuration: configuration)
+        case .postgres(let url):
+            return try await PostgresStore.open(url: url, configuration: configuration)
+        }
     }
 
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.add(middleware: InjectedLatencyMiddleware(faults: configuration.faults))
         router.get("/health") { _, _ in "ok" }
-        router.get("/stats") { _, _ in Response.json(self.stats) }
+        router.get("/stats") { _, _ in Response.json(try await self.stats()) }
         let api = router.group("api")
         addLoginRoute(to: api)
         addRegisterRoutes(to: api)
@@ -103,18 +137,25 @@ public final class ReferenceBackend: Sendable {
             },
             logger: logger
         )
-        return BackendService(app: app, client: client, bound: bound)
+        return BackendService(app: app, client: client, bound: bound, store: storeHandle)
+    }
+
+    /// Opens the configured store once and closes it: a store that cannot be reached fails
+    /// `pushfleet serve` at start rather than every request later.
+    public static func checkStore(_ configuration: BackendConfiguration) async throws {
+        let store = try await openStore(configuration)
+        _ = try await store.counts()
+        await store.close()
     }
 
     /// Drops expired registrations and notifications at most every 30 s, from request handling,
     /// so memory stays bounded without a background task.
-    func sweepIfDue(now: Int64) {
+    func sweepIfDue(now: Int64) async {
         let last = lastSweep.load(ordering: .relaxed)
         guard now - last > 30_000_000_000,
             lastSweep.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
         else { return }
-        registrations.sweep(now: now)
-        notifications.sweep(now: now)
+        try? await store().sweep(now: now)
     }
 }
 
@@ -122,6 +163,7 @@ private struct BackendService: Service {
     let app: Application<RouterResponder<BasicRequestContext>>
     let client: HTTPClient
     let bound: Readiness<ListenAddress>
+    let store: StoreHandle
 
     func run() async throws {
         do {
@@ -129,8 +171,10 @@ private struct BackendService: Service {
         } catch {
             bound.fail(error)
             try? await client.shutdown()
+            await store.close()
             throw error
         }
         try await client.shutdown()
+        await store.close()
     }
 }

@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// A registration id is created empty (`POST /api/register`) and filled by `PUT`. Every id
 /// expires `ttl` after its last create or update; an expired id is gone (410), which is what
-/// sends the device's client logic down its retry path. Times are nanoseconds of a monotonic clock.
+/// sends the device's client logic down its retry path. Times are wall-clock nanoseconds.
 final class RegistrationStore: Sendable {
     struct Registration: Sendable, Equatable {
         var id: String
@@ -65,10 +65,12 @@ final class RegistrationStore: Sendable {
 
     private let state = Mutex(State())
     let ttl: Duration
+    let maxCount: Int
     private let idPrefix: String
 
-    init(ttl: Duration) {
+    init(ttl: Duration, maxCount: Int = .max) {
         self.ttl = ttl
+        self.maxCount = maxCount
         // Ids differ between backend runs, so a device cannot reuse an id from an earlier run.
         self.idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
     }
@@ -80,7 +82,8 @@ final class RegistrationStore: Sendable {
     /// With a handle, the seed returns the first registration already bound to it and deletes the
     /// others. Here only the caller's own registrations are reused; registrations of the same
     /// handle owned by someone else are deleted too, since the device now belongs to the caller.
-    func create(owner: String, handle: String?, now: Int64) -> String {
+    /// Nil when the store holds `maxCount` registrations already.
+    func create(owner: String, handle: String?, now: Int64) -> String? {
         state.withLock { state in
             if let handle, let ids = state.byHandle[handle] {
                 var kept: String?
@@ -97,6 +100,7 @@ final class RegistrationStore: Sendable {
                     return kept
                 }
             }
+            guard state.byID.count < maxCount else { return nil }
             state.nextSerial += 1
             let id = "\(idPrefix)-\(state.nextSerial)-\(String(UInt64.random(in: 0...UInt64.max), radix: 36))"
             state.byID[id] = Registration(id: id, owner: owner, platform: nil, handle: nil, tags: [], expiresAt: now + ttl.nanosecondCount)

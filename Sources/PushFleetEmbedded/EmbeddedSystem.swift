@@ -2,7 +2,9 @@ public import Logging
 public import PushFleetBackend
 public import PushFleetMockPush
 public import ServiceLifecycle
-import PushFleetServerSupport
+public import PushFleetServerSupport
+import Foundation
+import Synchronization
 
 /// The system under test that ships with pushfleet: the reference backend sending to the mock
 /// push service, both in this process on loopback ports.
@@ -38,7 +40,8 @@ public struct EmbeddedSystem: Sendable {
     }
 
     public let configuration: Configuration
-    public let backend: ReferenceBackend
+    /// The backend, which ``restartBackend(downFor:)`` replaces by a new process-like instance.
+    public let backend: RestartableBackend
     /// Nil when an external push service is used.
     public let pushServer: MockPushServer?
 
@@ -51,6 +54,11 @@ public struct EmbeddedSystem: Sendable {
         configuration.backend.server = configuration.backend.server.resolved(share: embeddedPush ? (h2 ? 0.25 : 0.5) : 1)
         configuration.pushServer.limits = configuration.pushServer.limits.resolved(share: 0.5)
         configuration.pushServer.http2Limits = configuration.pushServer.http2Limits.resolved(share: 0.25)
+        // One signing key for every restart, as a deployment configures one: tokens issued before
+        // a restart stay valid after it.
+        if configuration.backend.tokenSecret == nil {
+            configuration.backend.tokenSecret = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
+        }
         self.configuration = configuration
         let pushServer: MockPushServer? =
             configuration.externalPushServiceURL == nil
@@ -58,7 +66,7 @@ public struct EmbeddedSystem: Sendable {
             : nil
         self.pushServer = pushServer
         let external = configuration.externalPushServiceURL
-        self.backend = ReferenceBackend(configuration: configuration.backend) {
+        self.backend = RestartableBackend(configuration: configuration.backend) {
             if let external { return external }
             return try await pushServer!.bound.value().httpURL
         }
@@ -67,6 +75,13 @@ public struct EmbeddedSystem: Sendable {
     /// The services to run together, push service first.
     public func makeServices(logger: Logger) -> [any Service] {
         (pushServer?.makeServices(logger: logger) ?? []) + [backend.makeService(logger: logger)]
+    }
+
+    /// Stops the backend as a process stops (its connections closed, its memory gone), keeps it
+    /// down for `downFor`, and starts a new one on the same port with the same configuration and
+    /// store; returns once it listens again.
+    public func restartBackend(downFor: Duration = .zero) async throws {
+        try await backend.restart(downFor: downFor)
     }
 
     /// Waits until every server listens.
@@ -115,5 +130,121 @@ public struct EmbeddedSystem: Sendable {
     public struct ServerStoppedError: Error, CustomStringConvertible {
         public init() {}
         public var description: String { "the embedded servers stopped before the work was done" }
+    }
+}
+
+/// The reference backend as a restartable process: one service that runs a backend until a
+/// restart is asked for, then a new one on the same port.
+public final class RestartableBackend: Sendable {
+    public let configuration: BackendConfiguration
+    let pushServiceURL: @Sendable () async throws -> String
+    /// The first bound address; later backends listen on the same port.
+    public let bound = Readiness<ListenAddress>()
+    private let state = Mutex(State())
+    private let currentBackend: Mutex<ReferenceBackend?> = Mutex(nil)
+
+    private struct State {
+        var queued: [Request] = []
+        var waiter: CheckedContinuation<Request?, Never>?
+    }
+
+    struct Request: Sendable {
+        var downFor: Duration
+        var done: Readiness<Void>
+    }
+
+    init(configuration: BackendConfiguration, pushServiceURL: @escaping @Sendable () async throws -> String) {
+        self.configuration = configuration
+        self.pushServiceURL = pushServiceURL
+    }
+
+    /// The backend running now (nil while it is down).
+    public var current: ReferenceBackend? { currentBackend.withLock { $0 } }
+
+    func restart(downFor: Duration) async throws {
+        let done = Readiness<Void>()
+        let request = Request(downFor: downFor, done: done)
+        let waiter = state.withLock { state in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return Optional(waiter)
+            }
+            state.queued.append(request)
+            return nil
+        }
+        waiter?.resume(returning: request)
+        try await done.value()
+    }
+
+    /// The next restart request; nil once the task is cancelled.
+    private func nextRequest() async -> Request? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Request?? in
+                    if !state.queued.isEmpty { return .some(state.queued.removeFirst()) }
+                    if Task.isCancelled { return .some(nil) }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    func makeService(logger: Logger) -> any Service {
+        Runner(owner: self, logger: logger)
+    }
+
+    struct Runner: Service {
+        let owner: RestartableBackend
+        let logger: Logger
+
+        func run() async throws {
+            var configuration = owner.configuration
+            var pending: Readiness<Void>?
+            while !Task.isCancelled {
+                let backend = ReferenceBackend(configuration: configuration, pushServiceURL: owner.pushServiceURL)
+                owner.currentBackend.withLock { $0 = backend }
+                // The backend runs in a group of its own, so that a restart is a graceful shutdown
+                // of it alone, as a process receiving SIGTERM stops.
+                let backendGroup = ServiceGroup(
+                    configuration: .init(services: [.init(service: backend.makeService(logger: logger))], gracefulShutdownSignals: [], logger: logger)
+                )
+                let restart: Request? = try await withThrowingTaskGroup(of: Request?.self) { group in
+                    group.addTask {
+                        try await backendGroup.run()
+                        return nil
+                    }
+                    let address = try await backend.bound.value()
+                    owner.bound.succeed(address)
+                    pending?.succeed(())
+                    pending = nil
+                    group.addTask { await owner.nextRequest() }
+                    let first = try await withGracefulShutdownHandler {
+                        try await group.next() ?? nil
+                    } onGracefulShutdown: {
+                        Task { await backendGroup.triggerGracefulShutdown() }
+                    }
+                    if first != nil {
+                        // Asked to restart: stop the backend and wait for it.
+                        await backendGroup.triggerGracefulShutdown()
+                        _ = try await group.next()
+                    }
+                    group.cancelAll()
+                    return first
+                }
+                owner.currentBackend.withLock { $0 = nil }
+                guard let restart, !Task.isCancelled, !Task.isShuttingDownGracefully else { return }
+                configuration.listen.port = try await owner.bound.value().port
+                pending = restart.done
+                if restart.downFor > .zero { try await Task.sleep(for: restart.downFor) }
+            }
+        }
     }
 }

@@ -61,13 +61,27 @@ public struct FleetRunner: Sendable {
         case .embedded:
             var configuration = EmbeddedSystem.Configuration()
             configuration.backend.registrationTTL = scenario.embedded.registrationTTL
+            configuration.backend.store = scenario.embedded.store
+            // `sqlite:` with no path: a fresh file for this run only.
+            var temporaryStore: URL?
+            if case .sqlite(let path) = scenario.embedded.store, path.isEmpty {
+                let url = FileManager.default.temporaryDirectory.appendingPathComponent("pushfleet-\(UUID().uuidString).sqlite")
+                configuration.backend.store = .sqlite(path: url.path)
+                temporaryStore = url
+            }
+            defer {
+                if let temporaryStore {
+                    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporaryStore.path + suffix) }
+                }
+            }
             if let credentials = scenario.fleet.names.credentials {
                 configuration.backend.users = UserDirectory(passwords: credentials.map { ($0.user, $0.password) })
             }
             let faults = configuration.backend.faults
             return try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
                 try await play(
-                    Endpoints(backend: endpoints.backend, pushService: endpoints.pushService), stop: stop, backendFaults: faults,
+                    Endpoints(backend: endpoints.backend, pushService: endpoints.pushService), stop: stop,
+                    restartBackend: { down in try await system.restartBackend(downFor: down) }, backendFaults: faults,
                     pushAdminToken: system.pushServer?.configuration.adminToken
                 )
             }

@@ -105,7 +105,8 @@ public enum ScenarioLoader {
                 scenario.embedded.registrationTTL = value
             }
             if let storeNode = embedded["store"], let text = r.string(storeNode, "embedded.store") {
-                switch StoreLocation.parse(text) {
+                // `sqlite` alone: a fresh temporary file for the run.
+                switch text == "sqlite" ? .success(.sqlite(path: "")) : StoreLocation.parse(text) {
                 case .success(let store): scenario.embedded.store = store
                 case .failure(let error): r.report(storeNode, "embedded.store", error.message)
                 }

@@ -31,6 +31,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Send to this push service instead of starting the embedded one.") var pnsUrl: String?
     @Option(help: "Users file (user:sha256:SALT:HEX lines); default is the demo rule user == password.")
     var usersFile: String?
+    @Option(help: "Where the backend keeps registrations and notifications: memory, sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DB.")
+    var store = "memory"
     @Option(help: "Lifetime of a registration id after its last update (e.g. 24h, 90s).") var registrationTtl = "24h"
     @Option(help: "How long secure and rich notifications stay readable.") var notificationTtl = "24h"
     @Option(help: "Lifetime of a login token.") var tokenTtl = "1h"
@@ -71,6 +73,10 @@ struct Serve: AsyncParsableCommand {
         }
         var backend = BackendConfiguration(listen: try address(backendListen, "backend-listen"))
         backend.registrationTTL = try duration(registrationTtl, "registration-ttl")
+        switch StoreLocation.parse(store) {
+        case .success(let location): backend.store = location
+        case .failure(let error): throw ValidationError("--store: \(error)")
+        }
         backend.notificationTTL = try duration(notificationTtl, "notification-ttl")
         backend.tokenLifetime = try duration(tokenTtl, "token-ttl")
         if let secret = tokenSecret ?? ProcessInfo.processInfo.environment["PUSHFLEET_TOKEN_SECRET"] {
@@ -164,6 +170,11 @@ struct Serve: AsyncParsableCommand {
         let parsed = try parsed()
         var logger = Logger(label: "pushfleet.serve")
         logger.logLevel = parsed.logLevel
+        do {
+            try await ReferenceBackend.checkStore(parsed.configuration.backend)
+        } catch {
+            throw ValidationError("--store \(parsed.configuration.backend.store): \(error)")
+        }
         let system = EmbeddedSystem(configuration: parsed.configuration)
         let group = ServiceGroup(
             configuration: .init(
@@ -174,7 +185,9 @@ struct Serve: AsyncParsableCommand {
         )
         let announcer = Task {
             guard let endpoints = try? await system.endpoints() else { return }
-            var lines = ["backend:      \(endpoints.backend)", "push service: \(endpoints.pushService)"]
+            var lines = [
+                "backend:      \(endpoints.backend)  (store: \(parsed.configuration.backend.store))", "push service: \(endpoints.pushService)",
+            ]
             if let h2 = endpoints.pushServiceHTTP2 { lines.append("push h2c:     \(h2)") }
             lines.append("device gateway: \(endpoints.pushService.replacingOccurrences(of: "http", with: "ws"))/device")
             if pnsUrl == nil {

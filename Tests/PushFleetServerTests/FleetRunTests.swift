@@ -253,6 +253,52 @@ struct FleetRunTests {
         #expect(c.lost > 0 && c.delivered > c.lost, "\(c)")
     }
 
+    static func restartScenario(store: String) -> String {
+        """
+        name: restart-\(store)
+        seed: 8
+        embedded: { store: \(store) }
+        fleet:
+          users: 10
+          platforms: { apns: 1, fcm: 1 }
+          push_channel: per_device
+          reregister_every: 400ms
+        lifecycle: [login, register, connect, receive, fetch_secure]
+        traffic:
+          - { kind: plain, rate: 20/s, duration: 3s }
+          - { kind: secure, rate: 10/s, duration: 3s }
+        faults:
+          - { at: 1s, backend: restart, down_for: 300ms }
+        deadline: 2s
+        grace: 500ms
+        thresholds:
+          # Sends made while the backend is down fail, as they should, and a push that arrives
+          # while it is down cannot be fetched (unverified); only the deliveries are judged.
+          sends.failed_ratio: []
+          delivery.unverified: []
+          delivery.indeterminate_ratio: []
+          sends.late_start_ratio: []
+        """
+    }
+
+    @Test("the backend restarted mid-run: with SQLite nothing is lost; with memory the devices register again and the losses fail the run")
+    func backendRestart() async throws {
+        let persistent = try await Self.run(Self.restartScenario(store: "sqlite"))
+        #expect(persistent.markers.contains { $0.label.hasPrefix("backend stops for 300ms") })
+        #expect(persistent.markers.contains { $0.label == "faults: backend restarted" }, "\(persistent.markers.map(\.label))")
+        #expect(persistent.operations.first { $0.name == "http.send" }?.failures ?? 0 >= 0)
+        let p = persistent.delivery
+        #expect(p.lost == 0 && p.misdelivered == 0 && p.delivered > 50, "\(p)")
+        #expect(!persistent.errors.contains { $0.errorClass == "register:renewed_after_410" })
+        #expect(persistent.passed, "\(persistent.thresholds.filter { !$0.passed })")
+
+        let volatile = try await Self.run(Self.restartScenario(store: "memory"))
+        let v = volatile.delivery
+        #expect(volatile.errors.first { $0.errorClass == "register:renewed_after_410" }?.count ?? 0 >= 10, "\(volatile.errors.map(\.errorClass))")
+        #expect(v.lost > 0 && v.misdelivered == 0 && v.delivered > v.lost, "\(v)")
+        #expect(!volatile.passed && volatile.thresholds.contains { $0.metric == "delivery.lost_ratio" && !$0.passed })
+    }
+
     @Test("a backend slower than the scenario asks: sends dropped at max_in_flight fail the run with no thresholds of its own")
     func overloadNeverPasses() async throws {
         let yaml = """

@@ -9,39 +9,6 @@ import Testing
 
 @Suite("Units")
 struct UnitTests {
-    @Test("registration store: tag index, expiry, owner checks, feedback")
-    func registrationStore() {
-        let store = RegistrationStore(ttl: .seconds(10))
-        let second: Int64 = 1_000_000_000
-        let a = store.create(owner: "bob", handle: nil, now: 0)
-        #expect(store.update(id: a, owner: "bob", platform: .apns, handle: "h1", tags: ["username:bob"], now: 0) == .updated)
-        #expect(store.update(id: a, owner: "eve", platform: .apns, handle: "h1", tags: ["username:eve"], now: 0) == .notOwner)
-        let b = store.create(owner: "bob", handle: nil, now: 0)
-        // Incomplete registrations (no PUT yet) are not targets.
-        #expect(store.targets(tag: "username:bob", platform: nil, now: 1).map(\.id) == [a])
-        #expect(store.update(id: b, owner: "bob", platform: .fcm, handle: "h2", tags: ["username:bob"], now: 5 * second) == .updated)
-        #expect(Set(store.targets(tag: "username:bob", platform: nil, now: 6 * second).map(\.id)) == [a, b])
-        #expect(store.targets(tag: "username:bob", platform: .fcm, now: 6 * second).map(\.id) == [b])
-        // a expires at 10 s; b was refreshed at 5 s.
-        #expect(store.targets(tag: "username:bob", platform: nil, now: 11 * second).map(\.id) == [b])
-        #expect(store.update(id: a, owner: "bob", platform: .apns, handle: "h1", tags: [], now: 11 * second) == .gone)
-        // Feedback for a handle the registration no longer has is ignored.
-        #expect(!store.removeDead(id: b, handle: "h-old"))
-        #expect(store.removeDead(id: b, handle: "h2"))
-        #expect(store.targets(tag: "username:bob", platform: nil, now: 11 * second).isEmpty)
-        #expect(store.count == 0)
-    }
-
-    @Test("notification store: only the recipient reads, and reading marks read")
-    func notificationStore() {
-        let store = NotificationStore(ttl: .seconds(1))
-        let note = store.create(sender: "alice", recipient: "bob", content: .secure(payload: "p"), now: 0)
-        #expect(store.read(id: note.id, reader: "alice", now: 1) == nil)
-        #expect(store.read(id: note.id, reader: "bob", now: 1)?.read == false)
-        #expect(store.read(id: note.id, reader: "bob", now: 2)?.read == true)
-        #expect(store.read(id: note.id, reader: "bob", now: 2_000_000_000) == nil)
-    }
-
     @Test("tokens: issued ones verify; tampered, foreign-key and expired ones do not")
     func tokenSigner() throws {
         let signer = TokenSigner(secret: Data(repeating: 1, count: 32), lifetime: .seconds(60))

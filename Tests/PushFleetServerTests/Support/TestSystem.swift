@@ -18,10 +18,19 @@ struct TestSystem: Sendable {
         _ configuration: EmbeddedSystem.Configuration = .init(),
         _ body: @escaping @Sendable (TestSystem) async throws -> T
     ) async throws -> T {
+        try await runEmbedded(configuration) { _, test in try await body(test) }
+    }
+
+    /// The same, with the running system at hand (to restart its backend, say).
+    static func runEmbedded<T: Sendable>(
+        _ configuration: EmbeddedSystem.Configuration = .init(),
+        _ body: @escaping @Sendable (EmbeddedSystem, TestSystem) async throws -> T
+    ) async throws -> T {
         var logger = Logger(label: "test-system")
         logger.logLevel = .warning
         return try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
             try await body(
+                system,
                 TestSystem(
                     backend: endpoints.backend, pushService: endpoints.pushService, pushServiceHTTP2: endpoints.pushServiceHTTP2,
                     adminToken: system.pushServer?.configuration.adminToken

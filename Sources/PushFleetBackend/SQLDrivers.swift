@@ -1,0 +1,212 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import PushFleetCore
+import SQLiteNIO
+import Synchronization
+
+/// One unit of work at a time, in arrival order: SQLite has one writer, and a unit of work
+/// spans several awaited statements.
+actor AsyncGate {
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func enter() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func leave() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+}
+
+/// SQLite through sqlite-nio (libsqlite3 calls on NIO's thread pool), in WAL mode.
+final class SQLiteExecutor: SQLExecutor {
+    let connection: SQLiteConnection
+    let gate = AsyncGate()
+
+    private init(connection: SQLiteConnection) {
+        self.connection = connection
+    }
+
+    static func open(path: String) async throws -> SQLiteExecutor {
+        let connection = try await SQLiteConnection.open(storage: .file(path: path))
+        let executor = SQLiteExecutor(connection: connection)
+        _ = try await connection.query("PRAGMA journal_mode=WAL")
+        _ = try await connection.query("PRAGMA busy_timeout=5000")
+        for statement in SQLStore<SQLiteExecutor>.schema { _ = try await connection.query(statement) }
+        return executor
+    }
+
+    struct Session: SQLSession {
+        let connection: SQLiteConnection
+
+        func rows(_ sql: String, _ binds: [SQLValue]) async throws -> [[SQLValue]] {
+            let data: [SQLiteData] = binds.map {
+                switch $0 {
+                case .int(let value): .integer(Int(value))
+                case .text(let value): .text(value)
+                case .blob(let value): .blob(ByteBuffer(bytes: value))
+                case .null: .null
+                }
+            }
+            return try await connection.query(sql, data).map { row in
+                row.columns.map { column in
+                    switch column.data {
+                    case .integer(let value): .int(Int64(value))
+                    case .float(let value): .int(Int64(value))
+                    case .text(let value): .text(value)
+                    case .blob(let buffer): .blob(Data(buffer.readableBytesView))
+                    case .null: .null
+                    }
+                }
+            }
+        }
+    }
+
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLSession) async throws -> T) async throws -> T {
+        await gate.enter()
+        let session = Session(connection: connection)
+        do {
+            try await session.run("BEGIN IMMEDIATE")
+            let result = try await body(session)
+            try await session.run("COMMIT")
+            await gate.leave()
+            return result
+        } catch {
+            try? await session.run("ROLLBACK")
+            await gate.leave()
+            throw error
+        }
+    }
+
+    /// Closes even from a cancelled task (a backend being stopped): an open handle left behind
+    /// would keep the file locked.
+    func close() async {
+        let connection = connection
+        await Task { try? await connection.close() }.value
+    }
+}
+
+/// PostgreSQL through postgres-nio's pooled client; each unit of work is one transaction on
+/// one pooled connection.
+final class PostgresExecutor: SQLExecutor {
+    let client: PostgresClient
+    let runner: Task<Void, Never>
+    let logger: Logger
+
+    private init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+        runner = Task { await client.run() }
+    }
+
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`; `?host=/socket/dir` for a Unix socket.
+    static func open(url: String) async throws -> PostgresExecutor {
+        guard let components = URLComponents(string: url), let user = components.user, !user.isEmpty else {
+            throw StoreError.unavailable("a postgres URL needs a user: postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+        }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : nil
+        let socketDirectory = components.queryItems?.first { $0.name == "host" }?.value
+        let configuration: PostgresClient.Configuration
+        if let socketDirectory {
+            let port = components.port ?? 5432
+            configuration = .init(
+                unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)", username: user, password: components.password, database: database
+            )
+        } else {
+            guard let host = components.host, !host.isEmpty else { throw StoreError.unavailable("the postgres URL names no host") }
+            configuration = .init(host: host, port: components.port ?? 5432, username: user, password: components.password, database: database, tls: .disable)
+        }
+        var logger = Logger(label: "pushfleet.store.postgres")
+        logger.logLevel = .warning
+        let executor = PostgresExecutor(client: PostgresClient(configuration: configuration), logger: logger)
+        do {
+            try await executor.transaction { db in
+                // One schema creation at a time across processes.
+                try await db.run("SELECT pg_advisory_xact_lock(74736)")
+                for statement in SQLStore<PostgresExecutor>.schema { try await db.run(statement) }
+            }
+        } catch {
+            await executor.close()
+            throw StoreError.unavailable("cannot reach \(StoreLocationDescription.masked(url)): \(String(reflecting: error))")
+        }
+        return executor
+    }
+
+    struct Session: SQLSession {
+        let connection: PostgresConnection
+        let logger: Logger
+
+        /// `?` → `$n`, and SQLite's column types → PostgreSQL's.
+        static func dialect(_ sql: String) -> String {
+            var result = ""
+            var index = 0
+            for character in sql {
+                if character == "?" {
+                    index += 1
+                    result += "$\(index)"
+                } else {
+                    result.append(character)
+                }
+            }
+            return result.replacingOccurrences(of: " BLOB", with: " BYTEA").replacingOccurrences(of: " INTEGER", with: " BIGINT")
+        }
+
+        func rows(_ sql: String, _ binds: [SQLValue]) async throws -> [[SQLValue]] {
+            var bindings = PostgresBindings()
+            for bind in binds {
+                switch bind {
+                case .int(let value): bindings.append(value)
+                case .text(let value): bindings.append(value)
+                case .blob(let value): bindings.append(ByteBuffer(bytes: value))
+                case .null: bindings.appendNull()
+                }
+            }
+            let result = try await connection.query(PostgresQuery(unsafeSQL: Self.dialect(sql), binds: bindings), logger: logger)
+            var rows: [[SQLValue]] = []
+            for try await row in result {
+                rows.append(
+                    try row.map { cell -> SQLValue in
+                        guard cell.bytes != nil else { return .null }
+                        switch cell.dataType {
+                        case .int2, .int4, .int8, .numeric: return .int(try cell.decode(Int64.self))
+                        case .bytea: return .blob(Data(try cell.decode(ByteBuffer.self).readableBytesView))
+                        default: return .text(try cell.decode(String.self))
+                        }
+                    }
+                )
+            }
+            return rows
+        }
+    }
+
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLSession) async throws -> T) async throws -> T {
+        let logger = logger
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await body(Session(connection: connection, logger: logger))
+            }
+        } catch let error as PostgresTransactionError {
+            // The store's own errors come out as they went in, whatever the driver wraps them in.
+            if let inner = error.closureError as? StoreError { throw inner }
+            throw error
+        }
+    }
+
+    func close() async {
+        runner.cancel()
+        _ = await runner.value
+    }
+}
+
+enum StoreLocationDescription {
+    static func masked(_ url: String) -> String {
+        StoreLocation.postgres(url: url).description
+    }
+}
