@@ -9,6 +9,31 @@ import Glibc
 enum RawSocket {
     struct Failure: Error {}
 
+    /// A loopback port held bound but not listening: connecting to it is refused, and no other
+    /// socket can take it until `close()`.
+    struct Reserved {
+        let fd: Int32
+        let port: Int
+        func close() { _ = Glibc.close(fd) }
+    }
+
+    static func boundNotListening() -> Reserved? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else {
+            _ = Glibc.close(fd)
+            return nil
+        }
+        return Reserved(fd: fd, port: Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     static func send(_ text: String, port: Int) async throws {
         try await offPool { try sendBlocking(text, port: port) }
     }
