@@ -180,7 +180,12 @@ public final class RestartableBackend: Sendable {
             done.fail(RestartTimedOut(limit: limit))
         }
         defer { timer.cancel() }
-        try await done.value()
+        // The caller may stop waiting; the restart goes on.
+        try await withTaskCancellationHandler {
+            try await done.value()
+        } onCancel: {
+            done.fail(CancellationError())
+        }
     }
 
     public struct RestartTimedOut: Error, CustomStringConvertible {
@@ -248,7 +253,7 @@ public final class RestartableBackend: Sendable {
                     configuration.listen.port = try await owner.bound.value().port
                     pending = request.done
                     rebindUntil = .now + request.downFor + Self.rebindWindow
-                    if request.downFor > .zero { try await Task.sleep(for: request.downFor) }
+                    guard await Self.stayDown(request.downFor) else { return }
                 case .notBound(let error):
                     guard everListened else {
                         owner.bound.fail(error)
@@ -264,9 +269,15 @@ public final class RestartableBackend: Sendable {
                     guard let next = await cancelWhenGracefulShutdown({ await owner.nextRequest() }) else { return }
                     pending = next.done
                     rebindUntil = .now + next.downFor + Self.rebindWindow
-                    if next.downFor > .zero { try await Task.sleep(for: next.downFor) }
+                    guard await Self.stayDown(next.downFor) else { return }
                 }
             }
+        }
+
+        /// Waits out a restart's down time; false when the system is stopping meanwhile.
+        private static func stayDown(_ time: Duration) async -> Bool {
+            if time > .zero { try? await cancelWhenGracefulShutdown { try await Task.sleep(for: time) } }
+            return !Task.isCancelled && !Task.isShuttingDownGracefully
         }
 
         /// Runs one backend until it stops, a restart is asked for, or it cannot bind.

@@ -299,6 +299,33 @@ struct FleetRunTests {
         #expect(!volatile.passed && volatile.thresholds.contains { $0.metric == "delivery.lost_ratio" && !$0.passed })
     }
 
+    @Test("a backend that goes down mid-run and stays down fails the run with the reason named, and the run still ends on time", .timeLimit(.minutes(3)))
+    func backendGoneNeverPasses() async throws {
+        let yaml = """
+            name: backend-gone
+            seed: 6
+            fleet: { users: 6, platforms: { apns: 1, fcm: 1 } }
+            lifecycle: [login, register, connect, receive, fetch_secure]
+            traffic:
+              - { kind: plain, rate: 20/s, duration: 3s }
+              - { kind: secure, rate: 10/s, duration: 3s }
+            faults:
+              - { at: 1s, backend: restart, down_for: 1h }
+            deadline: 2s
+            grace: 500ms
+            """
+        let started = ContinuousClock.now
+        let result = try await Self.run(yaml)
+        #expect(ContinuousClock.now - started < .seconds(60), "the run waited for the backend")
+        #expect(!result.passed)
+        let failedSends = result.thresholds.first { $0.metric == "sends.failed_ratio" }
+        #expect(failedSends?.origin == "default" && failedSends?.passed == false, "\(result.thresholds)")
+        #expect(result.errors.contains { $0.errorClass.hasPrefix("send:") && $0.count > 0 }, "\(result.errors.map(\.errorClass))")
+        #expect(result.markers.contains { $0.label == "faults: backend still down when the traffic ended" }, "\(result.markers.map(\.label))")
+        // Nothing that reached a device is judged wrong because the backend went away.
+        #expect(result.delivery.misdelivered == 0 && result.delivery.stale == 0 && result.delivery.sentToDeadToken == 0, "\(result.delivery)")
+    }
+
     @Test("a backend slower than the scenario asks: sends dropped at max_in_flight fail the run with no thresholds of its own")
     func overloadNeverPasses() async throws {
         let yaml = """
