@@ -326,6 +326,43 @@ struct FleetRunTests {
         #expect(result.delivery.misdelivered == 0 && result.delivery.stale == 0 && result.delivery.sentToDeadToken == 0, "\(result.delivery)")
     }
 
+    @Test("the push gateway gone: devices retry with backoff, not in a tight loop, and all come back when it returns", .timeLimit(.minutes(3)))
+    func gatewayGoneBackoff() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let (proxy, port) = try await TCPProxy.start(upstreamPort: try #require(URL(string: system.pushService)?.port))
+            let devices = 20
+            let yaml = """
+                name: gateway-gone
+                seed: 12
+                target: { backend: "\(system.backend)", pns: "http://127.0.0.1:\(port)" }
+                fleet: { users: \(devices), platforms: { apns: 1 }, push_channel: per_device }
+                lifecycle: [login, register, connect, receive]
+                traffic:
+                  - { kind: plain, rate: 5/s, duration: 30s }
+                deadline: 5s
+                grace: 1s
+                """
+            let run = Task { try await Self.run(yaml) }
+            for _ in 0..<600 where proxy.connectionsWhileUp < devices { try await Task.sleep(for: .milliseconds(50)) }
+            try #require(proxy.connectionsWhileUp >= devices)
+            try await Task.sleep(for: .seconds(2))
+            proxy.goDown()
+            let down = 6.0
+            try await Task.sleep(for: .seconds(down))
+            let attempts = proxy.attemptsWhileDown
+            proxy.goUp()
+            // The longest wait a device can be in when the gateway returns is the backoff's cap.
+            for _ in 0..<500 where proxy.connectionsWhileUp < 2 * devices { try await Task.sleep(for: .milliseconds(50)) }
+            let result = try await run.value
+            await proxy.stop()
+            // Without backoff a device came back about 5 times a second; with it, about once.
+            let rate = Double(attempts) / Double(devices) / down
+            #expect(attempts >= devices && rate < 2, "\(attempts) attempts by \(devices) devices in \(down) s")
+            #expect(proxy.connectionsWhileUp >= 2 * devices, "\(proxy.connectionsWhileUp) connections")
+            #expect(result.errors.contains { $0.errorClass.hasPrefix("connect:") }, "\(result.errors.map(\.errorClass))")
+        }
+    }
+
     @Test("a backend slower than the scenario asks: sends dropped at max_in_flight fail the run with no thresholds of its own")
     func overloadNeverPasses() async throws {
         let yaml = """
