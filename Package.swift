@@ -146,6 +146,7 @@ let package = Package(
             name: "PushFleetEmbedded",
             dependencies: [
                 "PushFleetBackend",
+                "PushFleetHub",
                 "PushFleetMockPush",
                 "PushFleetServerSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),

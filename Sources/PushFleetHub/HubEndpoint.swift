@@ -27,6 +27,8 @@ public struct HubEndpoint: Sendable {
 
     struct Call {
         var request: Request
+        /// The query, form-decoded (`+` is a space, as .NET's `HttpUtility.UrlEncode` writes it).
+        var query: [String: String]
         var trackingID: String
         /// `https://{namespace}.servicebus.windows.net/{hub}` or `http://{host}/{hub}`.
         var base: String
@@ -37,7 +39,8 @@ public struct HubEndpoint: Sendable {
 
     func handle(_ request: Request, hubName: String, rest: [String]) async -> Response {
         let trackingID = request.headers[.trackingID].flatMap { $0.count <= 64 ? $0 : nil } ?? UUID().uuidString
-        let apiVersion = request.uri.queryParameters["api-version"].map(String.init).flatMap { $0.count <= 16 ? $0 : nil } ?? Self.defaultAPIVersion
+        let query = Self.formQuery(request.uri.query)
+        let apiVersion = query["api-version"].flatMap { $0.count <= 16 ? $0 : nil } ?? Self.defaultAPIVersion
         guard hubName.lowercased() == hub.settings.hubName.lowercased() else {
             return Self.error(.notFound, "no hub named '\(hubName)' in this namespace", trackingID: trackingID)
         }
@@ -58,14 +61,14 @@ public struct HubEndpoint: Sendable {
         case .success(let granted): rights = granted
         case .failure(let failure): return Self.error(.unauthorized, failure.description, trackingID: trackingID)
         }
-        let filtered = request.uri.queryParameters["$filter"] != nil
+        let filtered = query["$filter"] != nil
         let needed: SharedAccessSignature.Right = route == .queryRegistrations && filtered ? .listen : route.requiredRight
         guard rights.contains(needed) else {
             return Self.error(.forbidden, "the token's key lacks the \(needed.rawValue) right", trackingID: trackingID)
         }
         let scheme = host.hasSuffix(".servicebus.windows.net") ? "https" : "http"
         let authority = request.head.authority ?? host
-        let call = Call(request: request, trackingID: trackingID, base: "\(scheme)://\(authority)/\(hubName)", apiVersion: apiVersion)
+        let call = Call(request: request, query: query, trackingID: trackingID, base: "\(scheme)://\(authority)/\(hubName)", apiVersion: apiVersion)
         return await dispatch(route, call)
     }
 
@@ -137,7 +140,7 @@ public struct HubEndpoint: Sendable {
     }
 
     private func query(_ call: Call) -> Response {
-        guard let filter = call.request.uri.queryParameters["$filter"].map(String.init) else {
+        guard let filter = call.query["$filter"] else {
             return feed(.all, path: "registrations", call)
         }
         // `ChannelUri eq '…'` (any handle field name; the SDK always writes ChannelUri).
@@ -152,7 +155,7 @@ public struct HubEndpoint: Sendable {
     }
 
     private func feed(_ filter: HubStore.Filter, path: String, _ call: Call) -> Response {
-        let query = call.request.uri.queryParameters
+        let query = call.query
         var top = 100
         if let text = query["$top"] {
             guard let value = Int(text), (1...100).contains(value) else {
@@ -160,7 +163,7 @@ public struct HubEndpoint: Sendable {
             }
             top = value
         }
-        let continuation = query["continuationtoken"].flatMap { Data(base64Encoded: String($0)) }.map { String(decoding: $0, as: UTF8.self) }
+        let continuation = query["continuationtoken"].flatMap(Self.unhex)
         let (page, next) = hub.store.query(filter, top: top, continuation: continuation, now: hub.now())
         let selfURL = RegistrationXML.escape(call.url(path))
         var xml = "<feed xmlns=\"\(RegistrationXML.atomNamespace)\"><title type=\"text\">Registrations</title><id>\(selfURL)</id>"
@@ -170,7 +173,7 @@ public struct HubEndpoint: Sendable {
         }
         xml += "</feed>"
         var extra: HTTPFields = [:]
-        if let next { extra[.continuationToken] = Data(next.utf8).base64EncodedString() }
+        if let next { extra[.continuationToken] = next.utf8.map { String(format: "%02x", $0) }.joined() }
         return .bytes(Data(xml.utf8), headers: headers(call, extra), contentType: "application/atom+xml; type=feed; charset=utf-8")
     }
 
@@ -232,7 +235,7 @@ public struct HubEndpoint: Sendable {
         guard let format = request.headers[.notificationFormat] else {
             return Self.error(.badRequest, "ServiceBusNotification-Format is required", trackingID: call.trackingID)
         }
-        let direct = request.uri.queryParameters["direct"] != nil || request.uri.query?.split(separator: "&").contains("direct") == true
+        let direct = call.query["direct"] != nil
         let handle = request.headers[.deviceHandle]
         if direct, handle?.isEmpty ?? true {
             return Self.error(.badRequest, "a direct send needs ServiceBusNotification-DeviceHandle", trackingID: call.trackingID)
@@ -278,6 +281,33 @@ public struct HubEndpoint: Sendable {
     static func error(_ status: HTTPResponse.Status, _ detail: String, trackingID: String) -> Response {
         let xml = "<Error><Code>\(status.code)</Code><Detail>\(RegistrationXML.escape(detail)). TrackingId:\(trackingID),TimeStamp:\(RegistrationXML.timestamp(Int64(Date().timeIntervalSince1970 * 1e9)))</Detail></Error>"
         return .bytes(Data(xml.utf8), status: status, headers: [.trackingID: trackingID], contentType: "application/xml; charset=utf-8")
+    }
+
+    /// `application/x-www-form-urlencoded` pairs; a key without `=` maps to "". Keys are
+    /// decoded too (`%24filter`); the first of a repeated key wins.
+    static func formQuery(_ raw: String?) -> [String: String] {
+        var pairs: [String: String] = [:]
+        for part in (raw ?? "").split(separator: "&").prefix(64) {
+            let split = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ text: Substring) -> String { text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(text) }
+            let key = decode(split[0])
+            if pairs[key] == nil { pairs[key] = split.count > 1 ? decode(split[1]) : "" }
+        }
+        return pairs
+    }
+
+    /// A continuation token back to the id it names.
+    static func unhex(_ text: String) -> String? {
+        guard text.count % 2 == 0, text.count <= 1024 else { return nil }
+        var bytes: [UInt8] = []
+        var index = text.startIndex
+        while index < text.endIndex {
+            let next = text.index(index, offsetBy: 2)
+            guard let byte = UInt8(text[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     static func host(of request: Request) -> String {

@@ -33,6 +33,19 @@ public enum RegistrationXML {
         public var template: HubRegistration.Template?
         /// The element name the client used (`FcmRegistrationDescription`, …).
         public var elementName: String
+
+        public init(
+            platform: HubPlatform, handle: String, tags: [String], pushVariables: String? = nil, secondaryTileName: String? = nil,
+            template: HubRegistration.Template? = nil, elementName: String
+        ) {
+            self.platform = platform
+            self.handle = handle
+            self.tags = tags
+            self.pushVariables = pushVariables
+            self.secondaryTileName = secondaryTileName
+            self.template = template
+            self.elementName = elementName
+        }
     }
 
     private struct Kind {

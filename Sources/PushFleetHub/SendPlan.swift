@@ -33,7 +33,7 @@ struct SendPlan: Sendable {
         }
         let passthrough = request.headers.filter {
             let name = $0.name.lowercased()
-            return name.hasPrefix("apns-") || name.hasPrefix("x-wns-") || name == "servicebusnotification-apns-expiry"
+            return name.hasPrefix("apns-") || name.hasPrefix("x-wns-") || name == "x-apns-priority" || name == "servicebusnotification-apns-expiry"
         }
         var plan = SendPlan(platform: platform, expression: expression, body: body, headers: passthrough)
         guard let platform else {
@@ -82,6 +82,9 @@ struct SendPlan: Sendable {
             var apns = headers.filter { $0.name.lowercased().hasPrefix("apns-") }
             if Self.header("apns-push-type", in: apns) == nil { apns.append(.init("apns-push-type", Self.apnsPushType(object))) }
             if Self.header("apns-topic", in: apns) == nil { apns.append(.init("apns-topic", settings.apnsTopic)) }
+            if let priority = Self.header("X-Apns-Priority", in: headers), Self.header("apns-priority", in: apns) == nil {
+                apns.append(.init("apns-priority", priority))
+            }
             if let expiry = Self.header("ServiceBusNotification-Apns-Expiry", in: headers), Self.header("apns-expiration", in: apns) == nil {
                 guard let date = Self.date(expiry) else { return .failure(BuildFailure(reason: "ServiceBusNotification-Apns-Expiry is not a W3C date")) }
                 apns.append(.init("apns-expiration", String(Int64(date.timeIntervalSince1970))))
@@ -163,7 +166,7 @@ struct SendPlan: Sendable {
     /// A W3C date-time (`1997-07-16T19:20+01:00`, with or without seconds and fraction).
     static func date(_ text: String) -> Date? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        for format in ["yyyy-MM-dd'T'HH:mm:ss.SSSSSSSXXXXX", "yyyy-MM-dd'T'HH:mm:ss.SSSXXXXX", "yyyy-MM-dd'T'HH:mm:ssXXXXX", "yyyy-MM-dd'T'HH:mmXXXXX", "yyyy-MM-dd'T'HH:mm:ss"] {
+        for format in ["yyyy-MM-dd'T'HH:mm:ss.SSSSSSSXXXXX", "yyyy-MM-dd'T'HH:mm:ss.SSSXXXXX", "yyyy-MM-dd'T'HH:mm:ssXXXXX", "yyyy-MM-dd'T'HH:mmXXXXX", "yyyy-MM-dd'T'HH:mm:ss", "MM/dd/yyyy HH:mm:ss"] {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "UTC")
