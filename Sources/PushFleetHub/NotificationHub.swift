@@ -91,7 +91,7 @@ public final class NotificationHub: Sendable {
         public var namespaceHost: String { "\(namespace).servicebus.windows.net".lowercased() }
 
         /// Names a hub may not take: the push service's own first path segments.
-        public static let reservedNames: Set<String> = ["3", "v1", "wns", "device", "gateway", "admin", "health"]
+        public static let reservedNames: Set<String> = ["3", "v1", "wns", "device", "gateway", "admin", "health", "oauth2", "token", "accesstoken.srf"]
 
         /// Problems with the settings, empty when they are usable.
         public func problems() -> [String] {

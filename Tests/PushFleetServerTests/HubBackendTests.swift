@@ -1,0 +1,72 @@
+import Foundation
+import NIOHTTP1
+import PushFleetEmbedded
+import PushFleetHub
+import PushFleetMockPush
+import PushFleetWire
+import Testing
+
+/// The reference backend sending through the embedded hub: backend → hub → push service → device.
+@Suite("Reference backend through the hub")
+struct HubBackendTests {
+    static var configuration: EmbeddedSystem.Configuration {
+        var configuration = EmbeddedSystem.Configuration()
+        configuration.throughHub = true
+        return configuration
+    }
+
+    @Test func theSeedFlowGoesThroughTheHub() async throws {
+        try await TestSystem.runEmbedded(Self.configuration) { embedded, system in
+            let hub = try #require(embedded.pushServer?.hub)
+            let bobPhone = try await system.device("bob", .apns)
+            let bobTablet = try await system.device("bob", .wns)
+            let bobAndroid = try await system.device("bob", .fcm)
+            let carol = try await system.device("carol", .apns)
+            defer { [bobPhone, bobTablet, bobAndroid, carol].forEach { $0.close() } }
+            // The registrations live in the hub, tagged with the user.
+            let now = Int64(Date().timeIntervalSince1970 * 1e9)
+            #expect(hub.store.targets(platform: .apple, expression: try TagExpression.parse("username:bob"), now: now).count == 1)
+            #expect(hub.store.targets(platform: .windows, expression: nil, now: now).first?.handle.hasSuffix("/wns/\(bobTablet.address!.token)") == true)
+
+            let plain = try await system.sendPlain(from: "alice", to: "bob", pns: "apns", message: "hi")
+            #expect(plain.status == 200)
+            #expect(try plain.json(SendOutcome.self).outcome == .enqueued)
+            #expect(try await bobPhone.waitForPushes(1)[0].body == #"{"aps":{"alert":"From alice: hi"}}"#)
+            let secure = try await system.sendSecure(from: "alice", to: "bob", payload: "secret")
+            #expect(secure.status == 200)
+            let id = try #require(try secure.json(SendOutcome.self).id)
+            #expect(try await bobTablet.waitForPushes(1)[0].body == id)
+            #expect(try await bobAndroid.waitForPushes(1)[0].body.contains(id))
+            #expect(try await system.fetch(id, as: "bob").status == 200)
+            #expect(try await system.fetch(id, as: "carol").status == 404)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(carol.pushes.isEmpty)
+            #expect(bobPhone.pushes.count == 2)
+        }
+    }
+
+    @Test func aHandleGivenANewIdKeepsOneHubRegistration() async throws {
+        try await TestSystem.runEmbedded(Self.configuration) { embedded, system in
+            let hub = try #require(embedded.pushServer?.hub)
+            let phone = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
+            defer { phone.close() }
+            let token = phone.address!.token
+            let first = try await system.register("dave", platform: .apns, handle: token)
+            // A backend that forgot the id (a restart) hands out a new one for the same handle;
+            // as the seed does, the hub's other registrations of that handle go.
+            try await embedded.restartBackend()
+            #expect(try await system.updateRegistration(first, "dave", platform: "apns", handle: token).status == 410)
+            let second = try await system.register("dave", platform: .apns, handle: token)
+            #expect(second != first)
+            let ids = hub.store.query(.handle(token), top: 100, continuation: nil, now: Int64(Date().timeIntervalSince1970 * 1e9)).page.map(\.id)
+            #expect(ids == [second])
+            #expect(try await system.sendPlain(from: "erin", to: "dave", pns: "apns", message: "once").status == 200)
+            _ = try await phone.waitForPushes(1)
+            try await Task.sleep(for: .milliseconds(150))
+            #expect(phone.pushes.count == 1, "one registration, one push")
+            // Deleting through the backend deletes in the hub.
+            #expect(try await TestHTTP.request(.DELETE, "\(system.backend)/api/register/\(second)", auth: .user("dave")).status == 200)
+            #expect(hub.store.count == 0)
+        }
+    }
+}
