@@ -151,13 +151,18 @@ class Handler(BaseHTTPRequestHandler):
         platform = PLATFORMS.get(str(registration.get("Platform", "")).lower())
         if platform is None:
             return self.reply(400, {"error": "unknown platform"})
+        own = f"username:{user}"
+        tags = [str(tag) for tag in registration.get("Tags") or []]
+        if any(tag.startswith("username:") and tag != own for tag in tags):
+            # A tag naming another user would route their pushes here.
+            return self.reply(403, {"error": "tag names another user"})
         handle = registration["Handle"]
         channel = handle if platform != "wns" or handle.startswith("http") else f"{state.pns}/wns/{quote(handle, safe='')}"
         installation = {
             "installationId": installation_id,
             "platform": platform,
             "pushChannel": channel,
-            "tags": [f"username:{user}"],
+            "tags": sorted(set(tags) | {own}),
         }
         if platform in SECURE_TEMPLATES:
             installation["templates"] = {"secure": {"body": SECURE_TEMPLATES[platform], "tags": ["secure"]}}
