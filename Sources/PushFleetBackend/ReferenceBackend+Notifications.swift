@@ -137,11 +137,16 @@ extension ReferenceBackend {
     ) async -> SendOutcome {
         let now = WallClock.nanoseconds()
         await sweepIfDue(now: now)
-        if let hub = hubSender { return await send(through: hub, to: user, platforms: platforms, build) }
         guard let store = try? await store(), let found = try? await store.targets(tag: Self.userTagPrefix + user, now: now) else {
             return SendOutcome(outcome: .abandoned, targets: 0, accepted: 0, failed: 0, removed: 0)
         }
         let targets = found.filter { platforms.contains($0.platform!) }
+        if let hub = hubSender {
+            // The hub finds the devices; only platforms the user has a registration on are sent to.
+            let present = platforms.filter { platform in targets.contains { $0.platform == platform } }
+            guard !present.isEmpty else { return .noTarget }
+            return await send(through: hub, to: user, platforms: present, build)
+        }
         let results = await withTaskGroup(of: (RegistrationStore.Registration, PushSender.Result?).self) { group in
             for target in targets {
                 group.addTask {

@@ -54,7 +54,7 @@ public struct HubEndpoint: Sendable {
         let host = Self.host(of: request)
         let resource = ([host, hubName] + rest).joined(separator: "/").lowercased()
         let rights: Set<SharedAccessSignature.Right>
-        switch SharedAccessSignature.verify(
+        switch hub.tokens.verify(
             request.headers[.authorization], rules: hub.settings.rules, resource: resource,
             hosts: [host, hub.settings.namespaceHost], now: hub.now() / 1_000_000_000
         ) {
@@ -163,7 +163,7 @@ public struct HubEndpoint: Sendable {
             }
             top = value
         }
-        let continuation = query["continuationtoken"].flatMap(Self.unhex)
+        let continuation = query["continuationtoken"].flatMap(Self.idFromToken)
         let (page, next) = hub.store.query(filter, top: top, continuation: continuation, now: hub.now())
         let selfURL = RegistrationXML.escape(call.url(path))
         var xml = "<feed xmlns=\"\(RegistrationXML.atomNamespace)\"><title type=\"text\">Registrations</title><id>\(selfURL)</id>"
@@ -173,7 +173,7 @@ public struct HubEndpoint: Sendable {
         }
         xml += "</feed>"
         var extra: HTTPFields = [:]
-        if let next { extra[.continuationToken] = next.utf8.map { String(format: "%02x", $0) }.joined() }
+        if let next { extra[.continuationToken] = Self.token(forID: next) }
         return .bytes(Data(xml.utf8), headers: headers(call, extra), contentType: "application/atom+xml; type=feed; charset=utf-8")
     }
 
@@ -289,25 +289,27 @@ public struct HubEndpoint: Sendable {
         var pairs: [String: String] = [:]
         for part in (raw ?? "").split(separator: "&").prefix(64) {
             let split = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ text: Substring) -> String { text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(text) }
+            func decode(_ text: Substring) -> String {
+                guard text.contains(where: { $0 == "%" || $0 == "+" }) else { return String(text) }
+                return SharedAccessSignature.percentDecode(text.replacingOccurrences(of: "+", with: " ")[...]) ?? String(text)
+            }
             let key = decode(split[0])
             if pairs[key] == nil { pairs[key] = split.count > 1 ? decode(split[1]) : "" }
         }
         return pairs
     }
 
-    /// A continuation token back to the id it names.
-    static func unhex(_ text: String) -> String? {
-        guard text.count % 2 == 0, text.count <= 1024 else { return nil }
-        var bytes: [UInt8] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            let next = text.index(index, offsetBy: 2)
-            guard let byte = UInt8(text[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        return String(validating: bytes, as: UTF8.self)
+    /// A continuation token: the last id of the page, base64url (clients append it to the query unescaped).
+    static func token(forID id: String) -> String {
+        Data(id.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func idFromToken(_ token: String) -> String? {
+        guard token.utf8.count <= 1024 else { return nil }
+        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        return Data(base64Encoded: base64).flatMap { String(validating: $0, as: UTF8.self) }
     }
 
     static func host(of request: Request) -> String {

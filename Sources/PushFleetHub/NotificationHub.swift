@@ -18,7 +18,7 @@ public struct NativePush: Sendable, Equatable {
 
 public enum DeliveryAnswer: Sendable, Equatable {
     case accepted
-    /// The push service says the handle is dead (APNs 410/`BadDeviceToken`, FCM `UNREGISTERED`,
+    /// The push service says the handle is dead (APNs 410 `Unregistered`, FCM 404 `UNREGISTERED`,
     /// WNS 404/410): the registration goes.
     case handleExpired
     /// Throttled (APNs/FCM 429, WNS 406): retried.
@@ -141,6 +141,7 @@ public final class NotificationHub: Sendable {
 
     public let settings: Settings
     public let store: HubStore
+    let tokens = SharedAccessSignature.VerifiedCache()
     let delivery: any PushDelivery
     let now: @Sendable () -> Int64
     private let counters = Mutex(Stats())
@@ -274,12 +275,13 @@ public final class NotificationHub: Sendable {
         case .success(let push): native = push
         case .failure(let why): return .failed(why.reason)
         }
-        var backoff = Backoff(base: settings.backoff, cap: .seconds(2), seed: UInt64.random(in: 0...UInt64.max))
+        var backoff: Backoff?
         var answer = DeliveryAnswer.failed("no attempt")
         for attempt in 0..<max(1, settings.maxAttempts) {
             if attempt > 0 {
                 counters.withLock { $0.retried += 1 }
-                try? await Task.sleep(for: .nanoseconds(backoff.next()))
+                if backoff == nil { backoff = Backoff(base: settings.backoff, cap: .seconds(2), seed: UInt64.random(in: 0...UInt64.max)) }
+                try? await Task.sleep(for: .nanoseconds(backoff!.next()))
             }
             answer = await delivery.deliver(native)
             guard answer == .throttled else { return answer }
@@ -290,7 +292,7 @@ public final class NotificationHub: Sendable {
     /// `{32 hex}-{yyyyMMddHHmmss}-{sequence}-1`, the shape of the service's notification ids.
     private func notificationID(_ instant: Int64) -> String {
         let hex = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let stamp = RegistrationXML.timestamp(instant).filter(\.isNumber)
+        let stamp = UTCStamp.compact(seconds: instant / 1_000_000_000)
         return "\(hex)-\(stamp)-\(sequence.add(1, ordering: .relaxed).newValue)-1"
     }
 }

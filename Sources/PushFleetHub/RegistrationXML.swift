@@ -350,6 +350,7 @@ public enum RegistrationXML {
         "<![CDATA[" + text.replacingOccurrences(of: "]]>", with: "]]]]><![CDATA[>") + "]]>"
     }
 
+    /// Text for an XML text node or attribute value (both quote kinds escaped).
     public static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
@@ -359,6 +360,7 @@ public enum RegistrationXML {
             case "<": out += "&lt;"
             case ">": out += "&gt;"
             case "\"": out += "&quot;"
+            case "'": out += "&apos;"
             default: out.append(character)
             }
         }

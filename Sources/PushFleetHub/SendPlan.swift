@@ -14,6 +14,10 @@ struct SendPlan: Sendable {
     var properties: [String: String] = [:]
     /// Provider headers that pass through to the push service.
     var headers: [HubRegistration.Header]
+    /// A native send's per-target work done once: the APNs push type, and the FCM v1 message
+    /// without a token, as JSON, for the token to be spliced into.
+    var applePushType: String?
+    var fcmMessage: String?
 
     /// The push services' payload limits.
     static func payloadLimit(_ platform: HubPlatform) -> Int { platform == .windows ? 5000 : 4096 }
@@ -44,12 +48,17 @@ struct SendPlan: Sendable {
             return .failure(.tooLarge("the \(platform.rawValue) payload is \(request.body.count) bytes, over the push service's \(payloadLimit(platform))"))
         }
         switch platform {
-        case .apple, .gcm:
-            guard Self.object(body) != nil else { return .failure(.badRequest("a \(platform.rawValue) notification's body must be a JSON object")) }
+        case .apple:
+            guard let object = Self.object(body) else { return .failure(.badRequest("an apple notification's body must be a JSON object")) }
+            plan.applePushType = Self.apnsPushType(object)
+        case .gcm:
+            guard let object = Self.object(body) else { return .failure(.badRequest("a gcm notification's body must be a JSON object")) }
+            plan.fcmMessage = Self.messageJSON(Self.v1Message(legacy: object))
         case .fcmv1:
-            guard Self.object(body)?["message"] is [String: Any] else {
+            guard let message = Self.object(body)?["message"] as? [String: Any] else {
                 return .failure(.badRequest("an fcmv1 notification's body must be {\"message\":{…}}"))
             }
+            plan.fcmMessage = Self.messageJSON(message)
         case .windows:
             if Self.header("X-WNS-Type", in: plan.headers) == nil {
                 guard let type = Self.wnsType(of: body) else {
@@ -78,9 +87,13 @@ struct SendPlan: Sendable {
         let bearer = HubRegistration.Header("authorization", "bearer \(settings.providerToken)")
         switch platform {
         case .apple:
-            guard let object = Self.object(body) else { return .failure(BuildFailure(reason: "the template did not produce a JSON object")) }
             var apns = headers.filter { $0.name.lowercased().hasPrefix("apns-") }
-            if Self.header("apns-push-type", in: apns) == nil { apns.append(.init("apns-push-type", Self.apnsPushType(object))) }
+            if Self.header("apns-push-type", in: apns) == nil {
+                guard let pushType = applePushType ?? Self.object(body).map(Self.apnsPushType) else {
+                    return .failure(BuildFailure(reason: "the template did not produce a JSON object"))
+                }
+                apns.append(.init("apns-push-type", pushType))
+            }
             if Self.header("apns-topic", in: apns) == nil { apns.append(.init("apns-topic", settings.apnsTopic)) }
             if let priority = Self.header("X-Apns-Priority", in: headers), Self.header("apns-priority", in: apns) == nil {
                 apns.append(.init("apns-priority", priority))
@@ -91,14 +104,16 @@ struct SendPlan: Sendable {
             }
             return .success(NativePush(platform: .apple, handle: handle, headers: apns + [bearer, .init("content-type", "application/json")], body: body))
         case .fcmv1, .gcm:
-            guard let object = Self.object(body) else { return .failure(BuildFailure(reason: "the template did not produce a JSON object")) }
-            var message = platform == .fcmv1 ? (object["message"] as? [String: Any] ?? [:]) : Self.v1Message(legacy: object)
-            message["token"] = handle
-            message["topic"] = nil
-            message["condition"] = nil
-            guard let data = try? JSONSerialization.data(withJSONObject: ["message": message]) else { return .failure(BuildFailure(reason: "unencodable FCM message")) }
+            var message = registration?.template == nil ? fcmMessage : nil
+            if message == nil, let object = Self.object(body) {
+                message = Self.messageJSON(platform == .fcmv1 ? (object["message"] as? [String: Any] ?? [:]) : Self.v1Message(legacy: object))
+            }
+            guard let message else { return .failure(BuildFailure(reason: "the template did not produce a JSON object")) }
+            // The token goes first in the message object.
+            let token = "\"token\":\(TemplateExpansion.jsonString(handle))"
+            let spliced = message == "{}" ? "{\(token)}" : "{\(token)," + message.dropFirst()
             return .success(
-                NativePush(platform: platform, handle: handle, headers: [bearer, .init("content-type", "application/json")], body: String(decoding: data, as: UTF8.self))
+                NativePush(platform: platform, handle: handle, headers: [bearer, .init("content-type", "application/json")], body: "{\"message\":\(spliced)}")
             )
         case .windows:
             var wns = headers.filter { $0.name.lowercased().hasPrefix("x-wns-") }
@@ -111,6 +126,15 @@ struct SendPlan: Sendable {
     }
 
     // MARK: Helpers
+
+    /// An FCM v1 message as JSON, without the addressing the hub sets (`token`, `topic`, `condition`).
+    static func messageJSON(_ message: [String: Any]) -> String? {
+        var message = message
+        message["token"] = nil
+        message["topic"] = nil
+        message["condition"] = nil
+        return (try? JSONSerialization.data(withJSONObject: message)).map { String(decoding: $0, as: UTF8.self) }
+    }
 
     static func object(_ text: String) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// A Notification Hubs connection string:
 /// `Endpoint=sb://{namespace}.servicebus.windows.net/;SharedAccessKeyName=…;SharedAccessKey=…[;EntityPath=hub]`.
@@ -148,6 +149,58 @@ public enum SharedAccessSignature {
             return .failure(.wrongAudience(percentDecode(audience) ?? String(audience)))
         }
         return .success(rule.rights)
+    }
+
+    /// Verified tokens by their header text, so a client reusing a token (as the SDKs do for
+    /// minutes) costs no HMAC per request; expiry and audience are still checked every time.
+    public final class VerifiedCache: Sendable {
+        struct Entry {
+            var keyName: String
+            /// The key it was verified with: a rule whose key changed verifies it anew.
+            var key = ""
+            var expiry: Int64
+            var audience: String
+        }
+
+        private let entries = Mutex<[String: Entry]>([:])
+        private let capacity: Int
+
+        public init(capacity: Int = 4096) {
+            self.capacity = capacity
+        }
+
+        /// ``verify(_:rules:resource:hosts:now:)``, remembering what was verified.
+        public func verify(
+            _ header: String?, rules: [Rule], resource: String, hosts: Set<String>, now: Int64
+        ) -> Result<Set<Right>, Failure> {
+            guard let header else { return .failure(.missing) }
+            if let entry = entries.withLock({ $0[header] }), let rule = rules.first(where: { $0.keyName == entry.keyName && $0.key == entry.key }) {
+                guard entry.expiry > now else { return .failure(.expired) }
+                guard covers(audience: entry.audience, resource: resource, hosts: hosts) else { return .failure(.wrongAudience(entry.audience)) }
+                return .success(rule.rights)
+            }
+            let result = SharedAccessSignature.verify(header, rules: rules, resource: resource, hosts: hosts, now: now)
+            if case .success = result, var entry = Self.entry(header), let rule = rules.first(where: { $0.keyName == entry.keyName }) {
+                entry.key = rule.key
+                entries.withLock {
+                    if $0.count >= capacity { $0.removeAll() }
+                    $0[header] = entry
+                }
+            }
+            return result
+        }
+
+        private static func entry(_ header: String) -> Entry? {
+            var fields: [Substring: Substring] = [:]
+            for field in header.dropFirst("SharedAccessSignature ".count).split(separator: "&") {
+                guard let equals = field.firstIndex(of: "=") else { return nil }
+                fields[field[..<equals]] = field[field.index(after: equals)...]
+            }
+            guard let audience = fields["sr"].flatMap(percentDecode), let expiry = fields["se"].flatMap({ Int64($0) }),
+                let keyName = fields["skn"].flatMap(percentDecode)
+            else { return nil }
+            return Entry(keyName: keyName, expiry: expiry, audience: audience)
+        }
     }
 
     /// Whether the audience (any scheme, any port) is the resource or a path prefix of it.

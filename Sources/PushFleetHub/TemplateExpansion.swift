@@ -104,7 +104,7 @@ public enum TemplateExpansion {
             }
             let content = rest[start..<close]
             if let expression = Expression.parse(content.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                out += RegistrationXML.escape(expression.evaluate(properties)).replacingOccurrences(of: "'", with: "&apos;")
+                out += RegistrationXML.escape(expression.evaluate(properties))
             } else {
                 out += content
             }

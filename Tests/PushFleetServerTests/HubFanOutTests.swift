@@ -10,12 +10,6 @@ import Testing
 /// Sends through the hub reach exactly the devices they select, in each platform's format.
 @Suite("Notification hub fan-out")
 struct HubFanOutTests {
-    static func configuration(_ settings: NotificationHub.Settings) -> EmbeddedSystem.Configuration {
-        var configuration = EmbeddedSystem.Configuration()
-        configuration.pushServer.hub = settings
-        return configuration
-    }
-
     static func register(_ sdk: DotNetHubWire, _ device: TestDevice, tags: [String]) async throws -> String {
         let (_, id) = try await sdk.createRegistrationID()
         let (element, handleElement): (String, String) =
@@ -32,7 +26,7 @@ struct HubFanOutTests {
 
     @Test func tagExpressionsReachExactlyTheDevicesTheySelect() async throws {
         let settings = NotificationHub.Settings(namespace: "fanout", hubName: "hub")
-        try await TestSystem.run(Self.configuration(settings)) { system in
+        try await TestSystem.run(.withHub(settings)) { system in
             let sdk = DotNetHubWire(base: system.pushService, settings: settings)
             var rng = SplitMix64(seed: 13)
             let alphabet = ["red", "blue", "user:1", "user:2", "beta"]
@@ -81,7 +75,7 @@ struct HubFanOutTests {
 
     @Test func templatesInstallationsAndDirectSends() async throws {
         let settings = NotificationHub.Settings(namespace: "templates", hubName: "hub")
-        try await TestSystem.run(Self.configuration(settings)) { system in
+        try await TestSystem.run(.withHub(settings)) { system in
             let sdk = DotNetHubWire(base: system.pushService, settings: settings)
             let apple = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
             let android = try await TestDevice.connect(pushService: system.pushService, platform: .fcm)
@@ -146,7 +140,7 @@ struct HubFanOutTests {
 
     @Test func aHandleThePushServiceDeclaresDeadLosesItsRegistrations() async throws {
         let settings = NotificationHub.Settings(namespace: "feedback", hubName: "hub")
-        try await TestSystem.run(Self.configuration(settings)) { system in
+        try await TestSystem.run(.withHub(settings)) { system in
             let sdk = DotNetHubWire(base: system.pushService, settings: settings)
             let device = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
             defer { device.close() }
@@ -166,7 +160,7 @@ struct HubFanOutTests {
 
     @Test func registrationQueriesPageWithContinuationTokens() async throws {
         let settings = NotificationHub.Settings(namespace: "paging", hubName: "hub")
-        try await TestSystem.run(Self.configuration(settings)) { system in
+        try await TestSystem.run(.withHub(settings)) { system in
             let sdk = DotNetHubWire(base: system.pushService, settings: settings)
             var created = Set<String>()
             for index in 0..<7 {

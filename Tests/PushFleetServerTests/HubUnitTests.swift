@@ -1,7 +1,7 @@
 import Foundation
 import PropertyBased
 import PushFleetCore
-import PushFleetHub
+@testable import PushFleetHub
 import Testing
 
 /// The hub's pure parts, without sockets: SAS tokens, connection strings, Atom XML, templates
@@ -51,6 +51,29 @@ struct HubUnitTests {
                 Issue.record("'\(garbage)' was accepted")
                 continue
             }
+        }
+    }
+
+    @Test func aRememberedTokenIsStillCheckedForExpiryAndAudience() {
+        let cache = SharedAccessSignature.VerifiedCache()
+        let hosts: Set<String> = ["ns.servicebus.windows.net"]
+        let token = SharedAccessSignature.token(resource: "http://ns.servicebus.windows.net/hub", keyName: "DefaultFullSharedAccessSignature", key: Self.key, expiry: 200)
+        let resource = "ns.servicebus.windows.net/hub/messages"
+        #expect((try? cache.verify(token, rules: Self.rules, resource: resource, hosts: hosts, now: 100).get()) != nil)
+        #expect((try? cache.verify(token, rules: Self.rules, resource: resource, hosts: hosts, now: 150).get()) != nil)
+        #expect(cache.verify(token, rules: Self.rules, resource: resource, hosts: hosts, now: 200) == .failure(.expired))
+        #expect(cache.verify(token, rules: Self.rules, resource: "ns.servicebus.windows.net/other/messages", hosts: hosts, now: 150) == .failure(.wrongAudience("http://ns.servicebus.windows.net/hub")))
+        let otherKey = [SharedAccessSignature.Rule(keyName: "DefaultFullSharedAccessSignature", key: "a rotated key, not the one", rights: [.send])]
+        #expect(cache.verify(token, rules: otherKey, resource: resource, hosts: hosts, now: 150) == .failure(.badSignature), "a rotated key is checked again")
+    }
+
+    @Test func compactStampsMatchTheCalendar() async {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMddHHmmss"
+        await propertyCheck(count: 500, input: Gen.int64(in: 0...4_102_444_800)) { seconds in
+            #expect(UTCStamp.compact(seconds: seconds) == formatter.string(from: Date(timeIntervalSince1970: Double(seconds))))
         }
     }
 

@@ -10,15 +10,9 @@ import Testing
 /// backend's five calls, then the documented errors.
 @Suite("Notification hub on the wire")
 struct HubWireTests {
-    static func configuration(_ settings: NotificationHub.Settings) -> EmbeddedSystem.Configuration {
-        var configuration = EmbeddedSystem.Configuration()
-        configuration.pushServer.hub = settings
-        return configuration
-    }
-
     @Test func theSeedBackendsHubCallsAsTheDotNetSDKSendsThem() async throws {
         let settings = NotificationHub.Settings(namespace: "seedns", hubName: "seedhub")
-        try await TestSystem.run(Self.configuration(settings)) { system in
+        try await TestSystem.run(.withHub(settings)) { system in
             let sdk = DotNetHubWire(base: system.pushService, settings: settings)
             let phone = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
             let android = try await TestDevice.connect(pushService: system.pushService, platform: .fcm)
@@ -104,7 +98,7 @@ struct HubWireTests {
 
     @Test func authenticationFailuresAreTheDocumentedStatuses() async throws {
         let settings = NotificationHub.Settings(namespace: "authns", hubName: "hub")
-        try await TestSystem.run(Self.configuration(settings)) { system in
+        try await TestSystem.run(.withHub(settings)) { system in
             let good = DotNetHubWire(base: system.pushService, settings: settings)
             #expect(try await good.createRegistrationID().0.status == 201)
             var wrongKey = good
@@ -141,7 +135,7 @@ struct HubWireTests {
 
     @Test func malformedAndOversizedRequestsAreRefusedNotCrashed() async throws {
         let settings = NotificationHub.Settings(namespace: "badns", hubName: "hub")
-        try await TestSystem.run(Self.configuration(settings)) { system in
+        try await TestSystem.run(.withHub(settings)) { system in
             let sdk = DotNetHubWire(base: system.pushService, settings: settings)
             let entry = ["Content-Type": "application/atom+xml;type=entry;charset=utf-8"].map { ($0.key, $0.value) }
             for body in [

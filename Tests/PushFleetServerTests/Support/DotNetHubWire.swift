@@ -1,6 +1,8 @@
 import Foundation
 import NIOHTTP1
+import PushFleetEmbedded
 import PushFleetHub
+import PushFleetMockPush
 
 /// Requests as Microsoft.Azure.NotificationHubs (the .NET SDK the seeds' backend uses) puts
 /// them on the wire: `api-version=2020-06`, a `TrackingId`, and a SAS token over the request
@@ -95,5 +97,14 @@ struct DotNetHubWire {
             rest = rest[close.upperBound...]
         }
         return found
+    }
+}
+
+extension EmbeddedSystem.Configuration {
+    /// The embedded system with a notification hub on its push service.
+    static func withHub(_ settings: NotificationHub.Settings) -> Self {
+        var configuration = Self()
+        configuration.pushServer.hub = settings
+        return configuration
     }
 }
