@@ -1,8 +1,10 @@
 import Foundation
 import NIOHTTP1
+import PushFleetCore
 import PushFleetEmbedded
 import PushFleetHub
 import PushFleetMockPush
+import PushFleetScenario
 import PushFleetWire
 import Testing
 
@@ -68,5 +70,18 @@ struct HubBackendTests {
             #expect(try await TestHTTP.request(.DELETE, "\(system.backend)/api/register/\(second)", auth: .user("dave")).status == 200)
             #expect(hub.store.count == 0)
         }
+    }
+
+    @Test func theScenarioKeyIsForTheEmbeddedTarget() throws {
+        let embedded = try ScenarioLoader.parse("name: h\nembedded: { hub: true }\nfleet: { users: 1 }\ntraffic: []\n", file: "h.yaml")
+        #expect(embedded.embedded.hub)
+        let external = "name: h\ntarget: { backend: http://127.0.0.1:9, pns: http://127.0.0.1:9 }\nembedded: { hub: true }\nfleet: { users: 1 }\ntraffic: []\n"
+        #expect(throws: (any Error).self) { try ScenarioLoader.parse(external, file: "h.yaml") }
+        do {
+            _ = try ScenarioLoader.parse(external, file: "h.yaml")
+        } catch {
+            #expect("\(error)".contains("embedded.hub"))
+        }
+        #expect(throws: (any Error).self) { try ScenarioLoader.parse("name: h\nembedded: { hub: maybe }\nfleet: { users: 1 }\ntraffic: []\n", file: "h.yaml") }
     }
 }
