@@ -158,7 +158,7 @@ extension DeliveryLedger {
             }
         }
 
-        let deadSince = deadTokenKnowledge(history: history, resolve: resolve)
+        let deadSince = deadTokenPushes(deadline: deadlineNs, resolve: resolve)
         // Receipts and refusals in time order: the first event of a pair decides it.
         enum Event {
             case receipt(Receipt)
@@ -238,12 +238,12 @@ extension DeliveryLedger {
 
             case .rejection(let rejection, let knownAt):
                 let device = rejection.device
-                // After the backend was told (its answer to the first refused push), a push to
-                // the token is its own doing; before, it could not know.
-                func judge(startedAt: Int64?, send: Int?) {
-                    if let knownAt, let startedAt, startedAt > knownAt {
+                // After the backend was told (see `deadTokenPushes`), a push to the token is its
+                // own doing; before, it could not know.
+                func judge(send: Int?) {
+                    if knownAt != nil {
                         count(device, \.sentToDeadToken)
-                        incident(.sentToDeadToken, send: send, device: device, time: rejection.time)
+                        incident(.sentToDeadToken, send: send, device: device, time: rejection.time, "after the backend was told")
                     } else {
                         count(device, \.unregistered)
                     }
@@ -253,7 +253,7 @@ extension DeliveryLedger {
                     count(device, \.stale)
                     incident(.stale, send: nil, device: device, time: rejection.time, "refused push names a send of another run")
                 case .unknown:
-                    judge(startedAt: knownAt == nil ? nil : rejection.time, send: nil)
+                    judge(send: nil)
                 case .send(let send):
                     let targeted = send.to == devices[device].user && send.platforms.contains(devices[device].platform)
                     let pair = Pair(send: send.id, device: device)
@@ -266,7 +266,7 @@ extension DeliveryLedger {
                         incident(.duplicate, send: send.id, device: device, time: rejection.time, "refused as a dead token")
                     } else {
                         if unsure.contains(pair) { unsureRefused.insert(pair) }
-                        judge(startedAt: send.start, send: send.id)
+                        judge(send: send.id)
                     }
                 }
             }
@@ -288,36 +288,40 @@ extension DeliveryLedger {
         return verdict
     }
 
-    /// For each rejection (by index), when the backend knew the token was dead: the earliest
-    /// answer to a send whose push to it was refused since the device last registered (the
-    /// refusal itself when that send is unknown). Nil for the first refusal of each period,
-    /// which the backend could not have known about.
-    private func deadTokenKnowledge(history: [[Transition]], resolve: (Attribution) -> Resolved) -> [Int: Int64] {
-        var knownAt: [Int: Int64] = [:]
+    /// The refused pushes the backend should have known not to make (by rejection index), with
+    /// when it knew. It was told by another send whose push to the same token was refused: at
+    /// that send's answer, or at the refusal's arrival if later (a backend may answer before it
+    /// pushes). A refused push counts against it only if its send started after that and no
+    /// registration of the device was requested in between (the backend may have taken a fresh
+    /// registration of the token for a live one). A refused push that names no send is taken to
+    /// have started `deadline` before it arrived, and never tells: the backend's knowledge is
+    /// dated only by sends the ledger can place.
+    private func deadTokenPushes(deadline: Int64, resolve: (Attribution) -> Resolved) -> [Int: Int64] {
+        var result: [Int: Int64] = [:]
         let byDevice = Dictionary(grouping: rejections.indices, by: { rejections[$0].device })
         for (device, indices) in byDevice {
-            // A confirmed registration (not a refusal) starts a new period.
-            let registrations = history[device].filter(\.eligible).map(\.time)
-            var periods: [[Int]] = []
-            var declared: Int64 = .min
-            for index in indices.sorted(by: { rejections[$0].time < rejections[$1].time }) {
-                let time = rejections[index].time
-                if periods.isEmpty || registrations.contains(where: { $0 > declared && $0 < time }) {
-                    periods.append([])
-                    declared = time
-                }
-                periods[periods.count - 1].append(index)
+            let told: [(send: Int, start: Int64, known: Int64)] = indices.compactMap { index in
+                guard case .send(let send) = resolve(rejections[index].attribution) else { return nil }
+                return (send.id, send.start, max(send.end, rejections[index].time))
             }
-            for period in periods {
-                let known = period.map { index -> Int64 in
-                    let rejection = rejections[index]
-                    if case .send(let send) = resolve(rejection.attribution) { return max(send.end, rejection.time) }
-                    return rejection.time
-                }.min()!
-                for index in period.dropFirst() { knownAt[index] = known }
+            guard !told.isEmpty else { continue }
+            let registrations = transitions[device].filter(\.eligible)
+            for index in indices {
+                let rejection = rejections[index]
+                let own: (id: Int?, start: Int64, end: Int64)
+                switch resolve(rejection.attribution) {
+                case .send(let send): own = (send.id, send.start, send.end)
+                case .unknown: own = (nil, rejection.time - deadline, rejection.time)
+                case .otherRun: continue
+                }
+                let known = told.filter { tell in
+                    tell.send != own.id && tell.known < own.start
+                        && !registrations.contains { $0.time > tell.start && $0.start < own.end }
+                }.map(\.known).min()
+                if let known { result[index] = known }
             }
         }
-        return knownAt
+        return result
     }
 
     /// A device's changes in time order, each one a real change of state.

@@ -184,7 +184,24 @@ public final class RestartableBackend: Sendable {
             return nil
         }
         waiter?.resume(returning: request)
-        try await done.value()
+        // An old backend that never finishes stopping must not hold the run forever.
+        let limit = downFor + Runner.rebindWindow + .seconds(30)
+        let timer = Task {
+            try await Task.sleep(for: limit)
+            done.fail(RestartTimedOut(limit: limit))
+        }
+        defer { timer.cancel() }
+        // The caller may stop waiting; the restart goes on.
+        try await withTaskCancellationHandler {
+            try await done.value()
+        } onCancel: {
+            done.fail(CancellationError())
+        }
+    }
+
+    public struct RestartTimedOut: Error, CustomStringConvertible {
+        public var limit: Duration
+        public var description: String { "the backend did not listen again within \(limit)" }
     }
 
     /// The next restart request; nil once the task is cancelled.
@@ -216,46 +233,113 @@ public final class RestartableBackend: Sendable {
         let owner: RestartableBackend
         let logger: Logger
 
+        /// How long a restarted backend keeps trying to bind its port: while it was down, another
+        /// socket of this machine (a client's ephemeral port) may have taken it for a moment.
+        static let rebindWindow: Duration = .seconds(10)
+
+        enum Ended {
+            case stopped
+            case restart(Request)
+            case notBound(any Error)
+        }
+
         func run() async throws {
             var configuration = owner.configuration
             var pending: Readiness<Void>?
-            while !Task.isCancelled {
-                let backend = ReferenceBackend(configuration: configuration, pushServiceURL: owner.pushServiceURL)
-                owner.currentBackend.withLock { $0 = backend }
-                // The backend runs in a group of its own, so that a restart is a graceful shutdown
-                // of it alone, as a process receiving SIGTERM stops.
-                let backendGroup = ServiceGroup(
-                    configuration: .init(services: [.init(service: backend.makeService(logger: logger))], gracefulShutdownSignals: [], logger: logger)
-                )
-                let restart: Request? = try await withThrowingTaskGroup(of: Request?.self) { group in
-                    group.addTask {
-                        try await backendGroup.run()
-                        return nil
-                    }
-                    let address = try await backend.bound.value()
+            // Whoever asked for a restart always gets an answer, whichever way this ends.
+            defer { pending?.fail(EmbeddedSystem.ServerStoppedError()) }
+            var everListened = false
+            var rebindUntil = ContinuousClock.now
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                let ended = try await runOnce(configuration) { address in
+                    everListened = true
                     owner.bound.succeed(address)
                     pending?.succeed(())
                     pending = nil
-                    group.addTask { await owner.nextRequest() }
-                    let first = try await withGracefulShutdownHandler {
-                        try await group.next() ?? nil
-                    } onGracefulShutdown: {
-                        Task { await backendGroup.triggerGracefulShutdown() }
-                    }
-                    if first != nil {
-                        // Asked to restart: stop the backend and wait for it.
-                        await backendGroup.triggerGracefulShutdown()
-                        _ = try await group.next()
-                    }
-                    group.cancelAll()
-                    return first
                 }
-                owner.currentBackend.withLock { $0 = nil }
-                guard let restart, !Task.isCancelled, !Task.isShuttingDownGracefully else { return }
-                configuration.listen.port = try await owner.bound.value().port
-                pending = restart.done
-                if restart.downFor > .zero { try await Task.sleep(for: restart.downFor) }
+                switch ended {
+                case .stopped:
+                    return
+                case .restart(let request):
+                    configuration.listen.port = try await owner.bound.value().port
+                    pending = request.done
+                    rebindUntil = .now + request.downFor + Self.rebindWindow
+                    guard await Self.stayDown(request.downFor) else { return }
+                case .notBound(let error):
+                    guard everListened else {
+                        owner.bound.fail(error)
+                        throw error
+                    }
+                    if ContinuousClock.now < rebindUntil {
+                        try await Task.sleep(for: .milliseconds(100))
+                        continue
+                    }
+                    // Down for good unless asked to start again, as a crashed process stays down.
+                    pending?.fail(RestartFailed(underlying: error))
+                    pending = nil
+                    guard let next = await cancelWhenGracefulShutdown({ await owner.nextRequest() }) else { return }
+                    pending = next.done
+                    rebindUntil = .now + next.downFor + Self.rebindWindow
+                    guard await Self.stayDown(next.downFor) else { return }
+                }
             }
         }
+
+        /// Waits out a restart's down time; false when the system is stopping meanwhile.
+        private static func stayDown(_ time: Duration) async -> Bool {
+            if time > .zero { try? await cancelWhenGracefulShutdown { try await Task.sleep(for: time) } }
+            return !Task.isCancelled && !Task.isShuttingDownGracefully
+        }
+
+        /// Runs one backend until it stops, a restart is asked for, or it cannot bind.
+        private func runOnce(_ configuration: BackendConfiguration, listening: (ListenAddress) -> Void) async throws -> Ended {
+            let backend = ReferenceBackend(configuration: configuration, pushServiceURL: owner.pushServiceURL)
+            // The backend runs in a group of its own, so that a restart is a graceful shutdown of
+            // it alone, as a process receiving SIGTERM stops.
+            let backendGroup = ServiceGroup(
+                configuration: .init(services: [.init(service: backend.makeService(logger: logger))], gracefulShutdownSignals: [], logger: logger)
+            )
+            return try await withThrowingTaskGroup(of: Request?.self) { group in
+                group.addTask {
+                    do {
+                        try await backendGroup.run()
+                    } catch {
+                        backend.bound.fail(error)
+                        throw error
+                    }
+                    backend.bound.fail(EmbeddedSystem.ServerStoppedError())
+                    return nil
+                }
+                let address: ListenAddress
+                do {
+                    address = try await backend.bound.value()
+                } catch {
+                    group.cancelAll()
+                    while case .some = try? await group.next() {}
+                    return .notBound(error)
+                }
+                owner.currentBackend.withLock { $0 = backend }
+                defer { owner.currentBackend.withLock { $0 = nil } }
+                listening(address)
+                group.addTask { await owner.nextRequest() }
+                let first = try await withGracefulShutdownHandler {
+                    try await group.next() ?? nil
+                } onGracefulShutdown: {
+                    Task { await backendGroup.triggerGracefulShutdown() }
+                }
+                if first != nil {
+                    // Asked to restart: stop the backend and wait for it.
+                    await backendGroup.triggerGracefulShutdown()
+                    _ = try await group.next()
+                }
+                group.cancelAll()
+                return first.map { .restart($0) } ?? .stopped
+            }
+        }
+    }
+
+    public struct RestartFailed: Error, CustomStringConvertible {
+        public var underlying: any Error
+        public var description: String { "the backend could not listen again: \(underlying)" }
     }
 }

@@ -242,12 +242,12 @@ public struct FleetRunner: Sendable {
 
     private func runTraffic(_ context: RunContext, trafficStart: Int64, devices: [VirtualDevice]) async {
         guard !context.isStopping else { return }
+        // Faults end with the traffic: a backend restart still under way is no longer waited for.
+        let faults = Task { [scenario] in await FaultScheduler(steps: scenario.faults).run(context, trafficStart: trafficStart) }
+        defer { faults.cancel() }
         await withDiscardingTaskGroup { group in
             for (index, traffic) in scenario.traffic.enumerated() {
                 group.addTask { await TrafficSender(traffic: traffic, index: index, names: scenario.fleet.names).run(context, trafficStart: trafficStart) }
-            }
-            if !scenario.faults.isEmpty {
-                group.addTask { await FaultScheduler(steps: scenario.faults).run(context, trafficStart: trafficStart) }
             }
             if let departure = scenario.fleet.departure {
                 group.addTask {
@@ -357,9 +357,15 @@ struct FaultScheduler: Sendable {
     let steps: [Scenario.FaultStep]
 
     func run(_ context: RunContext, trafficStart: Int64) async {
-        for step in steps.sorted(by: { $0.at < $1.at }) {
-            guard await context.sleep(until: trafficStart + step.at.nanoseconds) else { return }
-            await apply(step, context)
+        await withDiscardingTaskGroup { group in
+            for step in steps.sorted(by: { $0.at < $1.at }) {
+                guard await context.sleep(until: trafficStart + step.at.nanoseconds) else { return }
+                await apply(step, context)
+                if case .restart(let down) = step.backend {
+                    // A restart lasts the down time and more: later steps do not wait for it.
+                    group.addTask { await restart(down, context) }
+                }
+            }
         }
     }
 
@@ -401,19 +407,8 @@ struct FaultScheduler: Sendable {
                 labels.append("backend latency skipped: the backend is not embedded")
             }
         }
-        if case .restart(let down) = step.backend {
-            if let restart = context.restartBackend {
-                context.emit(.marker("backend stops" + (down > .zero ? " for \(DurationText.format(down))" : ""), at: context.now()))
-                do {
-                    try await restart(down)
-                    labels.append("backend restarted")
-                } catch {
-                    context.emit(.error("fault:backend_restart_failed", at: context.now()))
-                    labels.append("backend restart failed: \(error)")
-                }
-            } else {
-                labels.append("backend restart skipped: the backend is not embedded")
-            }
+        if case .restart = step.backend, context.restartBackend == nil {
+            labels.append("backend restart skipped: the backend is not embedded")
         }
         if let ratio = step.disconnect {
             let body = try! JSONEncoder().encode(DisconnectRequest(ratio: ratio))
@@ -422,7 +417,23 @@ struct FaultScheduler: Sendable {
             labels.append("disconnect \(ratio)")
         }
         await admin.shutdown()
-        context.emit(.marker("faults: " + labels.joined(separator: ", "), at: context.now()))
+        if !labels.isEmpty { context.emit(.marker("faults: " + labels.joined(separator: ", "), at: context.now())) }
+    }
+
+    /// Stops the embedded backend for `down` and starts it again; marks when it is back, or why
+    /// it is not (the run's traffic ended first, or it could not listen again).
+    private func restart(_ down: Duration, _ context: RunContext) async {
+        guard let restart = context.restartBackend else { return }
+        context.emit(.marker("backend stops" + (down > .zero ? " for \(DurationText.format(down))" : ""), at: context.now()))
+        do {
+            try await restart(down)
+            context.emit(.marker("faults: backend restarted", at: context.now()))
+        } catch is CancellationError {
+            context.emit(.marker("faults: backend still down when the traffic ended", at: context.now()))
+        } catch {
+            context.emit(.error("fault:backend_restart_failed", at: context.now()))
+            context.emit(.marker("faults: backend restart failed: \(error)", at: context.now()))
+        }
     }
 
     static func describe(_ spec: Scenario.LatencySpec) -> String {

@@ -108,99 +108,105 @@ struct CLITests {
 
     @Test("a passing run exits 0, a failed threshold 99, and the reports are written")
     func exitCodes() async throws {
-        let directory = try Self.temporaryDirectory()
-        try Self.scenario().write(to: directory.appendingPathComponent("ok.yaml"), atomically: true, encoding: .utf8)
-        try Self.scenario(threshold: "p(99) < 1us").write(to: directory.appendingPathComponent("strict.yaml"), atomically: true, encoding: .utf8)
-        let ok = try await Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
-        #expect(ok.status == 0, "\(ok.output)")
-        // A report folder in use, or a file in the way, is refused before anything runs.
-        let again = try await Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
-        #expect(again.status == 2 && again.output.contains("the folder exists and is not empty"), "\(again.output)")
-        try "x".write(to: directory.appendingPathComponent("a-file"), atomically: true, encoding: .utf8)
-        let blocked = try await Self.run(["run", "ok.yaml", "--out", "a-file", "--quiet"], in: directory)
-        #expect(blocked.status == 2 && blocked.output.contains("a file is in the way"), "\(blocked.output)")
-        let strict = try await Self.run(["run", "strict.yaml", "--out", "strict-report", "--quiet"], in: directory)
-        #expect(strict.status == 99, "\(strict.output)")
-        #expect(strict.output.contains("FAIL  delivery.latency: p(99) < 1us"))
-        let junit = try String(contentsOf: directory.appendingPathComponent("strict-report/junit.xml"), encoding: .utf8)
-        #expect(junit.contains("failures=\"1\"") && junit.contains("p(99) &lt; 1us failed: measured"))
-        // `report` re-renders every file from run.json alone.
-        try FileManager.default.removeItem(at: directory.appendingPathComponent("ok-report/users.csv"))
-        #expect(try await Self.run(["report", "ok-report"], in: directory).status == 0)
-        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("ok-report/users.csv").path))
-        // compare: the strict run against itself has no regressions; against a run made 10× slower it does.
-        #expect(try await Self.run(["compare", "strict-report", "strict-report"], in: directory).status == 0)
-        let runJSON = directory.appendingPathComponent("ok-report/run.json")
-        var slow = try ReportFiles.decodeRunJSON(Data(contentsOf: runJSON))
-        var histogram = LatencyHistogram()
-        for _ in 0..<100 { histogram.record(nanoseconds: 900_000_000) }
-        slow.histograms["delivery"] = histogram
-        slow.delivery.lost += 1
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("slow"), withIntermediateDirectories: true)
-        try ReportFiles.runJSON(slow).write(to: directory.appendingPathComponent("slow/run.json"))
-        let regression = try await Self.run(["compare", "ok-report", "slow", "--tolerance", "20%"], in: directory)
-        #expect(regression.status == 99, "\(regression.output)")
-        #expect(regression.output.contains("REGRESSION") && regression.output.contains("lost: 0 → 1  REGRESSION"))
-        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("slow/compare.html").path))
-        #expect(try await Self.run(["compare", "ok-report", "slow", "--tolerance", "lots"], in: directory).status == 2)
+        try await RunGate.exclusive {
+            let directory = try Self.temporaryDirectory()
+            try Self.scenario().write(to: directory.appendingPathComponent("ok.yaml"), atomically: true, encoding: .utf8)
+            try Self.scenario(threshold: "p(99) < 1us").write(to: directory.appendingPathComponent("strict.yaml"), atomically: true, encoding: .utf8)
+            let ok = try await Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
+            #expect(ok.status == 0, "\(ok.output)")
+            // A report folder in use, or a file in the way, is refused before anything runs.
+            let again = try await Self.run(["run", "ok.yaml", "--out", "ok-report", "--quiet"], in: directory)
+            #expect(again.status == 2 && again.output.contains("the folder exists and is not empty"), "\(again.output)")
+            try "x".write(to: directory.appendingPathComponent("a-file"), atomically: true, encoding: .utf8)
+            let blocked = try await Self.run(["run", "ok.yaml", "--out", "a-file", "--quiet"], in: directory)
+            #expect(blocked.status == 2 && blocked.output.contains("a file is in the way"), "\(blocked.output)")
+            let strict = try await Self.run(["run", "strict.yaml", "--out", "strict-report", "--quiet"], in: directory)
+            #expect(strict.status == 99, "\(strict.output)")
+            #expect(strict.output.contains("FAIL  delivery.latency: p(99) < 1us"))
+            let junit = try String(contentsOf: directory.appendingPathComponent("strict-report/junit.xml"), encoding: .utf8)
+            #expect(junit.contains("failures=\"1\"") && junit.contains("p(99) &lt; 1us failed: measured"))
+            // `report` re-renders every file from run.json alone.
+            try FileManager.default.removeItem(at: directory.appendingPathComponent("ok-report/users.csv"))
+            #expect(try await Self.run(["report", "ok-report"], in: directory).status == 0)
+            #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("ok-report/users.csv").path))
+            // compare: the strict run against itself has no regressions; against a run made 10× slower it does.
+            #expect(try await Self.run(["compare", "strict-report", "strict-report"], in: directory).status == 0)
+            let runJSON = directory.appendingPathComponent("ok-report/run.json")
+            var slow = try ReportFiles.decodeRunJSON(Data(contentsOf: runJSON))
+            var histogram = LatencyHistogram()
+            for _ in 0..<100 { histogram.record(nanoseconds: 900_000_000) }
+            slow.histograms["delivery"] = histogram
+            slow.delivery.lost += 1
+            try FileManager.default.createDirectory(at: directory.appendingPathComponent("slow"), withIntermediateDirectories: true)
+            try ReportFiles.runJSON(slow).write(to: directory.appendingPathComponent("slow/run.json"))
+            let regression = try await Self.run(["compare", "ok-report", "slow", "--tolerance", "20%"], in: directory)
+            #expect(regression.status == 99, "\(regression.output)")
+            #expect(regression.output.contains("REGRESSION") && regression.output.contains("lost: 0 → 1  REGRESSION"))
+            #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("slow/compare.html").path))
+            #expect(try await Self.run(["compare", "ok-report", "slow", "--tolerance", "lots"], in: directory).status == 2)
+        }
     }
 
     @Test("--metrics-listen serves Prometheus text while the run lasts")
     func metricsEndpoint() async throws {
-        let directory = try Self.temporaryDirectory()
-        try Self.scenario(traffic: "6s").write(to: directory.appendingPathComponent("m.yaml"), atomically: true, encoding: .utf8)
-        let (process, pipe) = try Self.launch(["run", "m.yaml", "--out", "report", "--metrics-listen", "127.0.0.1:0"], in: directory)
-        let handle = pipe.fileHandleForReading
-        let output = try await offPool {
-            var output = ""
-            while !output.contains("/metrics\n") {
-                let data = handle.availableData
-                guard !data.isEmpty else { break }
-                output += String(decoding: data, as: UTF8.self)
+        try await RunGate.exclusive {
+            let directory = try Self.temporaryDirectory()
+            try Self.scenario(traffic: "6s").write(to: directory.appendingPathComponent("m.yaml"), atomically: true, encoding: .utf8)
+            let (process, pipe) = try Self.launch(["run", "m.yaml", "--out", "report", "--metrics-listen", "127.0.0.1:0"], in: directory)
+            let handle = pipe.fileHandleForReading
+            let output = try await offPool {
+                var output = ""
+                while !output.contains("/metrics\n") {
+                    let data = handle.availableData
+                    guard !data.isEmpty else { break }
+                    output += String(decoding: data, as: UTF8.self)
+                }
+                return output
             }
-            return output
+            let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("metrics: ") })
+            try await Task.sleep(for: .seconds(4))
+            let scrape = try await TestHTTP.request(.GET, String(line.dropFirst("metrics: ".count)))
+            #expect(scrape.status == 200)
+            #expect(scrape.headers.first(name: "content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
+            #expect(scrape.text.contains("# TYPE pushfleet_sends_total counter"))
+            #expect(scrape.text.contains("pushfleet_devices{state=\"ready\"} 40"))
+            #expect(scrape.text.contains("pushfleet_operation_duration_seconds_bucket{operation=\"http.register.put\""))
+            let status = try await offPool {
+                _ = handle.readDataToEndOfFile()
+                process.waitUntilExit()
+                return process.terminationStatus
+            }
+            #expect(status == 0)
         }
-        let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("metrics: ") })
-        try await Task.sleep(for: .seconds(4))
-        let scrape = try await TestHTTP.request(.GET, String(line.dropFirst("metrics: ".count)))
-        #expect(scrape.status == 200)
-        #expect(scrape.headers.first(name: "content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
-        #expect(scrape.text.contains("# TYPE pushfleet_sends_total counter"))
-        #expect(scrape.text.contains("pushfleet_devices{state=\"ready\"} 40"))
-        #expect(scrape.text.contains("pushfleet_operation_duration_seconds_bucket{operation=\"http.register.put\""))
-        let status = try await offPool {
-            _ = handle.readDataToEndOfFile()
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-        #expect(status == 0)
     }
 
     @Test("SIGINT mid-run still writes every report, marked aborted")
     func interrupted() async throws {
-        let directory = try Self.temporaryDirectory()
-        try Self.scenario(traffic: "60s").write(to: directory.appendingPathComponent("long.yaml"), atomically: true, encoding: .utf8)
-        let (process, pipe) = try Self.launch(["run", "long.yaml", "--out", "report"], in: directory)
-        // Long enough for the fleet to be in and sends to be flowing on a loaded machine.
-        try await Task.sleep(for: .seconds(6))
-        kill(process.processIdentifier, SIGINT)
-        let started = ContinuousClock.now
-        let handle = pipe.fileHandleForReading
-        let (data, status) = try await offPool {
-            let data = handle.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (data, process.terminationStatus)
+        try await RunGate.exclusive {
+            let directory = try Self.temporaryDirectory()
+            try Self.scenario(traffic: "60s").write(to: directory.appendingPathComponent("long.yaml"), atomically: true, encoding: .utf8)
+            let (process, pipe) = try Self.launch(["run", "long.yaml", "--out", "report"], in: directory)
+            // Long enough for the fleet to be in and sends to be flowing on a loaded machine.
+            try await Task.sleep(for: .seconds(6))
+            kill(process.processIdentifier, SIGINT)
+            let started = ContinuousClock.now
+            let handle = pipe.fileHandleForReading
+            let (data, status) = try await offPool {
+                let data = handle.readDataToEndOfFile()
+                process.waitUntilExit()
+                return (data, process.terminationStatus)
+            }
+            #expect(ContinuousClock.now - started < .seconds(20))
+            #expect(status == 1, "\(String(decoding: data, as: UTF8.self))")
+            let report = directory.appendingPathComponent("report")
+            for name in ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml", "report.html"] {
+                #expect(FileManager.default.fileExists(atPath: report.appendingPathComponent(name).path), "\(name)")
+            }
+            let result = try ReportFiles.decodeRunJSON(Data(contentsOf: report.appendingPathComponent("run.json")))
+            #expect(result.info.aborted && result.info.abortReason == "received SIGINT")
+            #expect(result.counters["sends"] ?? 0 > 0)
+            let summary = try String(contentsOf: report.appendingPathComponent("summary.csv"), encoding: .utf8)
+            #expect(summary.contains("result,aborted"))
         }
-        #expect(ContinuousClock.now - started < .seconds(20))
-        #expect(status == 1, "\(String(decoding: data, as: UTF8.self))")
-        let report = directory.appendingPathComponent("report")
-        for name in ["run.json", "summary.csv", "operations.csv", "users.csv", "timeseries.csv", "errors.csv", "junit.xml", "report.html"] {
-            #expect(FileManager.default.fileExists(atPath: report.appendingPathComponent(name).path), "\(name)")
-        }
-        let result = try ReportFiles.decodeRunJSON(Data(contentsOf: report.appendingPathComponent("run.json")))
-        #expect(result.info.aborted && result.info.abortReason == "received SIGINT")
-        #expect(result.counters["sends"] ?? 0 > 0)
-        let summary = try String(contentsOf: report.appendingPathComponent("summary.csv"), encoding: .utf8)
-        #expect(summary.contains("result,aborted"))
     }
 }

@@ -72,6 +72,12 @@ struct HostileBackendTests {
         _ behaviour: HostileBackend.Behaviour, seed: UInt64, runs: Int = 1, traffic: Traffic = .mixed, probes: Bool = false,
         faults: FaultSettings? = nil, fetchTimeout: String = "3s"
     ) async throws -> [(RunResult, HostileBackend.Tally)] {
+        try await RunGate.exclusive { try await runUngated(behaviour, seed: seed, runs: runs, traffic: traffic, probes: probes, faults: faults, fetchTimeout: fetchTimeout) }
+    }
+
+    private static func runUngated(
+        _ behaviour: HostileBackend.Behaviour, seed: UInt64, runs: Int, traffic: Traffic, probes: Bool, faults: FaultSettings?, fetchTimeout: String
+    ) async throws -> [(RunResult, HostileBackend.Tally)] {
         try await TestSystem.run { (system: TestSystem) async throws in
             if let faults { try await system.setFaults(faults) }
             let backend = HostileBackend(behaviour: behaviour, pushService: system.pushService, seed: seed)

@@ -43,6 +43,10 @@ struct LedgerPropertyTests {
             if chance(0.2) { dead[index] = 1 + pick(8) }
         }
         var knownDead = devices.map { _ in false }
+        // When the backend was told of the current dead period (the first refused push it can
+        // place), and whether a re-registration started a new period that no send has told yet.
+        var toldAt = devices.map { _ in Int64?.none }
+        var untold = devices.map { _ in false }
         // Failed fetches of ids the send's answer did not name: judged once every fetch is in.
         var untied: [(send: Int, lostIfUntied: Bool)] = []
         let sends = 4 + pick(8)
@@ -75,12 +79,28 @@ struct LedgerPropertyTests {
                 // A failed send or a registration change inside the send's window: judged neither way.
                 let unsure = !succeeded || churned.contains(device)
                 if isDead && succeeded {
-                    if !knownDead[device] {
-                        // The first push to the dead token: refused, and the backend could not know.
+                    if knownDead[device] && !churned.contains(device) && chance(0.15) {
+                        // The app registers its dead token again while the send is open: the
+                        // backend may take it for live, so its refusals start a new period.
+                        ledger.setEligible(device, true, at: base + 4 * ms, since: base + 3 * ms)
                         ledger.record(DeliveryLedger.Rejection(device: device, refused: .send(id), at: next()))
                         truth.unregistered += 1
-                        if !unsure { truth.expected += 1 }
+                        untold[device] = true
+                    } else if !knownDead[device] || untold[device] {
+                        // The first push to the dead token: refused, and the backend could not know.
+                        let time = next()
+                        ledger.record(DeliveryLedger.Rejection(device: device, refused: .send(id), at: time))
+                        truth.unregistered += 1
+                        if !unsure && !knownDead[device] { truth.expected += 1 }
                         knownDead[device] = true
+                        untold[device] = false
+                        toldAt[device] = max(send.end, time)
+                    } else if chance(0.3) {
+                        // A refused push that names nothing: counted against the backend only when
+                        // it arrived a deadline (5 s) after the backend was told.
+                        let time = next()
+                        ledger.record(DeliveryLedger.Rejection(device: device, refused: .unattributable, at: time))
+                        if let told = toldAt[device], told < time - 5000 * ms { truth.sentToDeadToken += 1 } else { truth.unregistered += 1 }
                     } else if chance(0.5) {
                         // The backend was told and pushes anyway.
                         ledger.record(DeliveryLedger.Rejection(device: device, refused: .send(id), at: next()))

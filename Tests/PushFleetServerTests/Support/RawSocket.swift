@@ -9,22 +9,38 @@ import Glibc
 enum RawSocket {
     struct Failure: Error {}
 
+    /// A loopback port held bound but not listening: connecting to it is refused, and no other
+    /// socket can take it until `close()`.
+    struct Reserved {
+        let fd: Int32
+        let port: Int
+        func close() { _ = Glibc.close(fd) }
+    }
+
+    static func boundNotListening() -> Reserved? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else {
+            _ = Glibc.close(fd)
+            return nil
+        }
+        return Reserved(fd: fd, port: Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     static func send(_ text: String, port: Int) async throws {
         try await offPool { try sendBlocking(text, port: port) }
     }
 
     private static func sendBlocking(_ text: String, port: Int) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure() }
+        let fd = try connected(port: port)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw Failure() }
         _ = text.withCString { write(fd, $0, strlen($0)) }
         // Read whatever the server answers (an error page or a close) before closing.
         var buffer = [UInt8](repeating: 0, count: 4096)
