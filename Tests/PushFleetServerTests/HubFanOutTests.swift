@@ -75,12 +75,8 @@ struct HubFanOutTests {
 
     @Test func templatesInstallationsAndDirectSends() async throws {
         let settings = NotificationHub.Settings(namespace: "templates", hubName: "hub")
-        try await TestSystem.run(.withHub(settings)) { system in
-            let sdk = DotNetHubWire(base: system.pushService, settings: settings)
-            let apple = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
-            let android = try await TestDevice.connect(pushService: system.pushService, platform: .fcm)
-            let windows = try await TestDevice.connect(pushService: system.pushService, platform: .wns)
-            defer { [apple, android, windows].forEach { $0.close() } }
+        try await TestSystem.withHub(settings, devices: [.apns, .fcm, .wns]) { _, sdk, devices in
+            let (apple, android, windows) = (devices[0], devices[1], devices[2])
             // An Apple template registration in Atom XML.
             let (_, id) = try await sdk.createRegistrationID()
             let template = """
@@ -140,10 +136,8 @@ struct HubFanOutTests {
 
     @Test func aHandleThePushServiceDeclaresDeadLosesItsRegistrations() async throws {
         let settings = NotificationHub.Settings(namespace: "feedback", hubName: "hub")
-        try await TestSystem.run(.withHub(settings)) { system in
-            let sdk = DotNetHubWire(base: system.pushService, settings: settings)
-            let device = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
-            defer { device.close() }
+        try await TestSystem.withHub(settings, devices: [.apns]) { system, sdk, devices in
+            let device = devices[0]
             let id = try await Self.register(sdk, device, tags: ["t"])
             let faults = #"{"unregisteredTokens":["\#(device.address!.token)"]}"#
             let admin = try await TestHTTP.request(.PUT, "\(system.pushService)/admin/faults", auth: .bearer(system.adminToken!), body: Data(faults.utf8))

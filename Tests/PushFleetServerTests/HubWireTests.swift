@@ -12,12 +12,8 @@ import Testing
 struct HubWireTests {
     @Test func theSeedBackendsHubCallsAsTheDotNetSDKSendsThem() async throws {
         let settings = NotificationHub.Settings(namespace: "seedns", hubName: "seedhub")
-        try await TestSystem.run(.withHub(settings)) { system in
-            let sdk = DotNetHubWire(base: system.pushService, settings: settings)
-            let phone = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
-            let android = try await TestDevice.connect(pushService: system.pushService, platform: .fcm)
-            let other = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
-            defer { [phone, android, other].forEach { $0.close() } }
+        try await TestSystem.withHub(settings, devices: [.apns, .fcm, .apns]) { _, sdk, devices in
+            let (phone, android, other) = (devices[0], devices[1], devices[2])
             let token = phone.address!.token
 
             // POST api/register?handle=: GetRegistrationsByChannelAsync finds nothing yet…

@@ -3,6 +3,7 @@ import NIOHTTP1
 import PushFleetEmbedded
 import PushFleetHub
 import PushFleetMockPush
+import PushFleetWire
 
 /// Requests as Microsoft.Azure.NotificationHubs (the .NET SDK the seeds' backend uses) puts
 /// them on the wire: `api-version=2020-06`, a `TrackingId`, and a SAS token over the request
@@ -106,5 +107,22 @@ extension EmbeddedSystem.Configuration {
         var configuration = Self()
         configuration.pushServer.hub = settings
         return configuration
+    }
+}
+
+extension TestSystem {
+    /// The embedded system with a hub, a client that speaks as the .NET SDK does, and devices
+    /// online on the gateway (closed afterwards).
+    static func withHub<T: Sendable>(
+        _ settings: NotificationHub.Settings,
+        devices platforms: [Platform],
+        _ body: @escaping @Sendable (TestSystem, DotNetHubWire, [TestDevice]) async throws -> T
+    ) async throws -> T {
+        try await run(.withHub(settings)) { system in
+            var devices: [TestDevice] = []
+            defer { devices.forEach { $0.close() } }
+            for platform in platforms { devices.append(try await TestDevice.connect(pushService: system.pushService, platform: platform)) }
+            return try await body(system, DotNetHubWire(base: system.pushService, settings: settings), devices)
+        }
     }
 }
