@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "PushFleetBackend", targets: ["PushFleetBackend"]),
         .library(name: "PushFleetMockPush", targets: ["PushFleetMockPush"]),
         .library(name: "PushFleetEmbedded", targets: ["PushFleetEmbedded"]),
+        .library(name: "PushFleetHub", targets: ["PushFleetHub"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -89,10 +90,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A stand-in for Azure Notification Hubs: its REST API over the push service's router.
+        .target(
+            name: "PushFleetHub",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetServerSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "PushFleetBackend",
             dependencies: [
                 "PushFleetWire",
+                "PushFleetHub",
                 "PushFleetCore",
                 "PushFleetServerSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -112,6 +127,7 @@ let package = Package(
             name: "PushFleetMockPush",
             dependencies: [
                 "PushFleetWire",
+                "PushFleetHub",
                 "PushFleetCore",
                 "PushFleetServerSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -130,6 +146,7 @@ let package = Package(
             name: "PushFleetEmbedded",
             dependencies: [
                 "PushFleetBackend",
+                "PushFleetHub",
                 "PushFleetMockPush",
                 "PushFleetServerSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -149,6 +166,7 @@ let package = Package(
                 "PushFleetEmbedded",
                 "PushFleetBackend",
                 "PushFleetMockPush",
+                "PushFleetHub",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -169,6 +187,7 @@ let package = Package(
                 "PushFleetWire",
                 "PushFleetCore",
                 "PushFleetServerSupport",
+                "PushFleetHub",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,5 +1,6 @@
 public import Foundation
 public import PushFleetCore
+public import PushFleetHub
 public import PushFleetServerSupport
 
 /// Everything the reference backend is started with.
@@ -46,6 +47,11 @@ public struct BackendConfiguration: Sendable {
     public var server = ServerLimits()
     /// Latency added to sends and fetches (fault scenarios); shared across restarts.
     public var faults = BackendFaults()
+    /// Send through this notification hub instead of to the push service directly; its
+    /// `EntityPath` names the hub.
+    public var hub: HubConnectionString?
+    /// The hub is the one the push service serves: its address is the push service's.
+    public var hubAtPushService = false
 
     public init(
         listen: ListenAddress = .init(host: "127.0.0.1", port: 0),

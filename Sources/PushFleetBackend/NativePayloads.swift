@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetHub
 import PushFleetWire
 
 /// A notification in one platform's native format, as the hub hands it to the push service.
@@ -91,19 +92,7 @@ struct NativeNotification: Sendable, Equatable {
     }
 
     static func xmlEscaped(_ text: String) -> String {
-        var escaped = ""
-        escaped.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&apos;"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
+        RegistrationXML.escape(text)
     }
 }
 

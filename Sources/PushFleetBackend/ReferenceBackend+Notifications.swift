@@ -141,6 +141,12 @@ extension ReferenceBackend {
             return SendOutcome(outcome: .abandoned, targets: 0, accepted: 0, failed: 0, removed: 0)
         }
         let targets = found.filter { platforms.contains($0.platform!) }
+        if let hub = hubSender {
+            // The hub finds the devices; only platforms the user has a registration on are sent to.
+            let present = platforms.filter { platform in targets.contains { $0.platform == platform } }
+            guard !present.isEmpty else { return .noTarget }
+            return await send(through: hub, to: user, platforms: present, build)
+        }
         let results = await withTaskGroup(of: (RegistrationStore.Registration, PushSender.Result?).self) { group in
             for target in targets {
                 group.addTask {
@@ -170,6 +176,23 @@ extension ReferenceBackend {
         let state: SendOutcome.State =
             accepted > 0 ? .completed : (targets.count - removed == 0 ? .noTargetFound : .abandoned)
         return SendOutcome(outcome: state, targets: targets.count, accepted: accepted, failed: failed, removed: removed)
+    }
+
+    /// The seeds' way: one hub send per platform to the user's tag; the hub fans out and acts on
+    /// the push services' answers. The hub enqueues (its outcome names no counts), so targets and
+    /// accepted pushes are the hub's to know.
+    private func send(
+        through hub: HubSender, to user: String, platforms: [Platform], _ build: @escaping @Sendable (Platform) -> NativeNotification?
+    ) async -> SendOutcome {
+        let taken = await withTaskGroup(of: Bool.self) { group in
+            for platform in platforms {
+                guard let notification = build(platform) else { continue }
+                group.addTask { await hub.send(notification, tag: Self.userTagPrefix + user) }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        let failed = taken.filter { !$0 }.count
+        return SendOutcome(outcome: failed == 0 ? .enqueued : .abandoned, targets: 0, accepted: 0, failed: failed, removed: 0)
     }
 
     /// Refuses (413) a message whose native payload would exceed a push service's limit once

@@ -15,6 +15,7 @@ extension ReferenceBackend {
             let now = WallClock.nanoseconds()
             await self.sweepIfDue(now: now)
             let id = try await self.storing { try await $0.createRegistration(owner: user, handle: handle, now: now) }
+            if let hub = self.hubSender, let handle { try await self.throughHub { try await hub.deleteOthers(handle: handle, keep: id) } }
             // The seed answers the id as a JSON string.
             return .json(id)
         }
@@ -35,7 +36,11 @@ extension ReferenceBackend {
                 try await $0.updateRegistration(id: id, owner: user, platform: platform, handle: update.handle, tags: tags, now: WallClock.nanoseconds())
             }
             switch result {
-            case .updated: return .empty()
+            case .updated:
+                if let hub = self.hubSender {
+                    try await self.throughHub { try await hub.createOrUpdate(id: id, platform: platform, handle: update.handle, tags: tags) }
+                }
+                return .empty()
             case .gone: throw HTTPError(.gone, message: "registration \(id) does not exist or has expired; create a new one")
             case .notOwner: throw HTTPError(.forbidden, message: "registration \(id) belongs to another user")
             }
@@ -45,11 +50,18 @@ extension ReferenceBackend {
             let user = try self.authenticate(request)
             let id = try context.parameters.require("id")
             switch try await self.storing({ try await $0.deleteRegistration(id: id, owner: user, now: WallClock.nanoseconds()) }) {
-            case .updated: return .empty()
+            case .updated:
+                if let hub = self.hubSender { try await self.throughHub { try await hub.delete(id: id) } }
+                return .empty()
             case .gone: throw HTTPError(.gone, message: "registration \(id) does not exist or has expired")
             case .notOwner: throw HTTPError(.forbidden, message: "registration \(id) belongs to another user")
             }
         }
+    }
+
+    /// A hub call of a registration request; a hub that fails it makes the request a 502.
+    func throughHub(_ body: () async throws -> Void) async throws {
+        do { try await body() } catch { throw HTTPError(.badGateway, message: "the notification hub failed: \(error)") }
     }
 
     func validateHandle(_ handle: String) throws {

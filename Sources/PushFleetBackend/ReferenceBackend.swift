@@ -6,6 +6,7 @@ public import Logging
 import NIOCore
 import NIOPosix
 import PushFleetCore
+import PushFleetHub
 public import PushFleetServerSupport
 public import PushFleetWire
 public import ServiceLifecycle
@@ -23,6 +24,8 @@ public final class ReferenceBackend: Sendable {
     let signer: TokenSigner
     let client: HTTPClient
     let sender: PushSender
+    /// Set when sends go through a notification hub.
+    let hubSender: HubSender?
     private let lastSweep = Atomic<Int64>(0)
 
     /// - Parameters:
@@ -40,7 +43,8 @@ public final class ReferenceBackend: Sendable {
             concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.pushServiceConnections
         )
         clientConfiguration.timeout = .init(connect: .seconds(5), read: .seconds(30))
-        self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
+        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
+        self.client = client
         self.sender = PushSender(
             client: client,
             settings: .init(
@@ -54,6 +58,13 @@ public final class ReferenceBackend: Sendable {
             baseURL: pushServiceURL,
             counters: counters
         )
+        self.hubSender = configuration.hub.map { hub in
+            HubSender(
+                client: client, connection: hub, hubName: hub.entityPath ?? "",
+                baseURL: configuration.hubAtPushService ? pushServiceURL : { @Sendable in hub.baseURL }, requestTimeout: .seconds(30),
+                maxAttempts: configuration.pushAttempts
+            )
+        }
     }
 
     /// Convenience for a push service at a known URL.

@@ -297,6 +297,9 @@ public struct Scenario: Sendable, Equatable {
         public var registrationTTL: Duration = .seconds(86_400)
         /// Where the embedded backend keeps registrations and notifications.
         public var store: StoreLocation = .memory
+        /// The embedded backend sends through the notification hub the embedded push service
+        /// serves, instead of to the push service directly.
+        public var hub = false
 
         public init() {}
     }

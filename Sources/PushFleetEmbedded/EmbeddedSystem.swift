@@ -1,5 +1,6 @@
 public import Logging
 public import PushFleetBackend
+import PushFleetHub
 public import PushFleetMockPush
 public import ServiceLifecycle
 public import PushFleetServerSupport
@@ -15,6 +16,10 @@ public struct EmbeddedSystem: Sendable {
         public var pushServer: MockPushServer.Configuration
         /// Send to this push service instead of starting the embedded one.
         public var externalPushServiceURL: String?
+        /// The backend sends through the notification hub the embedded push service serves
+        /// (`pushServer.hub`, made with the backend's registration TTL when not given), as the
+        /// seeds' backend sends through its hub.
+        public var throughHub = false
 
         public init(
             backend: BackendConfiguration = .init(),
@@ -54,6 +59,12 @@ public struct EmbeddedSystem: Sendable {
         configuration.backend.server = configuration.backend.server.resolved(share: embeddedPush ? (h2 ? 0.25 : 0.5) : 1)
         configuration.pushServer.limits = configuration.pushServer.limits.resolved(share: 0.5)
         configuration.pushServer.http2Limits = configuration.pushServer.http2Limits.resolved(share: 0.25)
+        if configuration.throughHub, embeddedPush {
+            let hub = configuration.pushServer.hub ?? NotificationHub.Settings(registrationTTL: configuration.backend.registrationTTL)
+            configuration.pushServer.hub = hub
+            configuration.backend.hub = hub.connectionString()
+            configuration.backend.hubAtPushService = true
+        }
         // One signing key for every restart, as a deployment configures one: tokens issued before
         // a restart stay valid after it.
         if configuration.backend.tokenSecret == nil {

@@ -4,6 +4,7 @@ import HummingbirdHTTP2
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
+public import PushFleetHub
 public import PushFleetServerSupport
 public import ServiceLifecycle
 
@@ -23,6 +24,8 @@ public struct MockPushServer: Sendable {
         public var http2Limits: ServerLimits
         /// Bearer token the admin API requires; nil for none (loopback-only setups that say so).
         public var adminToken: String?
+        /// The notification hub served at `/{hub}/…`; nil for none.
+        public var hub: NotificationHub.Settings?
 
         public init(
             listen: ListenAddress = .init(host: "127.0.0.1", port: 0),
@@ -30,9 +33,11 @@ public struct MockPushServer: Sendable {
             backlog: Int = 4096,
             limits: ServerLimits = .init(),
             http2Limits: ServerLimits? = nil,
-            adminToken: String? = MockPushServer.randomToken()
+            adminToken: String? = MockPushServer.randomToken(),
+            hub: NotificationHub.Settings? = nil
         ) {
             self.adminToken = adminToken
+            self.hub = hub
             self.listen = listen
             self.http2Listen = http2Listen
             self.backlog = backlog
@@ -43,6 +48,8 @@ public struct MockPushServer: Sendable {
 
     public let service: PushService
     public let configuration: Configuration
+    /// The notification hub in front of this push service, when configured.
+    public let hub: NotificationHub?
     /// The bound HTTP/1.1 address, known once the server listens.
     public let bound = Readiness<ListenAddress>()
     /// The bound HTTP/2 address, when one was asked for.
@@ -51,6 +58,7 @@ public struct MockPushServer: Sendable {
     public init(service: PushService, configuration: Configuration = .init()) {
         self.service = service
         self.configuration = configuration
+        self.hub = configuration.hub.map { NotificationHub(settings: $0, delivery: HubDelivery(service: service, fcmProject: "pushfleet")) }
     }
 
     func makeRouter() -> Router<BasicRequestContext> {
@@ -60,6 +68,8 @@ public struct MockPushServer: Sendable {
         WNSEndpoint(service: service).register(on: router)
         AdminEndpoint(service: service, token: configuration.adminToken).register(on: router)
         DeviceGateway(service: service).register(on: router)
+        // `/{hub}/…` matches only what the constant first segments above leave.
+        if let hub { HubEndpoint(hub: hub).register(on: router) }
         return router
     }
 

@@ -62,6 +62,7 @@ public struct FleetRunner: Sendable {
             var configuration = EmbeddedSystem.Configuration()
             configuration.backend.registrationTTL = scenario.embedded.registrationTTL
             configuration.backend.store = scenario.embedded.store
+            configuration.throughHub = scenario.embedded.hub
             // `sqlite:` with no path: a fresh file for this run only.
             var temporaryStore: URL?
             if case .sqlite(let path) = scenario.embedded.store, path.isEmpty {

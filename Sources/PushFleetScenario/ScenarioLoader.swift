@@ -100,7 +100,7 @@ public enum ScenarioLoader {
         if let node = top["faults"], let items = r.sequence(node, "faults", "fault steps") {
             scenario.faults = items.enumerated().compactMap { readFault($1, "faults[\($0)]", r) }
         }
-        if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl", "store"]) {
+        if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl", "store", "hub"]) {
             if let ttl = embedded["registration_ttl"], let value = r.duration(ttl, "embedded.registration_ttl") {
                 scenario.embedded.registrationTTL = value
             }
@@ -110,6 +110,9 @@ public enum ScenarioLoader {
                 case .success(let store): scenario.embedded.store = store
                 case .failure(let error): r.report(storeNode, "embedded.store", error.message)
                 }
+            }
+            if let hubNode = embedded["hub"], let value = r.bool(hubNode, "embedded.hub") {
+                scenario.embedded.hub = value
             }
         }
         return scenario
@@ -572,6 +575,9 @@ public enum ScenarioLoader {
             scenario.target != .embedded
         {
             r.report(node("faults"), "faults", "backend: restart and backend_latency need the embedded backend (target: embedded)")
+        }
+        if scenario.embedded.hub, scenario.target != .embedded {
+            r.report(node("embedded"), "embedded.hub", "the hub is the embedded backend's way to send; the target is an external backend")
         }
         if scenario.embedded.store != .memory, scenario.target != .embedded {
             r.report(node("embedded"), "embedded.store", "the store is the embedded backend's; the target is an external backend")

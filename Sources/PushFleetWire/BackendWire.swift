@@ -60,6 +60,8 @@ public struct SendOutcome: Codable, Sendable, Equatable {
         case noTargetFound = "NoTargetFound"
         /// Targets existed and no push service accepted it (answered 500).
         case abandoned = "Abandoned"
+        /// A notification hub took the send to fan out (its own outcome for a send).
+        case enqueued = "Enqueued"
     }
 
     public var outcome: State

@@ -26,6 +26,8 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Write the reports here instead of reports/<scenario>-<UTC time>/.") var out: String?
     @Option(help: "The folder that holds report folders.") var reportsDir = "reports"
     @Option(help: "Override the scenario's seed.") var seed: UInt64?
+    @Flag(help: "The embedded backend sends through the embedded notification hub (as the scenario key embedded.hub: true).")
+    var hub = false
     @Flag(help: "No progress line.") var quiet = false
     @Option(help: "Serve live Prometheus metrics at http://HOST:PORT/metrics while the run lasts.") var metricsListen: String?
 
@@ -44,6 +46,13 @@ struct Run: AsyncParsableCommand {
             throw ExitCode(ExitStatus.invalidInput)
         }
         if let seed { loaded.seed = seed }
+        if hub {
+            guard loaded.target == .embedded else {
+                FileHandleOutput.standardError("\(scenario): --hub needs the embedded target; this scenario's target is an external backend")
+                throw ExitCode(ExitStatus.invalidInput)
+            }
+            loaded.embedded.hub = true
+        }
         if let problem = FileLimit.problem(loaded, devices: FleetPlan(scenario: loaded).devices.count) {
             FileHandleOutput.standardError("\(scenario): \(problem)")
             throw ExitCode(ExitStatus.invalidInput)

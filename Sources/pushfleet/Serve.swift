@@ -4,6 +4,7 @@ import Logging
 import PushFleetBackend
 import PushFleetCore
 import PushFleetEmbedded
+import PushFleetHub
 import PushFleetMockPush
 import PushFleetServerSupport
 import PushFleetWire
@@ -49,6 +50,11 @@ struct Serve: AsyncParsableCommand {
     var adminToken: String?
     @Option(help: "on, or off to leave /admin open: allowed only when the push service listens on loopback.")
     var adminAuth = "on"
+    @Option(help: "The backend sends through a notification hub: 'embedded' (the one the push service serves) or a connection string with EntityPath.")
+    var hub: String?
+    @Option(help: "The embedded hub's namespace: {namespace}.servicebus.windows.net.") var hubNamespace = "pushfleet"
+    @Option(help: "The embedded hub's name (its path: /{hub}/registrations, /{hub}/messages, …).") var hubName = "pushfleet"
+    @Option(help: "The embedded hub's DefaultFullSharedAccessSignature key (default: random, printed at start).") var hubKey: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func validate() throws {
@@ -131,20 +137,34 @@ struct Serve: AsyncParsableCommand {
         default:
             throw ValidationError("--admin-auth must be on or off, got '\(adminAuth)'")
         }
+        var hubSettings = NotificationHub.Settings(namespace: hubNamespace, hubName: hubName, registrationTTL: backend.registrationTTL)
+        if let hubKey { hubSettings.rules[0].key = hubKey }
+        let hubProblems = hubSettings.problems()
+        guard hubProblems.isEmpty else { throw ValidationError("hub: " + hubProblems.joined(separator: "; ")) }
+        var throughHub = false
+        switch hub {
+        case nil: break
+        case "embedded"?:
+            guard pnsUrl == nil else { throw ValidationError("--hub embedded needs the embedded push service (no --pns-url)") }
+            throughHub = true
+        case let text?:
+            do { backend.hub = try HubConnectionString(parsing: text) } catch { throw ValidationError("--hub: \(error)") }
+            guard backend.hub?.entityPath != nil else { throw ValidationError("--hub: the connection string needs EntityPath=<hub name>") }
+        }
         let pushServer = MockPushServer.Configuration(
             listen: pushListen,
             http2Listen: h2Listen,
             limits: limits,
             http2Limits: limits,
-            adminToken: token
+            adminToken: token,
+            hub: hubSettings
         )
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        return Parsed(
-            configuration: .init(backend: backend, pushService: pushService, pushServer: pushServer, externalPushServiceURL: pnsUrl),
-            logLevel: level
-        )
+        var configuration = EmbeddedSystem.Configuration(backend: backend, pushService: pushService, pushServer: pushServer, externalPushServiceURL: pnsUrl)
+        configuration.throughHub = throughHub
+        return Parsed(configuration: configuration, logLevel: level)
     }
 
     static func faultSettings(_ text: String) throws -> FaultSettings {
@@ -195,6 +215,15 @@ struct Serve: AsyncParsableCommand {
                     parsed.configuration.pushServer.adminToken.map { "push admin token: \($0)  (Authorization: Bearer …, for /admin/*)" }
                         ?? "push admin: open (--admin-auth off)"
                 )
+                if let hub = parsed.configuration.pushServer.hub {
+                    lines.append("notification hub: \(endpoints.pushService)/\(hub.hubName)  (namespace \(hub.namespaceHost))")
+                    lines.append("hub connection string: \(hub.connectionString())")
+                    lines.append("hub connection string (plain HTTP): \(hub.connectionString(endpoint: endpoints.pushService + "/"))")
+                    lines.append("hub listen-only connection string: \(hub.connectionString(keyName: NotificationHub.Settings.listenKeyName))")
+                }
+            }
+            if let through = system.configuration.backend.hub {
+                lines.append("backend sends through hub \(through.entityPath ?? "") at \(system.configuration.backend.hubAtPushService ? endpoints.pushService : through.baseURL)")
             }
             FileHandleOutput.standardOutput(lines.joined(separator: "\n"))
         }

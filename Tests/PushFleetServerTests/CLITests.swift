@@ -93,6 +93,17 @@ struct CLITests {
         #expect(try await Self.run(["serve", "--idle-timeout", "1ms"], in: directory).output.contains("idle timeout must be between 100ms and 24h"))
         #expect(try await Self.run(["serve", "--max-connections", "0"], in: directory).status == 2)
         #expect(try await Self.run(["run", "--no-such-flag", "bad.yaml"], in: directory).status == 2)
+        // The notification hub's flags.
+        let badHub = try await Self.run(["serve", "--hub", "Endpoint=sb://x/;SharedAccessKeyName=k"], in: directory)
+        #expect(badHub.status == 2 && badHub.output.contains("SharedAccessKey is missing"), "\(badHub.output)")
+        #expect(try await Self.run(["serve", "--hub", "Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=v"], in: directory).output.contains("EntityPath"))
+        #expect(try await Self.run(["serve", "--hub-name", "admin"], in: directory).status == 2)
+        #expect(try await Self.run(["serve", "--hub-key", "short"], in: directory).status == 2)
+        #expect(try await Self.run(["serve", "--hub", "embedded", "--pns-url", "http://127.0.0.1:9"], in: directory).status == 2)
+        try "name: ext\ntarget: { backend: http://127.0.0.1:9, pns: http://127.0.0.1:9 }\nfleet: { users: 1 }\ntraffic: []\n"
+            .write(to: directory.appendingPathComponent("ext.yaml"), atomically: true, encoding: .utf8)
+        let external = try await Self.run(["run", "--hub", "ext.yaml"], in: directory)
+        #expect(external.status == 2 && external.output.contains("--hub needs the embedded target"), "\(external.output)")
     }
 
     @Test("a passing run exits 0, a failed threshold 99, and the reports are written")

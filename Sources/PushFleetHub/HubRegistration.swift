@@ -1,0 +1,113 @@
+/// The platform a registration or a native send is for, by its `ServiceBusNotification-Format` name.
+public enum HubPlatform: String, Sendable, Hashable, CaseIterable {
+    case apple
+    /// Legacy FCM (the `gcm` format, `GcmRegistrationDescription`/`FcmRegistrationDescription`).
+    case gcm
+    case fcmv1
+    case windows
+
+    /// The format header's value (case-insensitive; `fcmV1` and `FcmV1` are the same).
+    public init?(format: some StringProtocol) {
+        self.init(rawValue: format.lowercased())
+    }
+
+    /// The installation `platform` value (`apns`, `gcm`/`fcm`, `fcmv1`, `wns`).
+    public init?(installationPlatform name: some StringProtocol) {
+        switch name.lowercased() {
+        case "apns": self = .apple
+        case "gcm", "fcm": self = .gcm
+        case "fcmv1": self = .fcmv1
+        case "wns": self = .windows
+        default: return nil
+        }
+    }
+
+    public var installationName: String {
+        switch self {
+        case .apple: "apns"
+        case .gcm: "gcm"
+        case .fcmv1: "fcmv1"
+        case .windows: "wns"
+        }
+    }
+}
+
+/// One registration as the hub keeps it: a native or template registration of one device
+/// handle, with tags. Installations are kept as the registrations they expand to, as the
+/// service does (tagged `$InstallationId:{id}`).
+public struct HubRegistration: Sendable, Equatable {
+    public struct Template: Sendable, Equatable {
+        public var body: String
+        public var name: String?
+        /// Apple: `Expiry` (a template expression or a date); passed on as `apns-expiration`.
+        public var expiry: String?
+        /// Apple: `Priority`.
+        public var priority: String?
+        /// `ApnsHeaders` or `WnsHeaders`, in order.
+        public var headers: [Header]
+
+        public init(body: String, name: String? = nil, expiry: String? = nil, priority: String? = nil, headers: [Header] = []) {
+            self.body = body
+            self.name = name
+            self.expiry = expiry
+            self.priority = priority
+            self.headers = headers
+        }
+    }
+
+    public struct Header: Sendable, Equatable {
+        public var name: String
+        public var value: String
+
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public var id: String
+    public var platform: HubPlatform
+    /// The device token, FCM registration token or WNS channel URI.
+    public var handle: String
+    /// In the order given, without duplicates.
+    public var tags: [String]
+    /// The `PushVariables` JSON object, kept verbatim.
+    public var pushVariables: String?
+    public var secondaryTileName: String?
+    public var template: Template?
+    /// Starts at 1; each update adds 1.
+    public var etag: Int = 1
+    /// Wall-clock nanoseconds; nil for never.
+    public var expiresAt: Int64?
+    public var updatedAt: Int64 = 0
+    public var createdAt: Int64 = 0
+    /// Set for the registrations an installation expands to.
+    public var installationID: String?
+
+    public init(
+        id: String,
+        platform: HubPlatform,
+        handle: String,
+        tags: [String] = [],
+        pushVariables: String? = nil,
+        secondaryTileName: String? = nil,
+        template: Template? = nil
+    ) {
+        self.id = id
+        self.platform = platform
+        self.handle = handle
+        self.tags = tags
+        self.pushVariables = pushVariables
+        self.secondaryTileName = secondaryTileName
+        self.template = template
+    }
+
+    public var tagSet: Set<String> { Set(tags) }
+
+    /// The key a handle is found by: APNs tokens are hex, compared without regard to case.
+    public static func handleKey(_ handle: String, platform: HubPlatform) -> String {
+        platform == .apple ? handle.lowercased() : handle
+    }
+
+    public var handleKey: String { Self.handleKey(handle, platform: platform) }
+}

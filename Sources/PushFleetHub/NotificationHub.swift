@@ -1,0 +1,298 @@
+public import Foundation
+public import PushFleetCore
+import Synchronization
+
+/// Hands one native push to a platform push service and says how it answered.
+public protocol PushDelivery: Sendable {
+    func deliver(_ push: NativePush) async -> DeliveryAnswer
+}
+
+/// A push as the hub sends it to APNs, FCM v1 or WNS: the device's handle, the provider
+/// headers and the provider body (for FCM, the whole `{"message":…}` with the token in it).
+public struct NativePush: Sendable, Equatable {
+    public var platform: HubPlatform
+    public var handle: String
+    public var headers: [HubRegistration.Header]
+    public var body: String
+}
+
+public enum DeliveryAnswer: Sendable, Equatable {
+    case accepted
+    /// The push service says the handle is dead (APNs 410 `Unregistered`, FCM 404 `UNREGISTERED`,
+    /// WNS 404/410): the registration goes.
+    case handleExpired
+    /// Throttled (APNs/FCM 429, WNS 406): retried.
+    case throttled
+    case failed(String)
+}
+
+/// One notification hub: its settings, its registrations and its fan-out to the push services.
+public final class NotificationHub: Sendable {
+    public struct Settings: Sendable {
+        /// `{namespace}.servicebus.windows.net`.
+        public var namespace: String
+        public var hubName: String
+        /// The namespace's authorization rules (keys and their rights).
+        public var rules: [SharedAccessSignature.Rule]
+        /// The hub's registration time to live; nil for the service's "never".
+        public var registrationTTL: Duration?
+        /// `apns-topic` for Apple pushes (the app the hub's APNs credential is for).
+        public var apnsTopic: String
+        /// Sent as `authorization: bearer …` to the push services (the hub's credentials).
+        public var providerToken: String
+        public var limits: HubStore.Limits
+        /// A send's body; larger is 413, as documented.
+        public var maxMessageBytes: Int
+        /// Attempts per push when the push service throttles, the first included.
+        public var maxAttempts: Int
+        public var backoff: Duration
+        /// Pushes of one send in flight at once.
+        public var fanOutConcurrency: Int
+
+        public static let fullAccessKeyName = "DefaultFullSharedAccessSignature"
+        public static let listenKeyName = "DefaultListenSharedAccessSignature"
+
+        public init(
+            namespace: String = "pushfleet",
+            hubName: String = "pushfleet",
+            fullAccessKey: String = Settings.randomKey(),
+            listenKey: String = Settings.randomKey(),
+            registrationTTL: Duration? = nil,
+            apnsTopic: String = "com.pushfleet.app",
+            providerToken: String = "pushfleet-hub-credential",
+            limits: HubStore.Limits = .init(),
+            maxMessageBytes: Int = 64 * 1024,
+            maxAttempts: Int = 4,
+            backoff: Duration = .milliseconds(20),
+            fanOutConcurrency: Int = 64
+        ) {
+            self.namespace = namespace
+            self.hubName = hubName
+            self.rules = [
+                .init(keyName: Self.fullAccessKeyName, key: fullAccessKey, rights: [.listen, .send, .manage]),
+                .init(keyName: Self.listenKeyName, key: listenKey, rights: [.listen]),
+            ]
+            self.registrationTTL = registrationTTL
+            self.apnsTopic = apnsTopic
+            self.providerToken = providerToken
+            self.limits = limits
+            self.maxMessageBytes = maxMessageBytes
+            self.maxAttempts = maxAttempts
+            self.backoff = backoff
+            self.fanOutConcurrency = fanOutConcurrency
+        }
+
+        /// 32 random bytes, base64, as the portal makes keys.
+        public static func randomKey() -> String {
+            var generator = SystemRandomNumberGenerator()
+            return Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()
+        }
+
+        public var namespaceHost: String { "\(namespace).servicebus.windows.net".lowercased() }
+
+        /// Names a hub may not take: the push service's own first path segments.
+        public static let reservedNames: Set<String> = ["3", "v1", "wns", "device", "gateway", "admin", "health", "oauth2", "token", "accesstoken.srf"]
+
+        /// Problems with the settings, empty when they are usable.
+        public func problems() -> [String] {
+            var problems: [String] = []
+            let label = #"^[a-z][a-z0-9-]{4,48}[a-z0-9]$"#
+            if namespace.range(of: label, options: [.regularExpression, .caseInsensitive]) == nil {
+                problems.append("the hub namespace must be 6-50 letters, digits or hyphens, starting with a letter")
+            }
+            if hubName.isEmpty || hubName.count > 260 || hubName.contains("/") || Self.reservedNames.contains(hubName.lowercased()) {
+                problems.append("the hub name must be 1-260 characters without '/', and not one of \(Self.reservedNames.sorted())")
+            }
+            for rule in rules where rule.key.utf8.count < 16 || rule.key.utf8.count > 256 {
+                problems.append("the key of \(rule.keyName) must be 16-256 characters")
+            }
+            if !(1...10).contains(maxAttempts) { problems.append("attempts per push must be 1-10") }
+            return problems
+        }
+
+        /// The connection string of a rule, for `endpoint` (`sb://{namespace}.servicebus.windows.net/`
+        /// by default, or the plain-HTTP base URL of this process).
+        public func connectionString(keyName: String = Settings.fullAccessKeyName, endpoint: String? = nil) -> HubConnectionString {
+            let key = rules.first { $0.keyName == keyName }?.key ?? ""
+            return HubConnectionString(
+                endpoint: endpoint ?? "sb://\(namespaceHost)/", keyName: keyName, key: key, entityPath: hubName
+            )
+        }
+    }
+
+    /// Counters since start.
+    public struct Stats: Sendable, Equatable, Codable {
+        public var sends = 0
+        public var pushes = 0
+        public var accepted = 0
+        public var failed = 0
+        public var retried = 0
+        public var removedRegistrations = 0
+    }
+
+    /// What a send did, once every push was handed over.
+    public struct SendReport: Sendable, Equatable {
+        public var notificationID: String
+        public var targets = 0
+        public var accepted = 0
+        public var failed = 0
+        public var removed = 0
+    }
+
+    public let settings: Settings
+    public let store: HubStore
+    let tokens = SharedAccessSignature.VerifiedCache()
+    let delivery: any PushDelivery
+    let now: @Sendable () -> Int64
+    private let counters = Mutex(Stats())
+    private let sequence = Atomic<UInt64>(0)
+
+    /// - Parameters:
+    ///   - delivery: where pushes go (the mock push service's provider endpoints, in process).
+    ///   - now: wall clock in nanoseconds since the epoch; tests pass their own.
+    public init(settings: Settings, delivery: any PushDelivery, now: @escaping @Sendable () -> Int64 = WallClock.nanoseconds) {
+        self.settings = settings
+        self.store = HubStore(limits: settings.limits, registrationTTL: settings.registrationTTL)
+        self.delivery = delivery
+        self.now = now
+    }
+
+    public func stats() -> Stats { counters.withLock { $0 } }
+
+    // MARK: Sends
+
+    /// A `POST …/messages` as the endpoint parsed it.
+    public struct SendRequest: Sendable {
+        public var format: String
+        /// `ServiceBusNotification-Tags`; nil broadcasts.
+        public var tags: String?
+        /// `ServiceBusNotification-DeviceHandle` of a direct send.
+        public var directHandle: String?
+        public var body: Data
+        /// Every request header, for the provider headers that pass through (apns-*, X-WNS-*).
+        public var headers: [HubRegistration.Header]
+
+        public init(format: String, tags: String? = nil, directHandle: String? = nil, body: Data, headers: [HubRegistration.Header] = []) {
+            self.format = format
+            self.tags = tags
+            self.directHandle = directHandle
+            self.body = body
+            self.headers = headers
+        }
+    }
+
+    public enum SendFailure: Error, Equatable, CustomStringConvertible {
+        /// 400: malformed headers or body.
+        case badRequest(String)
+        /// 403: the message is too large for its push service.
+        case tooLarge(String)
+
+        public var description: String {
+            switch self {
+            case .badRequest(let why), .tooLarge(let why): why
+            }
+        }
+    }
+
+    /// Validates a send, fans it out to every registration it selects and acts on the push
+    /// services' answers. Returns once every push was handed over (the service answers when it
+    /// has queued the send; see docs/notification-hubs.md).
+    public func send(_ request: SendRequest) async -> Result<SendReport, SendFailure> {
+        let plan: SendPlan
+        switch SendPlan.make(request, settings: settings) {
+        case .success(let made): plan = made
+        case .failure(let failure): return .failure(failure)
+        }
+        let instant = now()
+        let targets: [Target]
+        if let handle = request.directHandle {
+            guard let platform = plan.platform else { return .failure(.badRequest("a direct send needs a native format, not template")) }
+            targets = [Target(platform: platform, handle: handle, registration: nil)]
+        } else {
+            targets = store.targets(platform: plan.platform, expression: plan.expression, now: instant).map {
+                Target(platform: $0.platform, handle: $0.handle, registration: $0)
+            }
+        }
+        var report = SendReport(notificationID: notificationID(instant), targets: targets.count)
+        let answers = await fanOut(targets, plan: plan)
+        var expired = Set<Target.HandleKey>()
+        for (target, answer) in answers {
+            switch answer {
+            case .accepted: report.accepted += 1
+            case .handleExpired:
+                report.failed += 1
+                if target.registration != nil, expired.insert(target.handleKey).inserted {
+                    report.removed += store.removeExpiredHandle(target.handle, platform: target.platform)
+                }
+            case .throttled, .failed: report.failed += 1
+            }
+        }
+        counters.withLock {
+            $0.sends += 1
+            $0.pushes += answers.count
+            $0.accepted += report.accepted
+            $0.failed += report.failed
+            $0.removedRegistrations += report.removed
+        }
+        return .success(report)
+    }
+
+    struct Target: Sendable {
+        var platform: HubPlatform
+        var handle: String
+        var registration: HubRegistration?
+
+        struct HandleKey: Hashable {
+            var platform: HubPlatform
+            var handle: String
+        }
+
+        var handleKey: HandleKey { HandleKey(platform: platform, handle: HubRegistration.handleKey(handle, platform: platform)) }
+    }
+
+    /// At most `fanOutConcurrency` pushes in flight; each retried while throttled.
+    private func fanOut(_ targets: [Target], plan: SendPlan) async -> [(Target, DeliveryAnswer)] {
+        let window = max(1, settings.fanOutConcurrency)
+        return await withTaskGroup(of: (Target, DeliveryAnswer).self) { group in
+            var results: [(Target, DeliveryAnswer)] = []
+            results.reserveCapacity(targets.count)
+            var next = 0
+            while next < targets.count || !group.isEmpty {
+                while next < targets.count, next - results.count < window {
+                    let target = targets[next]
+                    next += 1
+                    group.addTask { (target, await self.push(plan, to: target)) }
+                }
+                if let result = await group.next() { results.append(result) }
+            }
+            return results
+        }
+    }
+
+    private func push(_ plan: SendPlan, to target: Target) async -> DeliveryAnswer {
+        let native: NativePush
+        switch plan.native(for: target.registration, platform: target.platform, handle: target.handle, settings: settings) {
+        case .success(let push): native = push
+        case .failure(let why): return .failed(why.reason)
+        }
+        var backoff: Backoff?
+        var answer = DeliveryAnswer.failed("no attempt")
+        for attempt in 0..<max(1, settings.maxAttempts) {
+            if attempt > 0 {
+                counters.withLock { $0.retried += 1 }
+                if backoff == nil { backoff = Backoff(base: settings.backoff, cap: .seconds(2), seed: UInt64.random(in: 0...UInt64.max)) }
+                try? await Task.sleep(for: .nanoseconds(backoff!.next()))
+            }
+            answer = await delivery.deliver(native)
+            guard answer == .throttled else { return answer }
+        }
+        return answer
+    }
+
+    /// `{32 hex}-{yyyyMMddHHmmss}-{sequence}-1`, the shape of the service's notification ids.
+    private func notificationID(_ instant: Int64) -> String {
+        let hex = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let stamp = UTCStamp.compact(seconds: instant / 1_000_000_000)
+        return "\(hex)-\(stamp)-\(sequence.add(1, ordering: .relaxed).newValue)-1"
+    }
+}

@@ -1,0 +1,375 @@
+public import Foundation
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// Registration descriptions in the Atom XML the REST API speaks, in both directions.
+///
+/// Reading follows the service's DataContract rules: members are read in their declared order,
+/// an element out of order or unknown is ignored (kept as extension data by the service), and
+/// a missing required member is an error. Writing emits members in that order, as the .NET SDK
+/// and the service do.
+public enum RegistrationXML {
+    public static let atomNamespace = "http://www.w3.org/2005/Atom"
+    public static let hubNamespace = "http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"
+    public static let instanceNamespace = "http://www.w3.org/2001/XMLSchema-instance"
+    public static let metadataNamespace = "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"
+    /// The service's "never": registrations without a time to live expire then.
+    public static let never = "9999-12-31T23:59:59.9999999Z"
+    public static let maxTemplateNameLength = 200
+
+    public struct ParseError: Error, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// What a client sent: the registration's content, before the hub gives it an id and an ETag.
+    public struct Description: Sendable, Equatable {
+        public var platform: HubPlatform
+        public var handle: String
+        public var tags: [String]
+        public var pushVariables: String?
+        public var secondaryTileName: String?
+        public var template: HubRegistration.Template?
+        /// The element name the client used (`FcmRegistrationDescription`, …).
+        public var elementName: String
+
+        public init(
+            platform: HubPlatform, handle: String, tags: [String], pushVariables: String? = nil, secondaryTileName: String? = nil,
+            template: HubRegistration.Template? = nil, elementName: String
+        ) {
+            self.platform = platform
+            self.handle = handle
+            self.tags = tags
+            self.pushVariables = pushVariables
+            self.secondaryTileName = secondaryTileName
+            self.template = template
+            self.elementName = elementName
+        }
+    }
+
+    private struct Kind {
+        var platform: HubPlatform
+        var template: Bool
+        var handleElement: String
+    }
+
+    private static func kind(of element: String) -> Kind? {
+        switch element {
+        case "AppleRegistrationDescription": Kind(platform: .apple, template: false, handleElement: "DeviceToken")
+        case "AppleTemplateRegistrationDescription": Kind(platform: .apple, template: true, handleElement: "DeviceToken")
+        case "GcmRegistrationDescription": Kind(platform: .gcm, template: false, handleElement: "GcmRegistrationId")
+        case "GcmTemplateRegistrationDescription": Kind(platform: .gcm, template: true, handleElement: "GcmRegistrationId")
+        case "FcmRegistrationDescription": Kind(platform: .gcm, template: false, handleElement: "FcmRegistrationId")
+        case "FcmTemplateRegistrationDescription": Kind(platform: .gcm, template: true, handleElement: "FcmRegistrationId")
+        case "FcmV1RegistrationDescription": Kind(platform: .fcmv1, template: false, handleElement: "FcmV1RegistrationId")
+        case "FcmV1TemplateRegistrationDescription": Kind(platform: .fcmv1, template: true, handleElement: "FcmV1RegistrationId")
+        case "WindowsRegistrationDescription": Kind(platform: .windows, template: false, handleElement: "ChannelUri")
+        case "WindowsTemplateRegistrationDescription": Kind(platform: .windows, template: true, handleElement: "ChannelUri")
+        default: nil
+        }
+    }
+
+    /// The members of a description in declared order.
+    private static func members(_ kind: Kind) -> [String] {
+        var names = ["ETag", "ExpirationTime", "RegistrationId", "Tags", "PushVariables", kind.handleElement]
+        if kind.platform == .windows { names.append("SecondaryTileName") }
+        guard kind.template else { return names }
+        switch kind.platform {
+        case .apple: names += ["BodyTemplate", "Expiry", "TemplateName", "Priority", "ApnsHeaders"]
+        case .windows: names += ["BodyTemplate", "WnsHeaders", "TemplateName"]
+        case .gcm, .fcmv1: names += ["BodyTemplate", "TemplateName"]
+        }
+        return names
+    }
+
+    // MARK: Reading
+
+    /// Parses an Atom `entry` (or a bare description) into a description.
+    public static func parse(_ data: Data) throws(ParseError) -> Description {
+        // A registration never needs a DTD; refusing one rules out entity expansion attacks.
+        if data.range(of: Data("<!DOCTYPE".utf8)) != nil || data.range(of: Data("<!doctype".utf8)) != nil {
+            throw ParseError(description: "a DTD is not allowed")
+        }
+        let reader = Reader()
+        let parser = XMLParser(data: data)
+        parser.shouldProcessNamespaces = true
+        parser.shouldResolveExternalEntities = false
+        parser.delegate = reader
+        guard parser.parse(), reader.failure == nil else {
+            throw ParseError(description: reader.failure ?? "not well-formed XML: \(parser.parserError.map { "\($0)" } ?? "unknown error")")
+        }
+        guard let element = reader.descriptionName else {
+            throw ParseError(description: "no registration description (an Atom entry whose content is e.g. AppleRegistrationDescription)")
+        }
+        guard let kind = kind(of: element) else {
+            throw ParseError(description: "\(element) is not supported here (Apple, Gcm/Fcm, FcmV1 and Windows native and template registrations are)")
+        }
+        let order = members(kind)
+        var values: [String: Reader.Member] = [:]
+        var last = -1
+        for member in reader.members {
+            // Out of order or unknown: the service keeps it as extension data and ignores it.
+            guard let rank = order.firstIndex(of: member.name), rank > last else { continue }
+            last = rank
+            values[member.name] = member
+        }
+        guard let handle = values[kind.handleElement]?.text.trimmingCharacters(in: .whitespacesAndNewlines), !handle.isEmpty,
+            handle.utf8.count <= 4096
+        else { throw ParseError(description: "\(kind.handleElement) is required (1 to 4096 characters)") }
+        let tags = try parseTags(values["Tags"]?.text ?? "")
+        var description = Description(
+            platform: kind.platform, handle: handle, tags: tags,
+            pushVariables: values["PushVariables"].flatMap { $0.isNil || $0.text.isEmpty ? nil : $0.text },
+            secondaryTileName: values["SecondaryTileName"].flatMap { $0.isNil || $0.text.isEmpty ? nil : $0.text },
+            template: nil, elementName: element
+        )
+        if kind.template {
+            guard let body = values["BodyTemplate"], !body.isNil, !body.text.isEmpty else {
+                throw ParseError(description: "BodyTemplate is required in a template registration")
+            }
+            let name = values["TemplateName"].flatMap { $0.isNil || $0.text.isEmpty ? nil : $0.text }
+            if let name, name.count > maxTemplateNameLength {
+                throw ParseError(description: "TemplateName is longer than \(maxTemplateNameLength) characters")
+            }
+            let headers = (values["ApnsHeaders"] ?? values["WnsHeaders"])?.headers ?? []
+            if kind.platform == .windows, !headers.contains(where: { $0.name.lowercased() == "x-wns-type" }) {
+                throw ParseError(description: "a Windows template registration needs the X-WNS-Type header in WnsHeaders")
+            }
+            description.template = HubRegistration.Template(
+                body: body.text, name: name,
+                expiry: values["Expiry"].flatMap { $0.isNil || $0.text.isEmpty ? nil : $0.text },
+                priority: values["Priority"].flatMap { $0.isNil || $0.text.isEmpty ? nil : $0.text },
+                headers: headers
+            )
+        }
+        return description
+    }
+
+    /// `Tags` is a comma-separated list.
+    public static func parseTags(_ text: String) throws(ParseError) -> [String] {
+        var tags: [String] = []
+        var seen = Set<String>()
+        for part in text.split(separator: ",") {
+            let tag = part.trimmingCharacters(in: .whitespaces)
+            guard TagExpression.isValidTag(tag[...]) else {
+                throw ParseError(description: "invalid tag '\(tag)': 1-\(TagExpression.maxTagLength) characters of A-Z a-z 0-9 _@#.:-")
+            }
+            if seen.insert(tag).inserted { tags.append(tag) }
+        }
+        return tags
+    }
+
+    private final class Reader: NSObject, XMLParserDelegate {
+        struct Member {
+            var name: String
+            var text = ""
+            var isNil = false
+            var headers: [HubRegistration.Header] = []
+        }
+
+        var descriptionName: String?
+        var members: [Member] = []
+        var failure: String?
+        private var depth = 0
+        private var descriptionDepth: Int?
+        private var current: Member?
+        private var headerName = ""
+        private var headerValue = ""
+        private var headerField: String?
+        private var text = ""
+
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
+            depth += 1
+            guard depth <= 16 else {
+                failure = "XML nested too deeply"
+                parser.abortParsing()
+                return
+            }
+            if descriptionDepth == nil {
+                if name.hasSuffix("RegistrationDescription") {
+                    descriptionName = name
+                    descriptionDepth = depth
+                }
+                return
+            }
+            guard let base = descriptionDepth else { return }
+            switch depth - base {
+            case 1:
+                let isNil = attributes.contains { ($0.key == "nil" || $0.key.hasSuffix(":nil")) && $0.value == "true" }
+                current = Member(name: name, isNil: isNil)
+                text = ""
+            case 3:
+                headerField = name
+                text = ""
+            default:
+                break
+            }
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            text += string
+            if text.utf8.count > 1 << 20 {
+                failure = "element text over 1 MiB"
+                parser.abortParsing()
+            }
+        }
+
+        func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
+            text += String(decoding: CDATABlock, as: UTF8.self)
+        }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            defer { depth -= 1 }
+            guard let base = descriptionDepth, depth > base else {
+                if descriptionDepth == depth { descriptionDepth = -1000 }
+                return
+            }
+            switch depth - base {
+            case 1:
+                if var member = current {
+                    if member.headers.isEmpty { member.text = text }
+                    members.append(member)
+                    guard members.count <= 64 else {
+                        failure = "too many elements in the registration description"
+                        parser.abortParsing()
+                        return
+                    }
+                }
+                current = nil
+            case 2:
+                if !headerName.isEmpty {
+                    current?.headers.append(.init(headerName, headerValue))
+                    if (current?.headers.count ?? 0) > 32 {
+                        failure = "too many headers in the template"
+                        parser.abortParsing()
+                    }
+                }
+                headerName = ""
+                headerValue = ""
+            case 3:
+                if headerField == "Header" { headerName = text.trimmingCharacters(in: .whitespacesAndNewlines) }
+                if headerField == "Value" { headerValue = text }
+                headerField = nil
+            default:
+                break
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// The description element, as the service returns it (`ETag`, `ExpirationTime` and
+    /// `RegistrationId` filled in).
+    public static func descriptionXML(_ registration: HubRegistration) -> String {
+        let template = registration.template != nil
+        let element = elementName(registration.platform, template: template)
+        var xml = "<\(element) xmlns=\"\(hubNamespace)\" xmlns:i=\"\(instanceNamespace)\">"
+        xml += "<ETag>\(registration.etag)</ETag>"
+        xml += "<ExpirationTime>\(registration.expiresAt.map(timestamp) ?? never)</ExpirationTime>"
+        xml += "<RegistrationId>\(escape(registration.id))</RegistrationId>"
+        xml += body(
+            platform: registration.platform, handle: registration.handle, tags: registration.tags,
+            pushVariables: registration.pushVariables, secondaryTileName: registration.secondaryTileName, template: registration.template
+        )
+        return xml + "</\(element)>"
+    }
+
+    /// A request body for `PUT …/registrations/{id}` as the .NET SDK writes it: an Atom entry,
+    /// `RegistrationId` nil, no ETag or expiration.
+    public static func requestEntry(_ description: Description) -> String {
+        let element = description.elementName
+        var xml = "<entry xmlns=\"\(atomNamespace)\"><content type=\"application/xml\">"
+        xml += "<\(element) xmlns:i=\"\(instanceNamespace)\" xmlns=\"\(hubNamespace)\"><RegistrationId i:nil=\"true\" />"
+        xml += body(
+            platform: description.platform, handle: description.handle, tags: description.tags,
+            pushVariables: description.pushVariables, secondaryTileName: description.secondaryTileName, template: description.template,
+            handleElement: kind(of: element)?.handleElement
+        )
+        return xml + "</\(element)></content></entry>"
+    }
+
+    public static func elementName(_ platform: HubPlatform, template: Bool) -> String {
+        let prefix =
+            switch platform {
+            case .apple: "Apple"
+            case .gcm: "Gcm"
+            case .fcmv1: "FcmV1"
+            case .windows: "Windows"
+            }
+        return prefix + (template ? "Template" : "") + "RegistrationDescription"
+    }
+
+    private static func body(
+        platform: HubPlatform, handle: String, tags: [String], pushVariables: String?, secondaryTileName: String?,
+        template: HubRegistration.Template?, handleElement: String? = nil
+    ) -> String {
+        var xml = ""
+        if !tags.isEmpty { xml += "<Tags>\(escape(tags.joined(separator: ",")))</Tags>" }
+        if let pushVariables { xml += "<PushVariables>\(escape(pushVariables))</PushVariables>" }
+        let handleName =
+            handleElement
+            ?? {
+                switch platform {
+                case .apple: "DeviceToken"
+                case .gcm: "GcmRegistrationId"
+                case .fcmv1: "FcmV1RegistrationId"
+                case .windows: "ChannelUri"
+                }
+            }()
+        xml += "<\(handleName)>\(escape(handle))</\(handleName)>"
+        if platform == .windows, let secondaryTileName { xml += "<SecondaryTileName>\(escape(secondaryTileName))</SecondaryTileName>" }
+        guard let template else { return xml }
+        xml += "<BodyTemplate>\(cdata(template.body))</BodyTemplate>"
+        switch platform {
+        case .apple:
+            xml += template.expiry.map { "<Expiry>\(escape($0))</Expiry>" } ?? "<Expiry i:nil=\"true\"/>"
+            xml += template.name.map { "<TemplateName>\(escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
+            if let priority = template.priority { xml += "<Priority>\(escape(priority))</Priority>" }
+            xml += headers("ApnsHeader", template.headers)
+        case .windows:
+            xml += headers("WnsHeader", template.headers)
+            xml += template.name.map { "<TemplateName>\(escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
+        case .gcm, .fcmv1:
+            xml += template.name.map { "<TemplateName>\(escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
+        }
+        return xml
+    }
+
+    private static func headers(_ element: String, _ headers: [HubRegistration.Header]) -> String {
+        guard !headers.isEmpty else { return "<\(element)s/>" }
+        return "<\(element)s>"
+            + headers.map { "<\(element)><Header>\(escape($0.name))</Header><Value>\(escape($0.value))</Value></\(element)>" }.joined()
+            + "</\(element)s>"
+    }
+
+    static func cdata(_ text: String) -> String {
+        "<![CDATA[" + text.replacingOccurrences(of: "]]>", with: "]]]]><![CDATA[>") + "]]>"
+    }
+
+    /// Text for an XML text node or attribute value (both quote kinds escaped).
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// `2018-11-07T00:18:24Z` from wall-clock nanoseconds.
+    public static func timestamp(_ nanoseconds: Int64) -> String {
+        let date = Date(timeIntervalSince1970: Double(nanoseconds) / 1e9)
+        return date.formatted(.iso8601)
+    }
+}

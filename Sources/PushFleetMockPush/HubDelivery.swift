@@ -1,0 +1,61 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import PushFleetHub
+
+/// The hub's way to the push services: each push goes through the same APNs, FCM v1 and WNS
+/// endpoint code a backend's request would, in process, so every check, limit, fault and
+/// counter applies, and the hub acts on the same answers a real hub gets.
+struct HubDelivery: PushDelivery {
+    let service: PushService
+    /// The FCM project in the request path (the hub's FCM credential's project).
+    let fcmProject: String
+
+    func deliver(_ push: NativePush) async -> DeliveryAnswer {
+        var fields = HTTPFields()
+        for header in push.headers {
+            guard let name = HTTPField.Name(header.name) else { return .failed("invalid header name \(header.name)") }
+            fields.append(HTTPField(name: name, value: header.value))
+        }
+        let path: String
+        switch push.platform {
+        case .apple:
+            path = "/3/device/\(push.handle)"
+        case .fcmv1, .gcm:
+            path = "/v1/projects/\(fcmProject)/messages:send"
+        case .windows:
+            guard let channel = Self.channel(push.handle) else { return .failed("not a WNS channel URI of this push service") }
+            path = "/wns/\(channel)"
+        }
+        let head = HTTPRequest(method: .post, scheme: "http", authority: "hub.local", path: path, headerFields: fields)
+        let request = Request(head: head, body: .init(buffer: ByteBuffer(string: push.body)))
+        let response: Response
+        switch push.platform {
+        case .apple: response = await APNsEndpoint(service: service).handle(request, token: push.handle)
+        case .fcmv1, .gcm: response = await FCMEndpoint(service: service).handle(request, project: fcmProject)
+        case .windows: response = await WNSEndpoint(service: service).handle(request, channel: String(path.dropFirst("/wns/".count)))
+        }
+        return Self.answer(response.status.code, platform: push.platform)
+    }
+
+    /// What a hub makes of a push service's status: dead handles go, throttling is retried.
+    static func answer(_ status: Int, platform: HubPlatform) -> DeliveryAnswer {
+        switch (platform, status) {
+        case (_, 200...299): .accepted
+        case (.apple, 410), (.fcmv1, 404), (.gcm, 404), (.windows, 404), (.windows, 410): .handleExpired
+        case (_, 429), (.windows, 406): .throttled
+        default: .failed("status \(status)")
+        }
+    }
+
+    /// The channel id of a WNS channel URI on this push service (`…/wns/{channel}`), or of a
+    /// bare channel id.
+    static func channel(_ handle: String) -> String? {
+        guard handle.contains("/") else { return TokenRules.isValidWNS(handle[...]) ? handle : nil }
+        guard let url = URL(string: handle), url.scheme == "http" || url.scheme == "https" else { return nil }
+        let parts = url.path.split(separator: "/")
+        guard parts.count == 2, parts[0] == "wns", TokenRules.isValidWNS(parts[1]) else { return nil }
+        return String(parts[1])
+    }
+}
