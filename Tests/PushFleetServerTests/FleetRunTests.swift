@@ -44,12 +44,17 @@ struct FleetRunTests {
     }
 
     static func run(_ yaml: String, metrics: LiveMetrics? = nil) async throws -> RunResult {
+        try await RunGate.exclusive { try await runUngated(yaml, metrics: metrics) }
+    }
+
+    /// For a test that already holds the gate (it acts on the run while it lasts).
+    static func runUngated(_ yaml: String, metrics: LiveMetrics? = nil) async throws -> RunResult {
         let scenario = try ScenarioLoader.parse(yaml, file: "checker.yaml")
         var logger = Logger(label: "test-fleet")
         logger.logLevel = .warning
         var options = FleetRunner.Options(scenarioFile: "checker.yaml", scenarioText: yaml, version: "test", logger: logger)
         options.metrics = metrics
-        return try await RunGate.exclusive { try await FleetRunner(scenario: scenario, options: options).run() }
+        return try await FleetRunner(scenario: scenario, options: options).run()
     }
 
     @Test("a backend that misdelivers 3, drops 2, duplicates 4 and leaks 1 is caught exactly")
@@ -328,6 +333,10 @@ struct FleetRunTests {
 
     @Test("the push gateway gone: devices retry with backoff, not in a tight loop, and all come back when it returns")
     func gatewayGoneBackoff() async throws {
+        try await RunGate.exclusive { try await gatewayGone() }
+    }
+
+    private func gatewayGone() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
             let (proxy, port) = try await TCPProxy.start(upstreamPort: try #require(URL(string: system.pushService)?.port))
             let devices = 20
@@ -342,7 +351,7 @@ struct FleetRunTests {
                 deadline: 5s
                 grace: 1s
                 """
-            let run = Task { try await Self.run(yaml) }
+            let run = Task { try await Self.runUngated(yaml) }
             for _ in 0..<600 where proxy.connectionsWhileUp < devices { try await Task.sleep(for: .milliseconds(50)) }
             try #require(proxy.connectionsWhileUp >= devices)
             try await Task.sleep(for: .seconds(2))
