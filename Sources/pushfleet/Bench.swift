@@ -2,7 +2,10 @@ import ArgumentParser
 import Foundation
 import Logging
 import PushFleetCore
-import PushFleetRunner
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetClients
+import PushFleetResults
 import PushFleetScenario
 import Synchronization
 import Hummingbird

@@ -4,7 +4,10 @@ import Foundation
 import Logging
 import PushFleetCore
 import PushFleetReport
-import PushFleetRunner
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetMetrics
+import PushFleetResults
 import PushFleetScenario
 import PushFleetServerSupport
 import ServiceLifecycle

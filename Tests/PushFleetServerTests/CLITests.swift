@@ -2,7 +2,9 @@ import Foundation
 import NIOHTTP1
 import PushFleetCore
 import PushFleetReport
-import PushFleetRunner
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetResults
 import Testing
 
 #if canImport(Glibc)

@@ -2,7 +2,7 @@ import PropertyBased
 import PushFleetCore
 import Testing
 
-@testable import PushFleetRunner
+@testable import PushFleetEngine
 
 /// The ledger against a small model written apart from it: random timelines of registrations,
 /// sends, receipts, refusals and probes, where the model knows by construction what each event

@@ -3,7 +3,8 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import PushFleetBackend
+import PushFleetClients
+import PushFleetMetrics
 import PushFleetCore
 import PushFleetWire
 import Synchronization
@@ -40,7 +41,7 @@ final class RunContext: Sendable {
     /// Stops the embedded backend, waits, and starts it again; nil for an external backend.
     let restartBackend: (@Sendable (Duration) async throws -> Void)?
     /// The embedded backend's injected latencies; nil for an external backend.
-    let backendFaults: BackendFaults?
+    let backendLatency: BackendLatencyControl?
     /// The push service's admin token, when it has one.
     let pushAdminToken: String?
 
@@ -55,12 +56,12 @@ final class RunContext: Sendable {
         runID: String,
         sourceAddresses: [SocketAddress] = [],
         restartBackend: (@Sendable (Duration) async throws -> Void)? = nil,
-        backendFaults: BackendFaults? = nil,
+        backendLatency: BackendLatencyControl? = nil,
         pushAdminToken: String? = nil
     ) {
         self.pushAdminToken = pushAdminToken
         self.restartBackend = restartBackend
-        self.backendFaults = backendFaults
+        self.backendLatency = backendLatency
         self.runID = runID
         self.sourceAddresses = sourceAddresses
         self.scenario = scenario

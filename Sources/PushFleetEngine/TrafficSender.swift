@@ -4,6 +4,8 @@ import NIOHTTP1
 import PushFleetCore
 import PushFleetWire
 import Synchronization
+import PushFleetClients
+import PushFleetMetrics
 
 /// One open-model sender: each send has an intended start from the profile, and its latency is
 /// measured from that instant, so a stalled backend cannot hide its stall by slowing the

@@ -1,33 +1,33 @@
 import AsyncHTTPClient
-import Foundation
-import NIOCore
-import NIOHTTP1
-import NIOPosix
+package import Foundation
+package import NIOCore
+package import NIOHTTP1
+package import NIOPosix
 import PushFleetCore
 
 /// One HTTP exchange with the backend, timed on the monotonic clock.
-struct HTTPExchange: Sendable {
-    var status: Int
-    var body: ByteBuffer
-    var start: Int64
-    var end: Int64
+package struct HTTPExchange: Sendable {
+    package var status: Int
+    package var body: ByteBuffer
+    package var start: Int64
+    package var end: Int64
 
-    var latency: Int64 { end - start }
-    var succeeded: Bool { (200..<300).contains(status) }
-    var text: String { String(buffer: body) }
+    package var latency: Int64 { end - start }
+    package var succeeded: Bool { (200..<300).contains(status) }
+    package var text: String { String(buffer: body) }
 }
 
 /// Why an exchange produced no answer; the label is a bounded error class.
-struct TransportError: Error, Sendable {
-    var label: String
-    var start: Int64
-    var end: Int64
+package struct TransportError: Error, Sendable {
+    package var label: String
+    package var start: Int64
+    package var end: Int64
 }
 
 /// The device and sender side of the backend contract. Plain http goes through the lean
 /// `FleetHTTPClient` pool; https through AsyncHTTPClient.
-struct BackendClient: Sendable {
-    let baseURL: String
+package struct BackendClient: Sendable {
+    package let baseURL: String
     private let transport: Transport
 
     private enum Transport: Sendable {
@@ -35,7 +35,7 @@ struct BackendClient: Sendable {
         case tls(HTTPClient)
     }
 
-    init(
+    package init(
         baseURL: String, connections: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         sourceAddresses: [SocketAddress] = []
     ) {
@@ -53,14 +53,14 @@ struct BackendClient: Sendable {
         }
     }
 
-    func shutdown() async {
+    package func shutdown() async {
         switch transport {
         case .pool(let pool): await pool.shutdown()
         case .tls(let client): try? await client.shutdown()
         }
     }
 
-    func exchange(
+    package func exchange(
         _ method: HTTPMethod,
         _ path: String,
         authorization: String?,
@@ -94,7 +94,7 @@ struct BackendClient: Sendable {
         }
     }
 
-    static func label(for error: any Error) -> String {
+    package static func label(for error: any Error) -> String {
         if let error = error as? FleetHTTPError {
             switch error {
             case .timeout: return "timeout"
@@ -124,7 +124,7 @@ struct BackendClient: Sendable {
         return "io"
     }
 
-    static func basic(_ user: String, password: String) -> String {
+    package static func basic(_ user: String, password: String) -> String {
         "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
     }
 }

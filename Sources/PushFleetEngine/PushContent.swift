@@ -1,6 +1,8 @@
 import Foundation
 import PushFleetCore
 import PushFleetWire
+import PushFleetClients
+import PushFleetMetrics
 
 /// A send's nonce as a push carries it: `pf:<run id>:<send>`.
 enum Nonce: Equatable, Sendable {

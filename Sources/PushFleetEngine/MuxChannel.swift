@@ -5,6 +5,8 @@ import NIOWebSocket
 import PushFleetCore
 import PushFleetWire
 import Synchronization
+import PushFleetClients
+import PushFleetMetrics
 
 /// One multiplexed gateway connection carrying many devices, each online or offline on its own.
 ///

@@ -4,6 +4,8 @@ import NIOHTTP1
 import PushFleetCore
 import PushFleetWire
 import Synchronization
+import PushFleetClients
+import PushFleetMetrics
 
 /// One virtual device running the seed's client: login, register (cached id, one retry on 410),
 /// hold a push channel, renew the registration after reconnecting (and periodically when the

@@ -1,28 +1,8 @@
 import Foundation
 import PushFleetCore
 import PushFleetWire
-
-/// Push frames are small; anything larger than this from the gateway is refused.
-let maxGatewayFrame = 1 << 20
-
-/// Decodes a gateway text frame into a push, or a notice.
-enum GatewayInbound {
-    case push(PushFrame)
-    case notice(GatewayNotice)
-    case garbage
-
-    /// Pushes, the hot case, take one decode; notices do not have a push's fields and fall through.
-    init(_ text: String) {
-        let data = Data(text.utf8)
-        if let frame = try? JSONDecoder().decode(PushFrame.self, from: data), frame.type == "push" || frame.type == PushFrame.refusedType {
-            self = .push(frame)
-        } else if let notice = try? JSONDecoder().decode(GatewayNotice.self, from: data) {
-            self = .notice(notice)
-        } else {
-            self = .garbage
-        }
-    }
-}
+import PushFleetClients
+import PushFleetMetrics
 
 extension VirtualDevice {
     /// The life of a device with its own WebSocket from its arrival: log in, connect, register.
