@@ -2,7 +2,7 @@ import AsyncHTTPClient
 package import Foundation
 package import NIOCore
 package import NIOHTTP1
-package import NIOPosix
+import NIOPosix
 import PushFleetCore
 
 /// One HTTP exchange with the backend, timed on the monotonic clock.
@@ -11,6 +11,15 @@ package struct HTTPExchange: Sendable {
     package var body: ByteBuffer
     package var start: Int64
     package var end: Int64
+    package var headers: HTTPHeaders = [:]
+
+    package init(status: Int, body: ByteBuffer, start: Int64, end: Int64, headers: HTTPHeaders = [:]) {
+        self.status = status
+        self.body = body
+        self.start = start
+        self.end = end
+        self.headers = headers
+    }
 
     package var latency: Int64 { end - start }
     package var succeeded: Bool { (200..<300).contains(status) }
@@ -68,26 +77,32 @@ package struct BackendClient: Sendable {
         contentType: String = "application/json",
         timeout: Duration
     ) async -> Result<HTTPExchange, TransportError> {
+        var headers: [(String, String)] = []
+        if let authorization { headers.append(("Authorization", authorization)) }
+        if body != nil { headers.append(("Content-Type", contentType)) }
+        return await exchange(method, path, headers: headers, body: body.map { ByteBuffer(bytes: $0) }, timeout: timeout)
+    }
+
+    /// One request with the headers given (the pool adds Host and Content-Length).
+    package func exchange(
+        _ method: HTTPMethod, _ path: String, headers: [(String, String)], body: ByteBuffer?, timeout: Duration
+    ) async -> Result<HTTPExchange, TransportError> {
         let start = MonotonicClock.nanoseconds()
         do {
             switch transport {
             case .pool(let pool):
-                var headers: [(String, String)] = []
-                if let authorization { headers.append(("Authorization", authorization)) }
-                if body != nil { headers.append(("Content-Type", contentType)) }
-                let answer = try await pool.execute(method, path, headers: headers, body: body.map { ByteBuffer(bytes: $0) }, timeout: timeout)
-                return .success(HTTPExchange(status: answer.status, body: answer.body, start: start, end: MonotonicClock.nanoseconds()))
+                let answer = try await pool.execute(method, path, headers: headers, body: body, timeout: timeout)
+                return .success(HTTPExchange(status: answer.status, body: answer.body, start: start, end: MonotonicClock.nanoseconds(), headers: answer.headers))
             case .tls(let client):
                 var request = HTTPClientRequest(url: baseURL + path)
                 request.method = method
-                if let authorization { request.headers.add(name: "Authorization", value: authorization) }
-                if let body {
-                    request.headers.add(name: "Content-Type", value: contentType)
-                    request.body = .bytes(ByteBuffer(bytes: body))
-                }
+                for (name, value) in headers { request.headers.add(name: name, value: value) }
+                if let body { request.body = .bytes(body) }
                 let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
                 let buffer = try await response.body.collect(upTo: 8 * 1024 * 1024)
-                return .success(HTTPExchange(status: Int(response.status.code), body: buffer, start: start, end: MonotonicClock.nanoseconds()))
+                return .success(
+                    HTTPExchange(status: Int(response.status.code), body: buffer, start: start, end: MonotonicClock.nanoseconds(), headers: response.headers)
+                )
             }
         } catch {
             return .failure(TransportError(label: Self.label(for: error), start: start, end: MonotonicClock.nanoseconds()))

@@ -9,6 +9,7 @@ import Synchronization
 package struct HTTPAnswer: Sendable {
     package var status: Int
     package var body: ByteBuffer
+    package var headers: HTTPHeaders = [:]
 }
 
 package enum FleetHTTPError: Error, Sendable, Equatable {
@@ -261,6 +262,7 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     private var continuation: UnsafeContinuation<HTTPAnswer, any Error>?
     private weak var connection: Connection?
     private var status = 0
+    private var headers: HTTPHeaders = [:]
     private var keepAlive = true
     private var body: ByteBuffer?
     private var maxBody = 0
@@ -298,6 +300,7 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         case .head(let head):
             answered = true
             status = Int(head.status.code)
+            headers = head.headers
             keepAlive = head.isKeepAlive
         case .body(var part):
             if body == nil {
@@ -314,7 +317,8 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
             completed += 1
             timer?.cancel()
             timer = nil
-            let answer = HTTPAnswer(status: status, body: body ?? ByteBuffer())
+            let answer = HTTPAnswer(status: status, body: body ?? ByteBuffer(), headers: headers)
+            headers = [:]
             body = nil
             if keepAlive, let connection {
                 connection.pool.release(connection)

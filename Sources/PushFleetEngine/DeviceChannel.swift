@@ -5,43 +5,9 @@ import PushFleetClients
 import PushFleetMetrics
 
 extension VirtualDevice {
-    /// The life of a device with its own WebSocket from its arrival: log in, connect, register.
-    /// The socket then lives on in NIO; pushes and reconnections reach the fleet through
-    /// `DeviceWork`, so no task waits for the device between pushes.
-    func runWithOwnChannel(_ context: RunContext, setup: SetupTracker) async {
-        var setupDone = false
-        defer { if !setupDone { setup.finished() } }
-        guard !context.isStopping else { return }
-        let steps = context.scenario.lifecycle
-        guard await logIn(context) else { return }
-        guard steps.contains(.connect) else {
-            var ok = true
-            if steps.contains(.register) { ok = await register(context) }
-            context.emit(ok ? .deviceReady(plan.index, at: context.now()) : .deviceFailed(plan.index, at: context.now()))
-            return
-        }
-        let connectStart = context.now()
-        var attempts = 0
-        while await !openChannel(context) {
-            attempts += 1
-            guard !context.isStopping else { return }
-            if attempts >= 3 || context.now() - connectStart > context.scenario.timeouts.connect.nanoseconds {
-                context.emit(.deviceFailed(plan.index, at: context.now()))
-                return
-            }
-            guard await context.sleep(until: context.now() + 200_000_000) else { return }
-        }
-        context.emit(.operation(metric: MetricName.connect, nanoseconds: context.now() - connectStart, failed: false, at: context.now()))
-        var registered = true
-        if steps.contains(.register) { registered = await register(context) }
-        if registered && plan.probe { await probeTagSpoof(context) }
-        context.emit(registered ? .deviceReady(plan.index, at: context.now()) : .deviceFailed(plan.index, at: context.now()))
-        setupDone = true
-        setup.finished()
-        if !registered { retireChannel() }
-    }
-
-    /// One connection attempt; true once the gateway has the device online.
+    /// One connection attempt; true once the gateway has the device online. The socket then
+    /// lives on in NIO: pushes and reconnections reach the fleet through `DeviceWork`, so no task
+    /// waits for the device between pushes.
     func openChannel(_ context: RunContext) async -> Bool {
         let uri = "\(GatewayFrame.devicePath)?platform=\(address.platform.rawValue)&token=\(address.token)"
         do {
@@ -62,19 +28,6 @@ extension VirtualDevice {
         } catch {
             if !context.isStopping { context.emit(.error("connect:\(BackendClient.label(for: error))", at: context.now())) }
             return false
-        }
-    }
-
-    /// After a drop by the service: come back with exponential backoff and jitter, as a phone
-    /// does, until the run stops; then renew the registration, which a restarted backend may
-    /// have lost.
-    func reconnect(_ context: RunContext) async {
-        var backoff = Backoff(seed: context.scenario.seed ^ UInt64(plan.index) &* 0x9E37_79B9_7F4A_7C15)
-        while await context.sleep(until: context.now() + backoff.next()), !channelRetired {
-            if await openChannel(context) {
-                await renewRegistration(context)
-                return
-            }
         }
     }
 }

@@ -48,6 +48,7 @@ public struct FleetRunner: Sendable {
     /// Plays the scenario against a running system until its end, or until `stop` says so.
     /// Starting what the scenario's target names is the launcher's work (`PushFleetLauncher`).
     public func run(against system: SystemUnderTest, stop: StopControl = StopControl()) async throws -> RunResult {
+        guard scenario.api != nil else { throw MissingAPIError() }
         let endpoints = system
         let runID = options.runID ?? Self.makeRunID()
         let plan = FleetPlan(scenario: scenario, runID: runID)
@@ -69,7 +70,7 @@ public struct FleetRunner: Sendable {
             return BackendClient(baseURL: endpoints.backend, connections: 1, sourceAddresses: context.sourceAddress(device.index).map { [$0] } ?? [])
         }
         let devices = plan.devices.enumerated().map { index, device in
-            VirtualDevice(plan: device, names: scenario.fleet.names, http: ownClients[index])
+            VirtualDevice(plan: device, context: context, http: ownClients[index])
         }
         let setup = SetupTracker(total: devices.count)
         let consumer = Task {
@@ -93,11 +94,8 @@ public struct FleetRunner: Sendable {
                 }
                 for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
                     guard await context.sleep(until: context.start + device.plan.arrival) else { break }
-                    if channels.isEmpty {
-                        group.addTask { await device.runWithOwnChannel(context, setup: setup) }
-                    } else {
-                        group.addTask { await device.runOnSharedChannel(channels[device.plan.index % count], context, setup: setup) }
-                    }
+                    if !channels.isEmpty { device.joined(channels[device.plan.index % count]) }
+                    group.addTask { await device.arrive(context, setup: setup) }
                 }
             }
         }
@@ -285,6 +283,11 @@ public struct FleetRunner: Sendable {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: date)
     }
+}
+
+/// A scenario built in code without an api description (the loader always gives one).
+public struct MissingAPIError: Error, CustomStringConvertible {
+    public var description: String { "the scenario has no api description; load it with ScenarioLoader or set scenario.api" }
 }
 
 /// Applies the scenario's fault steps to the push service's admin API at their times.

@@ -53,103 +53,70 @@ struct TrafficSender: Sendable {
     }
 
     private func send(from: Int, to: Int, intended: Int64, context: RunContext) async {
-        let sender = context.scenario.fleet.names.user(from)
-        let recipient = context.scenario.fleet.names.user(to)
+        guard let step = context.api.send[traffic.kind] else { return }
+        let recipient = context.names.user(to)
         let run = context.runID
-        // A user name is data, not query syntax (`bob&x=1` must not add a parameter).
-        let toTag = Self.queryValue(recipient)
+        let base = RequestValues(
+            user: from, userName: context.names.user(from), password: context.names.password(from), run: run, users: context.users, to: recipient
+        )
         switch traffic.kind {
-        case .plain:
+        case .plain where step.perPlatform:
             // One call per platform, as the seed's app does with its switches, all at once.
             await withDiscardingTaskGroup { group in
                 for platform in traffic.platforms {
                     group.addTask {
                         let id = context.makeSendID()
-                        let body = try! JSONEncoder().encode(PushContent.nonceText(id, run: run))
-                        await perform(
-                            id: id, from: from, to: to, platforms: [platform], intended: intended,
-                            path: "/api/notifications?pns=\(platform.rawValue)&to_tag=\(toTag)", body: body, sender: sender,
-                            context: context
-                        )
+                        var values = base
+                        values.platform = context.api.platformName(platform)
+                        values.message = PushContent.nonceText(id, run: run)
+                        await perform(step, id: id, from: from, to: to, platforms: [platform], intended: intended, values: values, context: context)
                     }
                 }
             }
+        case .plain:
+            let id = context.makeSendID()
+            var values = base
+            values.message = PushContent.nonceText(id, run: run)
+            await perform(step, id: id, from: from, to: to, platforms: traffic.platforms, intended: intended, values: values, context: context)
         case .secure:
             let id = context.makeSendID()
-            let body = try! JSONEncoder().encode(PushContent.securePayload(send: id, recipient: recipient, run: run))
+            var values = base
+            values.message = PushContent.securePayload(send: id, recipient: recipient, run: run)
             await perform(
-                id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended,
-                path: "/api/notifications/secure?to_tag=\(toTag)", body: body, sender: sender, context: context
+                step, id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended, values: values, context: context
             )
         case .rich:
             let id = context.makeSendID()
-            let image = Data(PushContent.securePayload(send: id, recipient: recipient, run: run).utf8).base64EncodedString()
-            let body = try! JSONEncoder().encode(
-                RichNotificationRequest(message: PushContent.nonceText(id, run: run), image: image, contentType: "image/png")
-            )
+            var values = base
+            values.message = PushContent.nonceText(id, run: run)
+            values.image = Data(PushContent.securePayload(send: id, recipient: recipient, run: run).utf8).base64EncodedString()
             await perform(
-                id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended,
-                path: "/api/notifications/rich?to_tag=\(toTag)", body: body, sender: sender, context: context
+                step, id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended, values: values, context: context
             )
         }
     }
 
     private func perform(
-        id: Int, from: Int, to: Int, platforms: [Scenario.PlatformName], intended: Int64, path: String, body: Data,
-        sender: String, context: RunContext
+        _ step: APIStep, id: Int, from: Int, to: Int, platforms: [Scenario.PlatformName], intended: Int64, values: RequestValues,
+        context: RunContext
     ) async {
-        let result = await context.credentials.withAuth(sender, context: context) { auth in
-            await context.backend.exchange(.POST, path, authorization: auth, body: body, timeout: context.scenario.timeouts.send)
-        }
-        let start: Int64
-        let end: Int64
-        let succeeded: Bool
+        let result = await context.runStep(step, values: values, http: context.backend, timeout: context.scenario.timeouts.send, record: false)
+        let now = context.now()
+        let start = result.start ?? now
+        let end = result.end ?? now
+        // As for every operation: answers in the histograms, transport failures in errors.
+        let answered = result.last != nil
+        if !result.succeeded { context.emit(.error("send:" + RunContext.label(result.failure), at: end)) }
         var contentID: String?
-        var answered = true
-        switch result {
-        case .success(let exchange):
-            (start, end, succeeded) = (exchange.start, exchange.end, exchange.succeeded)
-            if succeeded && traffic.kind != .plain { contentID = Self.contentID(in: exchange) }
-            if !succeeded { context.emit(.error("send:status_\(exchange.status)", at: end)) }
-        case .failure(let error):
-            (start, end, succeeded) = (error.start, error.end, false)
-            answered = false
-            context.emit(.error("send:\(error.label)", at: end))
+        if result.succeeded, traffic.kind != .plain, let slot = step.localVariables.firstIndex(of: "id"), slot < result.locals.count {
+            contentID = result.locals[slot]?.string
         }
         var record = DeliveryLedger.Send(
             id: id, from: from, to: to, kind: traffic.kind, platforms: platforms, intended: intended, start: start, end: end,
-            succeeded: succeeded, contentID: contentID
+            succeeded: result.succeeded, contentID: contentID
         )
         record.answered = answered
         context.emit(.send(record))
-    }
-}
-
-extension TrafficSender {
-    static let queryAllowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
-
-    static func queryValue(_ text: String) -> String {
-        // Most names need no escaping; skip Foundation's encoder for them (once per send).
-        let plain = text.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-        }
-        if plain { return text }
-        return text.addingPercentEncoding(withAllowedCharacters: queryAllowed) ?? text
-    }
-
-    /// The stored content's id when the backend's answer names it (`{"id": "…"}`, as the
-    /// reference backend answers): it ties a secure push whose fetch fails to its send.
-    static func contentID(in exchange: HTTPExchange) -> String? {
-        guard exchange.body.readableBytes <= 64 * 1024, exchange.body.readableBytesView.first == UInt8(ascii: "{"),
-            let answer = try? JSONDecoder().decode(ContentAnswer.self, from: Data(exchange.body.readableBytesView))
-        else { return nil }
-        return answer.id ?? answer.Id
-    }
-
-    /// Only the id of a send's answer; the rest is the backend's business.
-    private struct ContentAnswer: Decodable {
-        var id: String?
-        var Id: String?
     }
 }
 

@@ -1,39 +1,38 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import PushFleetClients
 import PushFleetCore
+import PushFleetMetrics
 import PushFleetWire
 import Synchronization
-import PushFleetClients
-import PushFleetMetrics
 
-/// One virtual device running the seed's client: login, register (cached id, one retry on 410),
-/// hold a push channel, renew the registration after reconnecting (and periodically when the
-/// scenario says), and on each push fetch what it names.
+/// One virtual device. Its life — login, connect, register with the description's rules,
+/// renewals, reconnects, departure — is decided by its ``DeviceLifecycle`` machine; this class
+/// only carries the machine's actions out (requests, sockets, waits, events) and reports back.
+/// Pushes are read and their content fetched here, through the description's receive and fetch
+/// steps.
 ///
-/// Per-device state is a few hundred bytes; the push channel (own WebSocket, or a share of a
-/// multiplexed one) is held elsewhere.
+/// Per-device state is the machine and a few references; the push channel (own WebSocket, or a
+/// share of a multiplexed one) is held elsewhere.
 final class VirtualDevice: Sendable {
     let plan: FleetPlan.Device
     let userName: String
     let address: DeviceAddress
     /// The device's own HTTP client when the scenario gives each device its own connection.
     let http: BackendClient?
-    private let registrationID = Mutex<String?>(nil)
-    private let departed = Atomic<Bool>(false)
-    /// Set once the first registration is confirmed; only then are there renewals.
-    private let registered = Atomic<Bool>(false)
-    private let renewing = Atomic<Bool>(false)
+    let requestValues: RequestValues.DeviceValues
+    private let machine: Mutex<DeviceLifecycle>
     /// The device's own WebSocket, while it has one.
     private let socket = Mutex<GatewaySocket?>(nil)
     private let retired = Atomic<Bool>(false)
     /// The multiplexed channel the device is subscribed on, while it is.
     private let sharedChannel = Mutex<MuxChannel?>(nil)
 
-    init(plan: FleetPlan.Device, names: FleetNames, http: BackendClient? = nil) {
+    init(plan: FleetPlan.Device, context: RunContext, http: BackendClient? = nil) {
         self.plan = plan
         self.http = http
-        self.userName = names.user(plan.user)
+        self.userName = context.names.user(plan.user)
         let platform: Platform =
             switch plan.platform {
             case .apns: .apns
@@ -41,12 +40,25 @@ final class VirtualDevice: Sendable {
             case .wns: .wns
             }
         self.address = DeviceAddress(platform: platform, token: plan.token)
+        let id = String(stableHash(plan.token), radix: 16)
+        self.requestValues = .init(
+            pushToken: context.backendToken(plan), platform: context.api.platformName(plan.platform),
+            id: String(repeating: "0", count: 16 - id.count) + id
+        )
+        self.machine = Mutex(
+            DeviceLifecycle(
+                settings: context.deviceSettings, probes: plan.probe,
+                backoffSeed: context.scenario.seed ^ UInt64(plan.index) &* 0x9E37_79B9_7F4A_7C15
+            )
+        )
     }
 
-    var hasDeparted: Bool { departed.load(ordering: .relaxed) }
+    var hasDeparted: Bool { machine.withLock { $0.hasDeparted } }
 
     /// True once the device's own socket is closed for good: departed, failed or the run ended.
     var channelRetired: Bool { retired.load(ordering: .relaxed) }
+
+    var client: (RunContext) -> BackendClient { { self.http ?? $0.backend } }
 
     /// Keeps a new socket and reconnects when the service drops it.
     func adopt(_ new: GatewaySocket, _ context: RunContext) {
@@ -93,264 +105,143 @@ final class VirtualDevice: Sendable {
         current?.close()
     }
 
-    /// The login step: with token auth, `POST /api/login`; with Basic, nothing to do. A failed
-    /// login fails the device.
-    func logIn(_ context: RunContext) async -> Bool {
-        guard context.scenario.lifecycle.contains(.login) else { return true }
-        guard await context.credentials.login(userName, context: context) else {
-            context.emit(.deviceFailed(plan.index, at: context.now()))
-            return false
-        }
-        return true
+    // MARK: The machine's actions
+
+    /// The device arrives: sets up until ready or failed (`setup` counts it then).
+    func arrive(_ context: RunContext, setup: SetupTracker) async {
+        let start = context.now()
+        await drive(machine.withLock { $0.start(now: start) }, context, setup: setup)
     }
 
-    // MARK: Register
-
-    /// The seed's `RegisterClient` at first launch: create an id for the handle, then PUT.
-    /// Marks the device eligible when the backend confirms.
-    func register(_ context: RunContext) async -> Bool {
-        guard case .confirmed(let exchange, _) = await registerSteps(context) else { return false }
-        registered.store(true, ordering: .relaxed)
-        context.emit(.eligibility(device: plan.index, eligible: true, since: exchange.start, at: exchange.end))
-        return true
-    }
-
-    /// Renews the registration as an app does at each launch: PUT of the cached id, and when the
-    /// backend has lost it (410), a new one. Only a new registration changes what the ledger
-    /// expects: a renewal the backend confirms leaves the device as it was.
+    /// Renews the registration (a periodic round, or a multiplexed channel came back).
     func renewRegistration(_ context: RunContext) async {
-        guard registered.load(ordering: .relaxed), !hasDeparted, !context.isStopping,
-            context.scenario.lifecycle.contains(.register), !renewing.exchange(true, ordering: .relaxed)
-        else { return }
-        defer { renewing.store(false, ordering: .relaxed) }
-        guard case .confirmed(let exchange, let renewed) = await registerSteps(context), renewed, !hasDeparted else { return }
-        context.emit(.error("register:renewed_after_410", at: exchange.end))
-        context.emit(.eligibility(device: plan.index, eligible: true, since: exchange.start, at: exchange.end))
+        guard !context.isStopping else { return }
+        let now = context.now()
+        await drive(machine.withLock { $0.renew(now: now) }, context)
     }
 
-    enum RegisterOutcome {
-        case failed
-        /// The PUT's exchange, and whether the cached id was gone and a new one was made.
-        case confirmed(HTTPExchange, renewed: Bool)
+    /// The service dropped the device's own socket.
+    func reconnect(_ context: RunContext) async {
+        let now = context.now()
+        await drive(machine.withLock { $0.channelLost(now: now) }, context)
     }
 
-    /// Reuse the cached id or create one for the handle, then PUT; on the first 410 drop the
-    /// cached id and start over once.
-    private func registerSteps(_ context: RunContext) async -> RegisterOutcome {
-        var retried410 = false
-        let body = try! JSONEncoder().encode(DeviceRegistration(platform: plan.platform.rawValue, handle: plan.token, tags: []))
+    /// Withdraws the registration (the app is removed).
+    func depart(_ context: RunContext) async {
+        let now = context.now()
+        await drive(machine.withLock { $0.depart(now: now) }, context)
+    }
+
+    /// Carries out actions until the machine has none for now. Setup ends at ready or failed;
+    /// a run that stops on the way still counts the device as set up.
+    private func drive(_ first: DeviceLifecycle.Action, _ context: RunContext, setup: SetupTracker? = nil) async {
+        var setupDone = setup == nil
+        defer { if !setupDone { setup?.finished() } }
+        var action = first
+        var connectStart: Int64?
         while true {
-            let cached = registrationID.withLock { $0 }
-            let id: String
-            if let cached {
-                id = cached
-            } else {
-                let result = await context.credentials.withAuth(userName, context: context) { auth in
-                    await (self.http ?? context.backend).exchange(
-                        .POST, "/api/register?handle=\(self.plan.token)", authorization: auth, timeout: context.scenario.timeouts.register
-                    )
+            switch action {
+            case .none:
+                return
+            case .login(let flow):
+                let ok = await context.login(user: plan.user, http: client(context))
+                let now = context.now()
+                action = machine.withLock { $0.loggedIn(ok, for: flow, now: now) }
+            case .connect, .connectAt:
+                if case .connectAt(let instant) = action {
+                    guard await context.sleep(until: instant) else { return }
                 }
-                guard let exchange = context.record(result, metric: MetricName.registerPost, operation: "register.post"),
-                    exchange.succeeded, let created = try? JSONDecoder().decode(String.self, from: Data(exchange.body.readableBytesView))
-                else { return .failed }
-                id = created
-                registrationID.withLock { $0 = created }
+                if context.isStopping { return }
+                connectStart = connectStart ?? context.now()
+                let ok = await connect(context)
+                let now = context.now()
+                if ok, let connectStart {
+                    context.emit(.operation(metric: MetricName.connect, nanoseconds: now - connectStart, failed: false, at: now))
+                }
+                action = machine.withLock { ok ? $0.connected(now: now) : $0.connectFailed(now: now) }
+            case .request(let flow, let index):
+                action = await request(flow, index, context)
+            case .probe:
+                await probeTagSpoof(context)
+                action = machine.withLock { $0.probed(confirmed: $0.probeConfirmation) }
+            case .ready(let confirmed):
+                if let confirmed {
+                    context.emit(.eligibility(device: plan.index, eligible: true, since: confirmed.start, at: confirmed.end))
+                }
+                context.emit(.deviceReady(plan.index, at: context.now()))
+                if !setupDone {
+                    setupDone = true
+                    setup?.finished()
+                }
+                return
+            case .failed(let step, _):
+                if step == .connect && sharedChannel.withLock({ $0 != nil }) { context.emit(.error("connect:timeout", at: context.now())) }
+                context.emit(.deviceFailed(plan.index, at: context.now()))
+                retireChannel()
+                leaveSharedChannel()
+                if !setupDone {
+                    setupDone = true
+                    setup?.finished()
+                }
+                return
+            case .reregistered(let confirmed, let status):
+                context.emit(.error("register:renewed_after_\(status)", at: confirmed.end))
+                context.emit(.eligibility(device: plan.index, eligible: true, since: confirmed.start, at: confirmed.end))
+                return
+            case .reconnectAt(let instant):
+                guard await context.sleep(until: instant), !channelRetired else { return }
+                let ok = await openChannel(context)
+                let now = context.now()
+                action = machine.withLock { ok ? $0.reconnected(now: now) : $0.reconnectFailed(now: now) }
+            case .departed(let since):
+                if let since { context.emit(.eligibility(device: plan.index, eligible: false, since: since, at: context.now())) }
+                retireChannel()
+                leaveSharedChannel()
+                return
             }
-            let result = await context.credentials.withAuth(userName, context: context) { auth in
-                await (self.http ?? context.backend).exchange(
-                    .PUT, "/api/register/\(id)", authorization: auth, body: body, timeout: context.scenario.timeouts.register
-                )
+        }
+    }
+
+    /// Opens the push channel: the device's own socket, or a subscription on its shared channel.
+    private func connect(_ context: RunContext) async -> Bool {
+        if let channel = sharedChannel.withLock({ $0 }) {
+            return await channel.subscribe(self, timeout: context.scenario.timeouts.connect)
+        }
+        return await openChannel(context)
+    }
+
+    /// One request of a registration flow, reported to the machine.
+    private func request(_ flow: DeviceLifecycle.Flow, _ index: Int, _ context: RunContext) async -> DeviceLifecycle.Action {
+        let step = (flow == .register ? context.api.register : context.api.unregister)!
+        let request = step.requests[index]
+        let slots = machine.withLock { $0.variables }
+        let outcome = await context.perform(
+            request, context.values(for: self, slots: slots), http: client(context), timeout: context.scenario.timeouts.register
+        )
+        switch outcome {
+        case .answered(let status, let extracted, let exchange):
+            let (handled, next) = machine.withLock { machine in
+                let handled = machine.handles(flow, status: status)
+                return (handled, machine.answered(flow, status: status, extracted: extracted, span: .init(start: exchange.start, end: exchange.end)))
             }
-            guard case .success(let exchange) = result else {
-                _ = context.record(result, metric: MetricName.registerPut, operation: "register.put")
-                return .failed
-            }
-            if exchange.status == 410 && !retried410 {
-                context.emit(.operation(metric: MetricName.registerPut, nanoseconds: exchange.latency, failed: false, at: exchange.end))
-                retried410 = true
-                registrationID.withLock { $0 = nil }
-                continue
-            }
-            guard context.record(result, metric: MetricName.registerPut, operation: "register.put")?.succeeded == true else { return .failed }
-            return .confirmed(exchange, renewed: retried410)
+            context.record(request, exchange, failed: !handled)
+            return next
+        case .failed(let reason, let at):
+            return machine.withLock { $0.failed(flow, reason: reason, now: at) }
         }
     }
 
     /// A leak probe's registration: claim another user's tag. Any success is a leak.
-    func probeTagSpoof(_ context: RunContext) async {
-        let victim = context.scenario.fleet.names.user((plan.user + 1) % context.plan.users)
+    private func probeTagSpoof(_ context: RunContext) async {
+        guard let step = context.api.probe else { return }
+        let victim = context.names.user((plan.user + 1) % context.plan.users)
         guard victim != userName else { return }
-        let created = await context.credentials.withAuth(userName, context: context) { auth in
-            await (self.http ?? context.backend).exchange(.POST, "/api/register", authorization: auth, timeout: context.scenario.timeouts.register)
-        }
-        guard case .success(let exchange) = created, exchange.succeeded,
-            let id = try? JSONDecoder().decode(String.self, from: Data(exchange.body.readableBytesView))
-        else { return }
-        let body = try! JSONEncoder().encode(
-            DeviceRegistration(platform: plan.platform.rawValue, handle: "probe-\(plan.token)", tags: ["username:\(victim)"])
-        )
-        let spoof = await context.credentials.withAuth(userName, context: context) { auth in
-            await (self.http ?? context.backend).exchange(.PUT, "/api/register/\(id)", authorization: auth, body: body, timeout: context.scenario.timeouts.register)
-        }
-        if case .success(let answer) = spoof, answer.succeeded {
-            context.emit(.probeLeak(.init(device: plan.index, time: answer.end, detail: "backend accepted tag username:\(victim) from \(userName)")))
-            context.emit(.error("probe:tag_spoof_accepted", at: answer.end))
-        }
-    }
-
-    /// Withdraws the registration (the app is removed): ineligible from the moment it asks.
-    func depart(_ context: RunContext) async {
-        guard !departed.exchange(true, ordering: .relaxed) else { return }
-        defer {
-            retireChannel()
-            leaveSharedChannel()
-        }
-        guard let id = registrationID.withLock({ $0 }) else { return }
-        let start = context.now()
-        let result = await context.credentials.withAuth(userName, context: context) { auth in
-            await (self.http ?? context.backend).exchange(.DELETE, "/api/register/\(id)", authorization: auth, timeout: context.scenario.timeouts.register)
-        }
-        _ = context.record(result, metric: "http.register.delete", operation: "register.delete")
-        context.emit(.eligibility(device: plan.index, eligible: false, since: start, at: context.now()))
-    }
-
-    // MARK: Receive
-
-    /// Handles one push as the app would, and reports what it proves to the ledger. A push the
-    /// service refused for this device's token is recorded as such, never as a delivery.
-    func receive(_ frame: PushFrame, at receivedAt: Int64, context: RunContext) async {
-        defer { context.pushHandled() }
-        let content = PushContent(frame: frame, run: context.runID)
-        if frame.type == PushFrame.refusedType {
-            context.emit(.rejection(.init(device: plan.index, refused: Self.attribution(of: content), at: receivedAt)))
-            return
-        }
-        let steps = context.scenario.lifecycle
-        switch content {
-        case .plain, .unrecognised:
-            emitReceipt(Self.attribution(of: content), at: receivedAt, context: context)
-        case .secure(let id):
-            guard steps.contains(.fetchSecure) else {
-                emitReceipt(.content(id), at: receivedAt, context: context)
-                return
-            }
-            await fetchSecure(id, receivedAt: receivedAt, context: context)
-        case .rich(let id, let nonce):
-            guard steps.contains(.fetchRich) else {
-                emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, context: context)
-                return
-            }
-            await fetchRich(id, nonce: nonce, receivedAt: receivedAt, context: context)
-        }
-    }
-
-    /// What a push names before any fetch.
-    static func attribution(of content: PushContent) -> DeliveryLedger.Attribution {
-        switch content {
-        case .plain(let nonce): nonce?.attribution ?? .unattributable
-        case .secure(let id): .content(id)
-        case .rich(let id, let nonce): nonce?.attribution ?? .content(id)
-        case .unrecognised: .unattributable
-        }
-    }
-
-    private func emitReceipt(
-        _ attribution: DeliveryLedger.Attribution, at receivedAt: Int64, content: DeliveryLedger.ContentCheck = .none, contentID: String? = nil,
-        context: RunContext
-    ) {
-        context.emit(.receipt(.init(device: plan.index, attribution: attribution, time: receivedAt, content: content, contentID: contentID)))
-    }
-
-    /// Fetches stored content; the exchange when it answered 2xx, else why not (a bounded label).
-    private func fetch(_ id: String, metric: String, operation: String, context: RunContext) async -> Result<HTTPExchange, FetchFailure> {
-        let path = "/api/notifications/\(id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id)"
-        let result = await context.credentials.withAuth(userName, context: context) { auth in
-            await (self.http ?? context.backend).exchange(.GET, path, authorization: auth, timeout: context.scenario.timeouts.fetch)
-        }
-        switch result {
-        case .success(let exchange) where exchange.succeeded:
-            _ = context.record(result, metric: metric, operation: operation)
-            return .success(exchange)
-        case .success(let exchange):
-            // Refused: judged in the ledger (unverified or misdelivered), not an error of the run.
-            context.emit(.operation(metric: metric, nanoseconds: exchange.latency, failed: true, at: exchange.end))
-            return .failure(FetchFailure(reason: "status_\(exchange.status)"))
-        case .failure(let error):
-            _ = context.record(result, metric: metric, operation: operation)
-            return .failure(FetchFailure(reason: error.label))
-        }
-    }
-
-    struct FetchFailure: Error {
-        var reason: String
-    }
-
-    private func fetchSecure(_ id: String, receivedAt: Int64, context: RunContext) async {
-        let exchange: HTTPExchange
-        switch await fetch(id, metric: MetricName.fetchSecure, operation: "fetch_secure", context: context) {
-        case .success(let answer): exchange = answer
-        case .failure(let failure):
-            emitReceipt(.content(id), at: receivedAt, content: .failed(reason: failure.reason), contentID: id, context: context)
-            return
-        }
-        let fetched = DeliveryLedger.ContentCheck.fetched(at: exchange.end)
-        guard let note = try? JSONDecoder().decode(SecureNotification.self, from: Data(exchange.body.readableBytesView)),
-            let (nonce, recipient) = PushContent.parseSecurePayload(note.payload, run: context.runID)
-        else {
-            // Content that is no send's: not what was sent to anyone.
-            emitReceipt(.unattributable, at: receivedAt, content: fetched, context: context)
-            return
-        }
-        emitReceipt(nonce.attribution, at: receivedAt, content: fetched, contentID: id, context: context)
-        if case .this = nonce { poolForProbes(id, recipient: recipient, context: context) }
-        if plan.probe { await probeForeignRead(context) }
-    }
-
-    /// Judges a rich push by the id it names and the recipient the content is served to; with
-    /// `rich_content: echo`, also by the bytes, which then must name the send and recipient.
-    private func fetchRich(_ id: String, nonce: Nonce?, receivedAt: Int64, context: RunContext) async {
-        let exchange: HTTPExchange
-        switch await fetch(id, metric: MetricName.fetchRich, operation: "fetch_rich", context: context) {
-        case .success(let answer): exchange = answer
-        case .failure(let failure):
-            emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, content: .failed(reason: failure.reason), contentID: id, context: context)
-            return
-        }
-        let fetched = DeliveryLedger.ContentCheck.fetched(at: exchange.end)
-        guard context.scenario.richContent == .echo else {
-            emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, content: fetched, contentID: id, context: context)
-            return
-        }
-        // The image a run sends is the bytes `pf:<run>:<send>:<recipient>`.
-        guard let (echoed, recipient) = PushContent.parseSecurePayload(exchange.text, run: context.runID), nonce == nil || echoed == nonce
-        else {
-            emitReceipt(.unattributable, at: receivedAt, content: fetched, context: context)
-            return
-        }
-        emitReceipt(echoed.attribution, at: receivedAt, content: fetched, contentID: id, context: context)
-        if case .this = echoed { poolForProbes(id, recipient: recipient, context: context) }
-    }
-
-    /// Offers a fetched id to the leak probes under its recipient (who may not be this device's
-    /// user: a misdelivered push's content names its true owner, whose own read is no leak).
-    private func poolForProbes(_ id: String, recipient: String, context: RunContext) {
-        guard context.scenario.leakProbeShare > 0 else { return }
-        let owner = recipient == userName ? plan.user : context.scenario.fleet.names.userIndex(recipient, users: context.plan.users)
-        if let owner { context.probes.add(id: id, user: owner) }
-    }
-
-    /// A leak probe's read: fetch a notification that belongs to someone else. Only a 404 is right.
-    private func probeForeignRead(_ context: RunContext) async {
-        guard let id = context.probes.foreign(to: plan.user, pick: stableHash("\(plan.index)-\(context.now())")) else { return }
-        let result = await context.credentials.withAuth(userName, context: context) { auth in
-            await (self.http ?? context.backend).exchange(
-                .GET, "/api/notifications/\(id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id)", authorization: auth,
-                timeout: context.scenario.timeouts.fetch
-            )
-        }
-        if case .success(let exchange) = result, exchange.succeeded {
-            context.emit(.probeLeak(.init(device: plan.index, time: exchange.end, detail: "probe read another user's notification \(id)")))
-            context.emit(.error("probe:foreign_read_succeeded", at: exchange.end))
+        var values = context.values(for: self, slots: [])
+        values.victim = victim
+        let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.register, record: false)
+        if result.succeeded, let end = result.end {
+            context.emit(.probeLeak(.init(device: plan.index, time: end, detail: "backend accepted a registration for \(victim) from \(userName)")))
+            context.emit(.error("probe:tag_spoof_accepted", at: end))
         }
     }
 }
