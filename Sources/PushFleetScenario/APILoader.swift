@@ -271,7 +271,9 @@ struct APILoader {
             r.report(node, "\(requestPath).path", "required: the request's path, e.g. /api/register/{{registration_id}}")
             return nil
         }
-        guard let path = template(pathNode, "\(requestPath).path", kind: kind) else { return nil }
+        // Read on after a bad path, so every problem is reported at once.
+        let before = r.issues.count
+        let path = template(pathNode, "\(requestPath).path", kind: kind) ?? Template(literal: "/")
         if !path.source.hasPrefix("/") { r.report(pathNode, "\(requestPath).path", "a path starts with '/' (the backend's base URL is the target's)") }
         let name = map["name"].flatMap { r.string($0, "\(requestPath).name") } ?? (count > 1 ? method.lowercased() : "")
         let (metric, operation) = Self.names(kind, request: name)
@@ -317,7 +319,7 @@ struct APILoader {
         var rules = map["on"].map { readRules($0, "\(requestPath).on", step: kind) } ?? []
         rules += defaultRules.filter { rule in !(rule.then == .login && kind == .login) }
         request.rules = rules
-        return request
+        return r.issues.count == before ? request : nil
     }
 
     static func isStored(_ ref: VariableRef) -> Bool {
@@ -365,18 +367,26 @@ struct APILoader {
         switch node {
         case .mapping(let mapping):
             var members: [(key: String, value: JSONTemplate.Node)] = []
+            var complete = true
             for (keyNode, value) in mapping {
-                guard let key = keyNode.string, let child = jsonTree(value, "\(keyPath).\(key)", kind: kind) else { return nil }
+                guard let key = keyNode.string, let child = jsonTree(value, "\(keyPath).\(key)", kind: kind) else {
+                    complete = false
+                    continue
+                }
                 members.append((key, child))
             }
-            return .object(members)
+            return complete ? .object(members) : nil
         case .sequence(let items):
             var children: [JSONTemplate.Node] = []
+            var complete = true
             for (index, item) in items.enumerated() {
-                guard let child = jsonTree(item, "\(keyPath)[\(index)]", kind: kind) else { return nil }
+                guard let child = jsonTree(item, "\(keyPath)[\(index)]", kind: kind) else {
+                    complete = false
+                    continue
+                }
                 children.append(child)
             }
-            return .array(children)
+            return complete ? .array(children) : nil
         case .scalar(let scalar):
             if scalar.style == .plain {
                 if node.null != nil && (scalar.string == "null" || scalar.string == "~") { return .literal("null") }
