@@ -25,6 +25,8 @@ public struct FleetRunner: Sendable {
         public var metrics: LiveMetrics?
         /// The run id (hex digits); random when nil. Fixed only to reproduce a run's tokens.
         public var runID: String?
+        /// Receives every request the fleet makes to the backend and its answer (`api check`).
+        public var trace: (@Sendable (RequestTrace) -> Void)?
 
         public init(
             scenarioFile: String, scenarioText: String, version: String, logger: Logger, progress: (@Sendable (String) -> Void)? = nil
@@ -63,7 +65,7 @@ public struct FleetRunner: Sendable {
         let context = RunContext(
             scenario: scenario, plan: plan, backend: backend, pushServiceURL: endpoints.pushService, start: start, events: sink,
             logger: options.logger, runID: runID, sourceAddresses: sources, restartBackend: system.restartBackend,
-            backendLatency: system.backendLatency, pushAdminToken: system.pushAdminToken
+            backendLatency: system.backendLatency, pushAdminToken: system.pushAdminToken, trace: options.trace
         )
         let ownClients: [BackendClient?] = plan.devices.map { device in
             guard scenario.fleet.http == .perDevice else { return nil }

@@ -51,6 +51,7 @@ final class RunContext: Sendable {
     let backendLatency: BackendLatencyControl?
     /// The push service's admin token, when it has one.
     let pushAdminToken: String?
+    let trace: (@Sendable (RequestTrace) -> Void)?
 
     init(
         scenario: Scenario,
@@ -64,8 +65,10 @@ final class RunContext: Sendable {
         sourceAddresses: [SocketAddress] = [],
         restartBackend: (@Sendable (Duration) async throws -> Void)? = nil,
         backendLatency: BackendLatencyControl? = nil,
-        pushAdminToken: String? = nil
+        pushAdminToken: String? = nil,
+        trace: (@Sendable (RequestTrace) -> Void)? = nil
     ) {
+        self.trace = trace
         self.pushAdminToken = pushAdminToken
         self.restartBackend = restartBackend
         self.backendLatency = backendLatency
