@@ -89,7 +89,7 @@ final class RunContext: Sendable {
         self.stepsNeedingLogin = Set(
             api.steps.filter { step in
                 step.requests.contains { request in
-                    RunContext.variables(of: request).contains { if case .stored(.user, _) = $0 { true } else { false } }
+                    request.variables.contains { if case .stored(.user, _) = $0 { true } else { false } }
                 }
             }.map { "\($0.kind)" }
         )
@@ -162,18 +162,6 @@ final class RunContext: Sendable {
 }
 
 extension RunContext {
-    static func variables(of request: APIRequest) -> [VariableRef] {
-        var refs = request.path.variables.map(\.ref) + request.query.flatMap { $0.value.variables.map(\.ref) }
-            + request.headers.flatMap { $0.value.variables.map(\.ref) }
-        switch request.body {
-        case .json(let template): refs += template.variables.map(\.ref)
-        case .form(let items): refs += items.flatMap { $0.value.variables.map(\.ref) }
-        case .text(let template, _): refs += template.variables.map(\.ref)
-        case nil: break
-        }
-        return refs
-    }
-
     /// The values a device's requests are filled from.
     func values(for device: VirtualDevice, slots: [APIValue?]) -> RequestValues {
         var values = RequestValues(

@@ -40,7 +40,6 @@ extension ScenarioLoader {
         guard let description = loader.read(node, name: name), reader.issues.isEmpty else { throw ScenarioIssues(issues: reader.issues) }
         return description
     }
-
     /// What the description must have for what the scenario does.
     static func validateAPI(_ scenario: Scenario, node: (String) -> Node?, _ r: NodeReader) {
         guard let api = scenario.api else { return }
@@ -60,7 +59,7 @@ extension ScenarioLoader {
                 r.report(item, "traffic[\(index)].kind", "\(fetchStep.rawValue) needs the api's fetch.\(traffic.kind.rawValue) step")
             }
             let usesPlatform = send.requests.contains { request in
-                Self.variables(of: request).contains(.builtin(.platform))
+                request.variables.contains(.builtin(.platform))
             }
             if usesPlatform && !send.perPlatform {
                 r.report(apiNode, "api.send.\(traffic.kind.rawValue)", "{{platform}} needs per_platform: true (one request per platform)")
@@ -71,15 +70,4 @@ extension ScenarioLoader {
         }
     }
 
-    static func variables(of request: APIRequest) -> [VariableRef] {
-        var refs = request.path.variables.map(\.ref) + request.query.flatMap { $0.value.variables.map(\.ref) }
-            + request.headers.flatMap { $0.value.variables.map(\.ref) }
-        switch request.body {
-        case .json(let template): refs += template.variables.map(\.ref)
-        case .form(let items): refs += items.flatMap { $0.value.variables.map(\.ref) }
-        case .text(let template, _): refs += template.variables.map(\.ref)
-        case nil: break
-        }
-        return refs
-    }
 }

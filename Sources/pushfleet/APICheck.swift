@@ -5,7 +5,6 @@ import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
 import PushFleetResults
-import PushFleetScenario
 import Synchronization
 
 struct APICommand: AsyncParsableCommand {
@@ -28,14 +27,7 @@ struct APICommand: AsyncParsableCommand {
         @Flag(help: "Print only the summary, not each request and answer.") var quiet = false
 
         func run() async throws {
-            var loaded: Scenario
-            do {
-                loaded = try ScenarioLoader.load(path: scenario)
-            } catch {
-                FileHandleOutput.standardError(error.description)
-                throw ExitCode(ExitStatus.invalidInput)
-            }
-            let check = APICheck.scenario(from: loaded)
+            let check = APICheck.scenario(from: try Run.load(scenario))
             var logger = Logger(label: "pushfleet.api-check")
             logger.logLevel = .warning
             let text = (try? String(contentsOfFile: scenario, encoding: .utf8)) ?? ""

@@ -39,13 +39,7 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var loaded: Scenario
-        do {
-            loaded = try ScenarioLoader.load(path: scenario)
-        } catch {
-            FileHandleOutput.standardError(error.description)
-            throw ExitCode(ExitStatus.invalidInput)
-        }
+        var loaded = try Self.load(scenario)
         if let seed { loaded.seed = seed }
         if let problem = FileLimit.problem(loaded, devices: FleetPlan(scenario: loaded).devices.count) {
             FileHandleOutput.standardError("\(scenario): \(problem)")
@@ -103,6 +97,16 @@ struct Run: AsyncParsableCommand {
         FileHandleOutput.standardOutput("reports: \(directory)")
         if result.info.aborted { throw ExitCode(ExitStatus.failure) }
         if !result.passed { throw ExitCode(ExitStatus.thresholdFailed) }
+    }
+
+    /// The scenario, or its problems on stderr and exit 2.
+    static func load(_ path: String) throws -> Scenario {
+        do {
+            return try ScenarioLoader.load(path: path)
+        } catch {
+            FileHandleOutput.standardError(error.description)
+            throw ExitCode(ExitStatus.invalidInput)
+        }
     }
 
     static func stamp(_ date: Date) -> String {

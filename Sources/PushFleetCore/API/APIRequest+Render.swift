@@ -24,6 +24,18 @@ public struct RenderError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension APIRequest {
+    /// Every variable the request's templates use.
+    public var variables: [VariableRef] {
+        var refs = path.variables.map(\.ref) + query.flatMap { $0.value.variables.map(\.ref) } + headers.flatMap { $0.value.variables.map(\.ref) }
+        switch body {
+        case .json(let template): refs += template.variables.map(\.ref)
+        case .form(let items): refs += items.flatMap { $0.value.variables.map(\.ref) }
+        case .text(let template, _): refs += template.variables.map(\.ref)
+        case nil: break
+        }
+        return refs
+    }
+
     /// Fills in every template. Path values are encoded as one segment, query and form values
     /// as one component each, so a value never changes the request's structure (`bob&x=1` stays
     /// one user name).
