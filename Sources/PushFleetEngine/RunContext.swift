@@ -164,12 +164,10 @@ final class RunContext: Sendable {
 extension RunContext {
     /// The values a device's requests are filled from.
     func values(for device: VirtualDevice, slots: [APIValue?]) -> RequestValues {
-        var values = RequestValues(
+        RequestValues(
             user: device.plan.user, userName: device.userName, password: names.password(device.plan.user), run: runID, users: users,
-            device: device.requestValues, deviceSlots: slots
+            device: .init(pushToken: backendToken(device.plan), platform: api.platformName(device.plan.platform)), deviceSlots: slots
         )
-        values.deviceSlots = slots
-        return values
     }
 
     /// The device's push token as the backend is given it.

@@ -23,11 +23,17 @@ struct RequestValues: TemplateValues {
     var id: String? = nil
     var victim: String? = nil
 
-    /// What a device contributes: its token as the backend sees it, its platform's name, its id.
+    /// What a device contributes: its token as the backend sees it and its platform's name; its
+    /// id is worked out from the token when a template asks (kept per device, it would cost a
+    /// string per device for a value most descriptions never use).
     struct DeviceValues {
         var pushToken: String
         var platform: String
-        var id: String
+
+        var id: String {
+            let hex = String(stableHash(pushToken), radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }
     }
 
     func value(of ref: VariableRef) -> APIValue? {

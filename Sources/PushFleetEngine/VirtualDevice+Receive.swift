@@ -46,7 +46,7 @@ extension VirtualDevice {
     /// succeeded, else why not (a bounded label). A refusal is judged by the ledger (unverified
     /// or misdelivered), not counted as an error of the run.
     private func fetch(_ id: String, step: APIStep, context: RunContext) async -> Result<(text: String?, at: Int64), FetchFailure> {
-        var values = context.values(for: self, slots: [])
+        var values = context.values(for: self, slots: keptValues)
         values.id = id
         let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.fetch, statusErrors: false)
         guard result.succeeded, let answer = result.last else { return .failure(FetchFailure(reason: RunContext.label(result.failure))) }
@@ -115,7 +115,7 @@ extension VirtualDevice {
     /// A leak probe's read: fetch a notification that belongs to someone else. Only a refusal is right.
     private func probeForeignRead(_ step: APIStep, _ context: RunContext) async {
         guard let id = context.probes.foreign(to: plan.user, pick: stableHash("\(plan.index)-\(context.now())")) else { return }
-        var values = context.values(for: self, slots: [])
+        var values = context.values(for: self, slots: keptValues)
         values.id = id
         let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.fetch, record: false)
         if result.succeeded, let end = result.end {

@@ -21,7 +21,6 @@ final class VirtualDevice: Sendable {
     let address: DeviceAddress
     /// The device's own HTTP client when the scenario gives each device its own connection.
     let http: BackendClient?
-    let requestValues: RequestValues.DeviceValues
     private let machine: Mutex<DeviceLifecycle>
     /// The device's own WebSocket, while it has one.
     private let socket = Mutex<GatewaySocket?>(nil)
@@ -40,11 +39,6 @@ final class VirtualDevice: Sendable {
             case .wns: .wns
             }
         self.address = DeviceAddress(platform: platform, token: plan.token)
-        let id = String(stableHash(plan.token), radix: 16)
-        self.requestValues = .init(
-            pushToken: context.backendToken(plan), platform: context.api.platformName(plan.platform),
-            id: String(repeating: "0", count: 16 - id.count) + id
-        )
         self.machine = Mutex(
             DeviceLifecycle(
                 settings: context.deviceSettings, probes: plan.probe,
@@ -53,12 +47,15 @@ final class VirtualDevice: Sendable {
         )
     }
 
-    var hasDeparted: Bool { machine.withLock { $0.hasDeparted } }
+    /// What the device keeps from its registration answers (a registration id), for the other
+    /// steps a device makes.
+    var keptValues: [APIValue?] { machine.withLock { $0.variables } }
 
     /// True once the device's own socket is closed for good: departed, failed or the run ended.
     var channelRetired: Bool { retired.load(ordering: .relaxed) }
 
-    var client: (RunContext) -> BackendClient { { self.http ?? $0.backend } }
+    /// The device's own HTTP client, or the fleet's pool.
+    func client(_ context: RunContext) -> BackendClient { http ?? context.backend }
 
     /// Keeps a new socket and reconnects when the service drops it.
     func adopt(_ new: GatewaySocket, _ context: RunContext) {
@@ -236,7 +233,7 @@ final class VirtualDevice: Sendable {
         guard let step = context.api.probe else { return }
         let victim = context.names.user((plan.user + 1) % context.plan.users)
         guard victim != userName else { return }
-        var values = context.values(for: self, slots: [])
+        var values = context.values(for: self, slots: keptValues)
         values.victim = victim
         let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.register, record: false)
         if result.succeeded, let end = result.end {

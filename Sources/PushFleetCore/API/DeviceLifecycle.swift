@@ -97,6 +97,10 @@ public struct DeviceLifecycle: Sendable {
         case registering, probing, ready, failed, departed
     }
 
+    private indirect enum Boxed<T: Sendable>: Sendable {
+        case value(T)
+    }
+
     /// A step in progress; boxed so an idle device does not carry its size.
     private indirect enum Running: Sendable {
         case run(StepRun, since: Int64?)
@@ -117,7 +121,8 @@ public struct DeviceLifecycle: Sendable {
     private var renewing = false
     private var registration: Running?
     private var unregistration: Running?
-    private var backoff: Backoff
+    /// Boxed, and made only when the channel drops: most devices never need one.
+    private var backoff: Boxed<Backoff>?
     private let backoffSeed: UInt64
     /// This device also probes for leaks once it is registered.
     private let probes: Bool
@@ -127,7 +132,6 @@ public struct DeviceLifecycle: Sendable {
         self.probes = probes && settings.probe != nil
         self.variables = Array(repeating: nil, count: settings.deviceSlots)
         self.backoffSeed = backoffSeed
-        self.backoff = Backoff(base: settings.reconnectBase, cap: settings.reconnectCap, seed: backoffSeed)
     }
 
     public var isReady: Bool { phase == .ready }
@@ -308,14 +312,18 @@ public struct DeviceLifecycle: Sendable {
     /// The push service dropped the device's own channel.
     public mutating func channelLost(now: Int64) -> Action {
         guard phase != .departed, phase != .failed else { return .none }
-        backoff = Backoff(base: settings.reconnectBase, cap: settings.reconnectCap, seed: backoffSeed)
-        return .reconnectAt(now + backoff.next())
+        var fresh = Backoff(base: settings.reconnectBase, cap: settings.reconnectCap, seed: backoffSeed)
+        let wait = fresh.next()
+        backoff = .value(fresh)
+        return .reconnectAt(now + wait)
     }
 
     /// Another attempt to reopen the channel failed.
     public mutating func reconnectFailed(now: Int64) -> Action {
-        guard phase != .departed, phase != .failed else { return .none }
-        return .reconnectAt(now + backoff.next())
+        guard phase != .departed, phase != .failed, case .value(var current) = backoff else { return .none }
+        let wait = current.next()
+        backoff = .value(current)
+        return .reconnectAt(now + wait)
     }
 
     /// The channel is back: the backend may have lost the registration meanwhile.
