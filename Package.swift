@@ -46,22 +46,51 @@ let package = Package(
             dependencies: ["PushFleetCore", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings
         ),
-        // The fleet: virtual devices, senders, the push channels, the ledger and the metrics.
+        // What a run measured (run.json's model): the report target needs nothing else.
         .target(
-            name: "PushFleetRunner",
+            name: "PushFleetResults",
+            dependencies: ["PushFleetCore", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            swiftSettings: swiftSettings
+        ),
+        // Events to numbers: the recorder, the ledger's judgement into a result, live metrics.
+        .target(
+            name: "PushFleetMetrics",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetResults",
+                "PushFleetServerSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The fleet's sockets: the HTTP pool, https through AsyncHTTPClient, devices' WebSockets.
+        .target(
+            name: "PushFleetClients",
             dependencies: [
                 "PushFleetCore",
                 "PushFleetWire",
-                "PushFleetEmbedded",
-                "PushFleetBackend",
-                "PushFleetMockPush",
-                "PushFleetServerSupport",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The fleet: virtual devices, senders, push channels, faults; the system under test is
+        // only its URLs here.
+        .target(
+            name: "PushFleetEngine",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetWire",
+                "PushFleetResults",
+                "PushFleetMetrics",
+                "PushFleetClients",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -70,10 +99,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Starts what a scenario's target names (the embedded system, or an embedded push
+        // service beside an external backend) and plays the fleet against it.
+        .target(
+            name: "PushFleetLauncher",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetWire",
+                "PushFleetEngine",
+                "PushFleetResults",
+                "PushFleetEmbedded",
+                "PushFleetBackend",
+                "PushFleetMockPush",
+                "PushFleetServerSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Report files from a run's result: no I/O of its own, the CLI writes the bytes.
         .target(
             name: "PushFleetReport",
-            dependencies: ["PushFleetCore", "PushFleetRunner"],
+            dependencies: ["PushFleetCore", "PushFleetResults"],
             swiftSettings: swiftSettings
         ),
         // Small pieces both servers need on top of Hummingbird.
@@ -160,7 +207,11 @@ let package = Package(
             dependencies: [
                 "PushFleetCore",
                 "PushFleetScenario",
-                "PushFleetRunner",
+                "PushFleetEngine",
+                "PushFleetResults",
+                "PushFleetMetrics",
+                "PushFleetClients",
+                "PushFleetLauncher",
                 "PushFleetReport",
                 "PushFleetServerSupport",
                 "PushFleetEmbedded",
@@ -179,7 +230,11 @@ let package = Package(
             name: "PushFleetServerTests",
             dependencies: [
                 "PushFleetScenario",
-                "PushFleetRunner",
+                "PushFleetEngine",
+                "PushFleetResults",
+                "PushFleetMetrics",
+                "PushFleetClients",
+                "PushFleetLauncher",
                 "PushFleetReport",
                 "PushFleetEmbedded",
                 "PushFleetBackend",

@@ -24,6 +24,9 @@ public struct Scenario: Sendable, Equatable {
     public var embedded: EmbeddedOptions
     /// How a fetched rich content is judged.
     public var richContent: RichContentCheck = .served
+    /// The backend's API; the loader always sets one (the `appbackend` preset by default). A
+    /// scenario built in code without one cannot run.
+    public var api: APIDescription?
     /// After the last send, the run ends once every expected pair is settled and no push has
     /// arrived for this long (or at the deadline).
     public var quietPeriod: Duration = .milliseconds(500)

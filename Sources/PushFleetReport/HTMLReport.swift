@@ -1,5 +1,5 @@
 import Foundation
-public import PushFleetRunner
+public import PushFleetResults
 import PushFleetCore
 
 /// `report.html`: one self-contained page (inline CSS and SVG, no script, no network) that lets a

@@ -1,5 +1,5 @@
 public import Foundation
-public import PushFleetRunner
+public import PushFleetResults
 import PushFleetCore
 
 /// Renders every report file of a run from its ``RunResult`` alone. Returns names and bytes;

@@ -1,5 +1,5 @@
 import Foundation
-public import PushFleetRunner
+public import PushFleetResults
 import PushFleetCore
 
 /// A baseline run against a current one: latency percentiles per operation and the

@@ -6,7 +6,7 @@ import Yams
 public enum ScenarioLoader {
     static let topKeys = [
         "name", "seed", "target", "auth", "fleet", "lifecycle", "timeouts", "traffic", "deadline", "grace", "leak_probes",
-        "thresholds", "faults", "embedded", "rich_content", "quiet_period",
+        "thresholds", "faults", "embedded", "rich_content", "quiet_period", "api",
     ]
 
     /// Loads and validates a scenario file.
@@ -87,8 +87,9 @@ public enum ScenarioLoader {
         if let node = top["deadline"], let value = r.duration(node, "deadline") { scenario.deadline = value }
         if let node = top["grace"], let value = r.duration(node, "grace", allowZero: true) { scenario.grace = value }
         if let node = top["leak_probes"], let value = r.ratio(node, "leak_probes") { scenario.leakProbeShare = value }
+        scenario.api = readAPI(top["api"], auth: top["auth"], mode: scenario.auth, r)
         if let node = top["thresholds"] {
-            scenario.thresholds = readThresholds(node, r)
+            scenario.thresholds = readThresholds(node, r, extraLatency: Set(scenario.api?.metricNames ?? []))
             scenario.thresholdMetrics = Set(node.mapping?.keys.compactMap(\.string) ?? [])
         }
         if let node = top["rich_content"], let value = r.choice(node, "rich_content", Scenario.RichContentCheck.self) {
@@ -382,7 +383,7 @@ public enum ScenarioLoader {
         return nil
     }
 
-    private static func readThresholds(_ node: Node, _ r: NodeReader) -> [Threshold] {
+    private static func readThresholds(_ node: Node, _ r: NodeReader, extraLatency: Set<String>) -> [Threshold] {
         guard case .mapping(let mapping) = node else {
             r.report(node, "thresholds", "expected a mapping of metric name to expressions")
             return []
@@ -391,8 +392,9 @@ public enum ScenarioLoader {
         for (keyNode, value) in mapping {
             guard let metric = keyNode.string else { continue }
             let path = "thresholds.\(metric)"
-            guard let kind = MetricName.kind(of: metric) else {
-                r.report(keyNode, path, "unknown metric '\(metric)'", suggestion: closest(to: metric, in: MetricName.all))
+            let base = metric.hasSuffix(".latency") ? String(metric.dropLast(".latency".count)) : metric
+            guard let kind = MetricName.kind(of: metric) ?? (extraLatency.contains(base) ? .latency : nil) else {
+                r.report(keyNode, path, "unknown metric '\(metric)'", suggestion: closest(to: metric, in: MetricName.all + extraLatency.sorted()))
                 continue
             }
             let expressions: [Node] = value.string != nil ? [value] : (r.sequence(value, path, "expressions") ?? [])
@@ -579,6 +581,7 @@ public enum ScenarioLoader {
         if scenario.embedded.hub, scenario.target != .embedded {
             r.report(node("embedded"), "embedded.hub", "the hub is the embedded backend's way to send; the target is an external backend")
         }
+        validateAPI(scenario, node: node, r)
         if scenario.embedded.store != .memory, scenario.target != .embedded {
             r.report(node("embedded"), "embedded.store", "the store is the embedded backend's; the target is an external backend")
         }

@@ -2,7 +2,10 @@ import ArgumentParser
 import Foundation
 import Logging
 import PushFleetCore
-import PushFleetRunner
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetClients
+import PushFleetResults
 import PushFleetScenario
 import Synchronization
 import Hummingbird
@@ -140,8 +143,10 @@ final class ServerProcess: Sendable {
             if data.isEmpty { break }
             buffer += String(decoding: data, as: UTF8.self)
             for line in buffer.split(separator: "\n") {
-                if line.hasPrefix("backend:") { backend = line.split(separator: " ").last.map(String.init) }
-                if line.hasPrefix("push service:") { pushService = line.split(separator: " ").last.map(String.init) }
+                // The address is the line's URL; words may follow it (`(store: memory)`).
+                let url = line.split(separator: " ").first { $0.hasPrefix("http://") || $0.hasPrefix("https://") }.map(String.init)
+                if line.hasPrefix("backend:") { backend = url }
+                if line.hasPrefix("push service:") { pushService = url }
             }
         }
         guard let backend, let pushService else { throw ValidationError("the server process exited early") }

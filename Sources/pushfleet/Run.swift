@@ -4,7 +4,10 @@ import Foundation
 import Logging
 import PushFleetCore
 import PushFleetReport
-import PushFleetRunner
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetMetrics
+import PushFleetResults
 import PushFleetScenario
 import PushFleetServerSupport
 import ServiceLifecycle
@@ -38,13 +41,7 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var loaded: Scenario
-        do {
-            loaded = try ScenarioLoader.load(path: scenario)
-        } catch {
-            FileHandleOutput.standardError(error.description)
-            throw ExitCode(ExitStatus.invalidInput)
-        }
+        var loaded = try Self.load(scenario)
         if let seed { loaded.seed = seed }
         if hub {
             guard loaded.target == .embedded else {
@@ -111,6 +108,16 @@ struct Run: AsyncParsableCommand {
         if !result.passed { throw ExitCode(ExitStatus.thresholdFailed) }
     }
 
+    /// The scenario, or its problems on stderr and exit 2.
+    static func load(_ path: String) throws -> Scenario {
+        do {
+            return try ScenarioLoader.load(path: path)
+        } catch {
+            FileHandleOutput.standardError(error.description)
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+    }
+
     static func stamp(_ date: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -124,6 +131,7 @@ struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Check scenario files and report every problem; exit 2 if any.")
 
     @Argument(help: "Scenario files.") var files: [String]
+    @Flag(help: "Print the requests each device and sender will make, with example values.") var explain = false
 
     func run() throws {
         var failed = false
@@ -132,8 +140,9 @@ struct Validate: ParsableCommand {
                 let scenario = try ScenarioLoader.load(path: file)
                 let plan = FleetPlan(scenario: scenario)
                 FileHandleOutput.standardOutput(
-                    "ok: \(file): \(scenario.fleet.users) users, \(plan.devices.count) devices, \(scenario.traffic.count) senders, \(scenario.thresholds.count) thresholds, \(scenario.effectiveThresholds.count - scenario.thresholds.count) default-gate rules"
+                    "ok: \(file): \(scenario.fleet.users) users, \(plan.devices.count) devices, \(scenario.traffic.count) senders, \(scenario.thresholds.count) thresholds, \(scenario.effectiveThresholds.count - scenario.thresholds.count) default-gate rules, api \(scenario.api?.name ?? "none")"
                 )
+                if explain { FileHandleOutput.standardOutput(APIExplain.text(scenario, file: file)) }
             } catch {
                 failed = true
                 FileHandleOutput.standardError(error.description)

@@ -1,7 +1,7 @@
 import Foundation
 import PushFleetCore
 import PushFleetReport
-import PushFleetRunner
+import PushFleetResults
 
 /// The end-of-run summary printed to the terminal.
 enum SummaryTable {

@@ -2,7 +2,9 @@ import Foundation
 import NIOHTTP1
 import PushFleetCore
 import PushFleetReport
-import PushFleetRunner
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetResults
 import Testing
 
 #if canImport(Glibc)
@@ -104,6 +106,38 @@ struct CLITests {
             .write(to: directory.appendingPathComponent("ext.yaml"), atomically: true, encoding: .utf8)
         let external = try await Self.run(["run", "--hub", "ext.yaml"], in: directory)
         #expect(external.status == 2 && external.output.contains("--hub needs the embedded target"), "\(external.output)")
+    }
+
+    @Test("api check passes the reference backend through every step; a description whose send misses the recipient fails; --explain shows the requests")
+    func apiCheck() async throws {
+        let directory = try Self.temporaryDirectory()
+        try Self.scenario().write(to: directory.appendingPathComponent("ok.yaml"), atomically: true, encoding: .utf8)
+        let passed = try await Self.run(["api", "check", "ok.yaml"], in: directory)
+        #expect(passed.status == 0, "\(passed.output)")
+        #expect(passed.output.contains("→ register.put: PUT /api/register/") && passed.output.contains("pass  fetch_secure:"), "\(passed.output)")
+        #expect(passed.output.contains("api check passed"))
+        // The same backend described wrongly: every secure send goes to a user nobody is.
+        let wrong = Self.scenario() + """
+
+            api:
+              register:
+                - { name: post, method: POST, path: /api/register, extract: { registration_id: "" } }
+                - { name: put, method: PUT, path: "/api/register/{{registration_id}}", json: { Platform: "{{device.platform}}", Handle: "{{device.push_token}}" } }
+              headers: { Authorization: "{{basic_auth}}" }
+              send:
+                secure: { method: POST, path: /api/notifications/secure, query: { to_tag: "nobody-{{to}}" }, json: "{{message}}" }
+              fetch:
+                secure: { path: "/api/notifications/{{id}}", content: /Payload }
+              receive:
+                apns: { secure_id: /secureId }
+                fcm: { secure_id: /message/data/secureId }
+            """
+        try wrong.write(to: directory.appendingPathComponent("wrong.yaml"), atomically: true, encoding: .utf8)
+        let failed = try await Self.run(["api", "check", "wrong.yaml", "--quiet"], in: directory)
+        #expect(failed.status == 99 && failed.output.contains("FAIL  pushes: expected 2, delivered 0, late 0, lost 2"), "\(failed.output)")
+        let explained = try await Self.run(["validate", "--explain", "wrong.yaml"], in: directory)
+        #expect(explained.status == 0)
+        #expect(explained.output.contains("POST /api/notifications/secure?to_tag=nobody-user2"), "\(explained.output)")
     }
 
     @Test("a passing run exits 0, a failed threshold 99, and the reports are written")

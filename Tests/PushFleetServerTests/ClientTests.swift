@@ -10,7 +10,7 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 
-@testable import PushFleetRunner
+import PushFleetClients
 
 /// The fleet's own HTTP pool against a real Hummingbird server on a loopback port.
 @Suite("Fleet HTTP client")

@@ -3,7 +3,10 @@ import Logging
 import Prometheus
 import PushFleetCore
 import PushFleetReport
-import PushFleetRunner
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetMetrics
+import PushFleetResults
 import PushFleetScenario
 import PushFleetServerSupport
 import ServiceLifecycle

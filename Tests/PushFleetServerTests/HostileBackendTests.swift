@@ -1,7 +1,9 @@
 import Foundation
 import Logging
 import PushFleetCore
-import PushFleetRunner
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetResults
 import PushFleetScenario
 import PushFleetServerSupport
 import PushFleetWire

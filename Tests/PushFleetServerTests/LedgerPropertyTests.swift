@@ -2,7 +2,7 @@ import PropertyBased
 import PushFleetCore
 import Testing
 
-@testable import PushFleetRunner
+@testable import PushFleetEngine
 
 /// The ledger against a small model written apart from it: random timelines of registrations,
 /// sends, receipts, refusals and probes, where the model knows by construction what each event
@@ -241,9 +241,9 @@ struct WireTextTests {
 
     @Test("user names are data in a query: reserved characters are escaped")
     func queryValues() {
-        #expect(TrafficSender.queryValue("user17") == "user17")
-        #expect(TrafficSender.queryValue("bob&x=1") == "bob%26x%3D1")
-        #expect(TrafficSender.queryValue("ann b#") == "ann%20b%23")
-        #expect(TrafficSender.queryValue("zoë") == "zo%C3%AB")
+        #expect(PercentEncoding.component("user17") == "user17")
+        #expect(PercentEncoding.component("bob&x=1") == "bob%26x%3D1")
+        #expect(PercentEncoding.component("ann b#") == "ann%20b%23")
+        #expect(PercentEncoding.component("zoë") == "zo%C3%AB")
     }
 }

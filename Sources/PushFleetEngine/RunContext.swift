@@ -3,7 +3,8 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import PushFleetBackend
+import PushFleetClients
+import PushFleetMetrics
 import PushFleetCore
 import PushFleetWire
 import Synchronization
@@ -18,7 +19,14 @@ final class RunContext: Sendable {
     let start: Int64
     let logger: Logger
     let probes = ProbePool()
-    let credentials: CredentialCache
+    /// The backend's API as the scenario describes it.
+    let api: APIDescription
+    let names: FleetNames
+    /// What login gave each user.
+    let users: UserValues
+    /// Steps whose requests use what login gives (`"\(APIStepKind)"`).
+    let stepsNeedingLogin: Set<String>
+    let deviceSettings: DeviceLifecycle.Settings
     private let events: AsyncStream<RunEvent>.Continuation
     /// Random per run; in every nonce and device token, so nothing of another run is credited.
     let runID: String
@@ -40,9 +48,10 @@ final class RunContext: Sendable {
     /// Stops the embedded backend, waits, and starts it again; nil for an external backend.
     let restartBackend: (@Sendable (Duration) async throws -> Void)?
     /// The embedded backend's injected latencies; nil for an external backend.
-    let backendFaults: BackendFaults?
+    let backendLatency: BackendLatencyControl?
     /// The push service's admin token, when it has one.
     let pushAdminToken: String?
+    let trace: (@Sendable (RequestTrace) -> Void)?
 
     init(
         scenario: Scenario,
@@ -55,12 +64,14 @@ final class RunContext: Sendable {
         runID: String,
         sourceAddresses: [SocketAddress] = [],
         restartBackend: (@Sendable (Duration) async throws -> Void)? = nil,
-        backendFaults: BackendFaults? = nil,
-        pushAdminToken: String? = nil
+        backendLatency: BackendLatencyControl? = nil,
+        pushAdminToken: String? = nil,
+        trace: (@Sendable (RequestTrace) -> Void)? = nil
     ) {
+        self.trace = trace
         self.pushAdminToken = pushAdminToken
         self.restartBackend = restartBackend
-        self.backendFaults = backendFaults
+        self.backendLatency = backendLatency
         self.runID = runID
         self.sourceAddresses = sourceAddresses
         self.scenario = scenario
@@ -71,7 +82,24 @@ final class RunContext: Sendable {
         self.start = start
         self.events = events
         self.logger = logger
-        self.credentials = CredentialCache(mode: scenario.auth, names: scenario.fleet.names, users: scenario.fleet.users)
+        let api = scenario.api ?? APIDescription(name: "none", register: APIStep(kind: .register, requests: []))
+        self.api = api
+        self.names = scenario.fleet.names
+        self.users = UserValues(users: plan.users, slots: api.userVariables.count)
+        self.stepsNeedingLogin = Set(
+            api.steps.filter { step in
+                step.requests.contains { request in
+                    request.variables.contains { if case .stored(.user, _) = $0 { true } else { false } }
+                }
+            }.map { "\($0.kind)" }
+        )
+        let steps = scenario.lifecycle
+        self.deviceSettings = DeviceLifecycle.Settings(
+            login: steps.contains(.login) && api.login != nil, connect: steps.contains(.connect),
+            register: steps.contains(.register) && !api.register.requests.isEmpty ? api.register : nil, unregister: api.unregister,
+            probe: api.probe, deviceSlots: api.deviceVariables.count,
+            connectAttempts: scenario.fleet.pushChannel == .multiplexed ? 1 : 3, connectTimeout: scenario.timeouts.connect
+        )
     }
 
     func emit(_ event: RunEvent) {
@@ -133,6 +161,24 @@ final class RunContext: Sendable {
     }
 }
 
+extension RunContext {
+    /// The values a device's requests are filled from.
+    func values(for device: VirtualDevice, slots: [APIValue?]) -> RequestValues {
+        RequestValues(
+            user: device.plan.user, userName: device.userName, password: names.password(device.plan.user), run: runID, users: users,
+            device: .init(pushToken: backendToken(device.plan), platform: api.platformName(device.plan.platform)), deviceSlots: slots
+        )
+    }
+
+    /// The device's push token as the backend is given it.
+    func backendToken(_ plan: FleetPlan.Device) -> String {
+        switch api.receive.token(plan.platform) {
+        case .channelURL: pushServiceURL + "/wns/" + plan.token
+        default: plan.token
+        }
+    }
+}
+
 /// Recently seen secure ids and their recipients, for leak probes to try as someone else.
 final class ProbePool: Sendable {
     private let entries = Mutex<(items: [(id: String, user: Int)], next: Int)>(([], 0))
@@ -155,65 +201,6 @@ final class ProbePool: Sendable {
             let others = state.items.filter { $0.user != user }
             return others.isEmpty ? nil : others[Int(pick % UInt64(others.count))].id
         }
-    }
-}
-
-/// The Authorization header each user sends: Basic on every call, or a login token.
-final class CredentialCache: Sendable {
-    let mode: Scenario.AuthMode
-    private let passwords: [String: String]
-    private let tokens = Mutex<[String: String]>([:])
-
-    init(mode: Scenario.AuthMode, names: FleetNames, users: Int) {
-        self.mode = mode
-        var passwords: [String: String] = [:]
-        if names.credentials != nil {
-            for index in 0..<users { passwords[names.user(index)] = names.password(index) }
-        }
-        self.passwords = passwords
-    }
-
-    /// Basic credentials of a user: its password from the credentials file, else its name.
-    func basic(_ user: String) -> String {
-        BackendClient.basic(user, password: passwords[user] ?? user)
-    }
-
-    func header(for user: String) -> String? {
-        switch mode {
-        case .basic: basic(user)
-        case .token: tokens.withLock { $0[user] }.map { "Bearer \($0)" }
-        }
-    }
-
-    func store(token: String, for user: String) {
-        tokens.withLock { $0[user] = token }
-    }
-
-    /// Logs the user in (token mode) and records the login; false when it failed.
-    func login(_ user: String, context: RunContext) async -> Bool {
-        guard mode == .token else { return true }
-        let result = await context.backend.exchange(
-            .POST, "/api/login", authorization: basic(user), timeout: context.scenario.timeouts.login
-        )
-        guard let exchange = context.record(result, metric: MetricName.login, operation: "login"), exchange.succeeded,
-            let login = try? JSONDecoder().decode(LoginResponse.self, from: Data(exchange.body.readableBytesView))
-        else { return false }
-        store(token: login.token, for: user)
-        return true
-    }
-
-    /// Runs an exchange with the user's credentials; on a 401 in token mode, logs in again once
-    /// and retries.
-    func withAuth(
-        _ user: String,
-        context: RunContext,
-        _ call: @Sendable (String?) async -> Result<HTTPExchange, TransportError>
-    ) async -> Result<HTTPExchange, TransportError> {
-        if mode == .token && header(for: user) == nil { _ = await login(user, context: context) }
-        let first = await call(header(for: user))
-        guard mode == .token, case .success(let exchange) = first, exchange.status == 401 else { return first }
-        guard await login(user, context: context) else { return first }
-        return await call(header(for: user))
     }
 }
 

@@ -1,10 +1,11 @@
 import Prometheus
-import PushFleetCore
-import Synchronization
+import PushFleetResults
+package import PushFleetCore
+package import Synchronization
 
 /// What devices and senders report. Emitted from anywhere; consumed by one ``Recorder`` task,
 /// so histograms and the ledger are never locked on the hot path.
-enum RunEvent: Sendable {
+package enum RunEvent: Sendable {
     /// A closed operation (login, register, connect, fetch) and its latency; `failed` when the
     /// answer was an error status.
     case operation(metric: String, nanoseconds: Int64, failed: Bool, at: Int64)
@@ -23,21 +24,21 @@ enum RunEvent: Sendable {
 }
 
 /// A snapshot for the live progress line.
-struct LiveCounts: Sendable {
-    var devicesReady = 0
-    var devicesFailed = 0
-    var sends = 0
-    var sendFailures = 0
-    var sendsDropped = 0
+package struct LiveCounts: Sendable {
+    package var devicesReady = 0
+    package var devicesFailed = 0
+    package var sends = 0
+    package var sendFailures = 0
+    package var sendsDropped = 0
     /// Sends that started more than 10 ms after their intended start (the sender fell behind).
-    var sendsLateStart = 0
-    var received = 0
-    var errors = 0
-    var sendP99: Int64 = 0
+    package var sendsLateStart = 0
+    package var received = 0
+    package var errors = 0
+    package var sendP99: Int64 = 0
 }
 
 /// Owns the histograms, counters, per-second buckets and the delivery ledger of one run.
-final class Recorder: Sendable {
+package final class Recorder: Sendable {
     struct SecondBucket {
         var devicesReady = 0
         var sends = 0
@@ -48,8 +49,8 @@ final class Recorder: Sendable {
         var errorsByClass: [String: Int] = [:]
     }
 
-    struct State {
-        var ledger: DeliveryLedger
+    package struct State {
+        package var ledger: DeliveryLedger
         var closed: [String: LatencyHistogram] = [:]
         var failures: [String: Int] = [:]
         var sendCorrected = LatencyHistogram()
@@ -59,25 +60,25 @@ final class Recorder: Sendable {
         var markers: [(Int64, String)] = []
         var live = LiveCounts()
         /// Events applied so far.
-        var applied = 0
+        package var applied = 0
     }
 
-    let start: Int64
-    let state: Mutex<State>
+    package let start: Int64
+    package let state: Mutex<State>
     let metrics: LiveMetrics?
 
-    init(users: Int, start: Int64, metrics: LiveMetrics? = nil) {
+    package init(users: Int, start: Int64, metrics: LiveMetrics? = nil) {
         self.start = start
         self.metrics = metrics
         self.state = Mutex(State(ledger: DeliveryLedger(users: users)))
     }
 
-    func addDevice(_ device: DeliveryLedger.Device) {
+    package func addDevice(_ device: DeliveryLedger.Device) {
         state.withLock { _ = $0.ledger.addDevice(device) }
     }
 
     /// The live counts, with the send p99 worked out here rather than on every send.
-    var live: LiveCounts {
+    package var live: LiveCounts {
         state.withLock { state in
             var live = state.live
             live.sendP99 = state.sendCorrected.percentile(99)
@@ -90,7 +91,7 @@ final class Recorder: Sendable {
     }
 
     /// Applies a batch of events under one lock acquisition.
-    func apply(_ events: [RunEvent]) {
+    package func apply(_ events: [RunEvent]) {
         state.withLock { state in
             for event in events { apply(event, to: &state) }
             state.applied += events.count

@@ -3,7 +3,7 @@ public import Prometheus
 public import PushFleetServerSupport
 public import ServiceLifecycle
 import Hummingbird
-import PushFleetCore
+package import PushFleetCore
 
 /// Live OpenMetrics/Prometheus exposition of a run (`--metrics-listen`), through
 /// swift-prometheus. Labels are low-cardinality only: operation, kind, result, error class,
@@ -54,8 +54,12 @@ public final class LiveMetrics: Sendable {
         registry.makeCounter(descriptor: Self.errors, labels: [("class", label)])
     }
 
+    package func setDevicesPlanned(_ count: Int) {
+        devicesPlanned.set(to: Double(count))
+    }
+
     /// Final pair counts by outcome, set when the run's verdict is made.
-    func setOutcomes(_ counts: DeliveryLedger.Counts) {
+    package func setOutcomes(_ counts: DeliveryLedger.Counts) {
         // Singular outcome names, as the label values have always been.
         let singular = ["duplicates": "duplicate", "leaks": "leak"]
         let values = DeliveryLedger.Counts.fields.map { (singular[$0.name] ?? $0.name, counts[keyPath: $0.path]) }

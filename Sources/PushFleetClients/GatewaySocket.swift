@@ -1,11 +1,11 @@
-import NIOCore
+package import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
 import PushFleetCore
 import PushFleetWire
 
-enum GatewaySocketError: Error, Sendable {
+package enum GatewaySocketError: Error, Sendable {
     case refused(UInt)
     case closed
     case timeout
@@ -16,14 +16,14 @@ enum GatewaySocketError: Error, Sendable {
 /// No task is parked per connection: the socket lives in its channel's pipeline, frames arrive
 /// in the read callback and go straight to `onInbound`. That, NIO's WebSocket codec and a
 /// small receive buffer are what keep 15,000 sockets within a few KB each.
-final class GatewaySocket: Sendable {
-    let channel: any Channel
+package final class GatewaySocket: Sendable {
+    package let channel: any Channel
 
     private init(channel: any Channel) { self.channel = channel }
 
     /// Connects, upgrades to WebSocket and waits for the gateway's `subscribed` notice; pushes
     /// held for the device arrive through `onInbound` before it.
-    static func open(
+    package static func open(
         host: String,
         port: Int,
         uri: String,
@@ -85,7 +85,7 @@ final class GatewaySocket: Sendable {
     }
 
     /// Says goodbye with a close frame, then closes.
-    func close() {
+    package func close() {
         let channel = self.channel
         channel.eventLoop.execute {
             guard channel.isActive else { return }

@@ -1,4 +1,6 @@
 import Synchronization
+import PushFleetClients
+import PushFleetMetrics
 
 /// How a run is asked to end early: the first request stops arrivals and sends and lets work in
 /// flight finish (bounded by the deadline); the second skips the rest. Either way the reports

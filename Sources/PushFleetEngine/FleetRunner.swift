@@ -1,19 +1,16 @@
 public import Logging
 public import PushFleetCore
+public import PushFleetMetrics
+public import PushFleetResults
 import Foundation
 import NIOCore
 import NIOHTTP1
-import Prometheus
-import PushFleetBackend
-import PushFleetEmbedded
-import PushFleetMockPush
+import PushFleetClients
 import PushFleetWire
-import PushFleetServerSupport
-import ServiceLifecycle
 import Synchronization
 
-/// Plays a scenario: brings up the target, ramps the fleet, runs the senders and faults, drains,
-/// and returns everything measured.
+/// Plays a scenario against a system under test: ramps the fleet, runs the senders and faults,
+/// drains, and returns everything measured.
 public struct FleetRunner: Sendable {
     public struct Options: Sendable {
         public var scenarioFile: String
@@ -28,6 +25,8 @@ public struct FleetRunner: Sendable {
         public var metrics: LiveMetrics?
         /// The run id (hex digits); random when nil. Fixed only to reproduce a run's tokens.
         public var runID: String?
+        /// Receives every request the fleet makes to the backend and its answer (`api check`).
+        public var trace: (@Sendable (RequestTrace) -> Void)?
 
         public init(
             scenarioFile: String, scenarioText: String, version: String, logger: Logger, progress: (@Sendable (String) -> Void)? = nil
@@ -48,93 +47,32 @@ public struct FleetRunner: Sendable {
         self.options = options
     }
 
-    struct Endpoints {
-        var backend: String
-        var pushService: String
-    }
-
-    /// Runs the scenario to its end, or until `stop` says so.
-    public func run(stop: StopControl = StopControl()) async throws -> RunResult {
-        var logger = options.logger
-        logger.logLevel = max(logger.logLevel, .warning)
-        switch scenario.target {
-        case .embedded:
-            var configuration = EmbeddedSystem.Configuration()
-            configuration.backend.registrationTTL = scenario.embedded.registrationTTL
-            configuration.backend.store = scenario.embedded.store
-            configuration.throughHub = scenario.embedded.hub
-            // `sqlite:` with no path: a fresh file for this run only.
-            var temporaryStore: URL?
-            if case .sqlite(let path) = scenario.embedded.store, path.isEmpty {
-                let url = FileManager.default.temporaryDirectory.appendingPathComponent("pushfleet-\(UUID().uuidString).sqlite")
-                configuration.backend.store = .sqlite(path: url.path)
-                temporaryStore = url
-            }
-            defer {
-                if let temporaryStore {
-                    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporaryStore.path + suffix) }
-                }
-            }
-            if let credentials = scenario.fleet.names.credentials {
-                configuration.backend.users = UserDirectory(passwords: credentials.map { ($0.user, $0.password) })
-            }
-            let faults = configuration.backend.faults
-            return try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
-                try await play(
-                    Endpoints(backend: endpoints.backend, pushService: endpoints.pushService), stop: stop,
-                    restartBackend: { down in try await system.restartBackend(downFor: down) }, backendFaults: faults,
-                    pushAdminToken: system.pushServer?.configuration.adminToken
-                )
-            }
-        case .external(let backend, .url(let pushService)):
-            return try await play(Endpoints(backend: backend, pushService: pushService), stop: stop)
-        case .external(let backend, .embedded(let listen)):
-            let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen)))
-            let group = ServiceGroup(configuration: .init(services: server.makeServices(logger: logger).map { .init(service: $0) }, logger: logger))
-            return try await withThrowingTaskGroup(of: RunResult?.self) { tasks in
-                tasks.addTask {
-                    try await group.run()
-                    return nil
-                }
-                tasks.addTask {
-                    let pushService = try await server.bound.value().httpURL
-                    return try await play(
-                        Endpoints(backend: backend, pushService: pushService), stop: stop, pushAdminToken: server.configuration.adminToken
-                    )
-                }
-                defer { tasks.cancelAll() }
-                guard let result = try await tasks.next() ?? nil else { throw EmbeddedSystem.ServerStoppedError() }
-                await group.triggerGracefulShutdown()
-                return result
-            }
-        }
-    }
-
-    private func play(
-        _ endpoints: Endpoints, stop: StopControl, restartBackend: (@Sendable (Duration) async throws -> Void)? = nil,
-        backendFaults: BackendFaults? = nil, pushAdminToken: String? = nil
-    ) async throws -> RunResult {
+    /// Plays the scenario against a running system until its end, or until `stop` says so.
+    /// Starting what the scenario's target names is the launcher's work (`PushFleetLauncher`).
+    public func run(against system: SystemUnderTest, stop: StopControl = StopControl()) async throws -> RunResult {
+        guard scenario.api != nil else { throw MissingAPIError() }
+        let endpoints = system
         let runID = options.runID ?? Self.makeRunID()
         let plan = FleetPlan(scenario: scenario, runID: runID)
         let startedAt = Date()
         let start = MonotonicClock.nanoseconds()
         let recorder = Recorder(users: plan.users, start: start, metrics: options.metrics)
-        options.metrics?.devicesPlanned.set(to: Double(plan.devices.count))
+        options.metrics?.setDevicesPlanned(plan.devices.count)
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform)) }
         let (events, sink) = AsyncStream<RunEvent>.makeStream()
         let sources = sourceAddresses(plan, pushServiceURL: endpoints.pushService)
         let backend = BackendClient(baseURL: endpoints.backend, connections: scenario.fleet.connections, sourceAddresses: sources)
         let context = RunContext(
             scenario: scenario, plan: plan, backend: backend, pushServiceURL: endpoints.pushService, start: start, events: sink,
-            logger: options.logger, runID: runID, sourceAddresses: sources, restartBackend: restartBackend,
-            backendFaults: backendFaults, pushAdminToken: pushAdminToken
+            logger: options.logger, runID: runID, sourceAddresses: sources, restartBackend: system.restartBackend,
+            backendLatency: system.backendLatency, pushAdminToken: system.pushAdminToken, trace: options.trace
         )
         let ownClients: [BackendClient?] = plan.devices.map { device in
             guard scenario.fleet.http == .perDevice else { return nil }
             return BackendClient(baseURL: endpoints.backend, connections: 1, sourceAddresses: context.sourceAddress(device.index).map { [$0] } ?? [])
         }
         let devices = plan.devices.enumerated().map { index, device in
-            VirtualDevice(plan: device, names: scenario.fleet.names, http: ownClients[index])
+            VirtualDevice(plan: device, context: context, http: ownClients[index])
         }
         let setup = SetupTracker(total: devices.count)
         let consumer = Task {
@@ -158,11 +96,8 @@ public struct FleetRunner: Sendable {
                 }
                 for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
                     guard await context.sleep(until: context.start + device.plan.arrival) else { break }
-                    if channels.isEmpty {
-                        group.addTask { await device.runWithOwnChannel(context, setup: setup) }
-                    } else {
-                        group.addTask { await device.runOnSharedChannel(channels[device.plan.index % count], context, setup: setup) }
-                    }
+                    if !channels.isEmpty { device.joined(channels[device.plan.index % count]) }
+                    group.addTask { await device.arrive(context, setup: setup) }
                 }
             }
         }
@@ -352,6 +287,11 @@ public struct FleetRunner: Sendable {
     }
 }
 
+/// A scenario built in code without an api description (the loader always gives one).
+public struct MissingAPIError: Error, CustomStringConvertible {
+    public var description: String { "the scenario has no api description; load it with ScenarioLoader or set scenario.api" }
+}
+
 /// Applies the scenario's fault steps to the push service's admin API at their times.
 struct FaultScheduler: Sendable {
     let steps: [Scenario.FaultStep]
@@ -392,17 +332,17 @@ struct FaultScheduler: Sendable {
             _ = context.record(result, metric: "pns.admin", operation: "faults")
         }
         if step.backendSendLatency != nil || step.backendFetchLatency != nil {
-            if let faults = context.backendFaults {
-                var settings = faults.settings
+            if let control = context.backendLatency {
+                var settings = control.current()
                 if let latency = step.backendSendLatency {
-                    settings.sendLatency = Self.distribution(latency)
+                    settings.send = Self.distribution(latency)
                     labels.append("backend send latency \(Self.describe(latency))")
                 }
                 if let latency = step.backendFetchLatency {
-                    settings.fetchLatency = Self.distribution(latency)
+                    settings.fetch = Self.distribution(latency)
                     labels.append("backend fetch latency \(Self.describe(latency))")
                 }
-                faults.replace(with: settings)
+                control.replace(settings)
             } else {
                 labels.append("backend latency skipped: the backend is not embedded")
             }

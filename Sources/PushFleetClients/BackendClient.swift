@@ -1,33 +1,42 @@
 import AsyncHTTPClient
-import Foundation
-import NIOCore
-import NIOHTTP1
+package import Foundation
+package import NIOCore
+package import NIOHTTP1
 import NIOPosix
 import PushFleetCore
 
 /// One HTTP exchange with the backend, timed on the monotonic clock.
-struct HTTPExchange: Sendable {
-    var status: Int
-    var body: ByteBuffer
-    var start: Int64
-    var end: Int64
+package struct HTTPExchange: Sendable {
+    package var status: Int
+    package var body: ByteBuffer
+    package var start: Int64
+    package var end: Int64
+    package var headers: HTTPHeaders = [:]
 
-    var latency: Int64 { end - start }
-    var succeeded: Bool { (200..<300).contains(status) }
-    var text: String { String(buffer: body) }
+    package init(status: Int, body: ByteBuffer, start: Int64, end: Int64, headers: HTTPHeaders = [:]) {
+        self.status = status
+        self.body = body
+        self.start = start
+        self.end = end
+        self.headers = headers
+    }
+
+    package var latency: Int64 { end - start }
+    package var succeeded: Bool { (200..<300).contains(status) }
+    package var text: String { String(buffer: body) }
 }
 
 /// Why an exchange produced no answer; the label is a bounded error class.
-struct TransportError: Error, Sendable {
-    var label: String
-    var start: Int64
-    var end: Int64
+package struct TransportError: Error, Sendable {
+    package var label: String
+    package var start: Int64
+    package var end: Int64
 }
 
 /// The device and sender side of the backend contract. Plain http goes through the lean
 /// `FleetHTTPClient` pool; https through AsyncHTTPClient.
-struct BackendClient: Sendable {
-    let baseURL: String
+package struct BackendClient: Sendable {
+    package let baseURL: String
     private let transport: Transport
 
     private enum Transport: Sendable {
@@ -35,7 +44,7 @@ struct BackendClient: Sendable {
         case tls(HTTPClient)
     }
 
-    init(
+    package init(
         baseURL: String, connections: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         sourceAddresses: [SocketAddress] = []
     ) {
@@ -53,14 +62,14 @@ struct BackendClient: Sendable {
         }
     }
 
-    func shutdown() async {
+    package func shutdown() async {
         switch transport {
         case .pool(let pool): await pool.shutdown()
         case .tls(let client): try? await client.shutdown()
         }
     }
 
-    func exchange(
+    package func exchange(
         _ method: HTTPMethod,
         _ path: String,
         authorization: String?,
@@ -68,33 +77,39 @@ struct BackendClient: Sendable {
         contentType: String = "application/json",
         timeout: Duration
     ) async -> Result<HTTPExchange, TransportError> {
+        var headers: [(String, String)] = []
+        if let authorization { headers.append(("Authorization", authorization)) }
+        if body != nil { headers.append(("Content-Type", contentType)) }
+        return await exchange(method, path, headers: headers, body: body.map { ByteBuffer(bytes: $0) }, timeout: timeout)
+    }
+
+    /// One request with the headers given (the pool adds Host and Content-Length).
+    package func exchange(
+        _ method: HTTPMethod, _ path: String, headers: [(String, String)], body: ByteBuffer?, timeout: Duration
+    ) async -> Result<HTTPExchange, TransportError> {
         let start = MonotonicClock.nanoseconds()
         do {
             switch transport {
             case .pool(let pool):
-                var headers: [(String, String)] = []
-                if let authorization { headers.append(("Authorization", authorization)) }
-                if body != nil { headers.append(("Content-Type", contentType)) }
-                let answer = try await pool.execute(method, path, headers: headers, body: body.map { ByteBuffer(bytes: $0) }, timeout: timeout)
-                return .success(HTTPExchange(status: answer.status, body: answer.body, start: start, end: MonotonicClock.nanoseconds()))
+                let answer = try await pool.execute(method, path, headers: headers, body: body, timeout: timeout)
+                return .success(HTTPExchange(status: answer.status, body: answer.body, start: start, end: MonotonicClock.nanoseconds(), headers: answer.headers))
             case .tls(let client):
                 var request = HTTPClientRequest(url: baseURL + path)
                 request.method = method
-                if let authorization { request.headers.add(name: "Authorization", value: authorization) }
-                if let body {
-                    request.headers.add(name: "Content-Type", value: contentType)
-                    request.body = .bytes(ByteBuffer(bytes: body))
-                }
+                for (name, value) in headers { request.headers.add(name: name, value: value) }
+                if let body { request.body = .bytes(body) }
                 let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
                 let buffer = try await response.body.collect(upTo: 8 * 1024 * 1024)
-                return .success(HTTPExchange(status: Int(response.status.code), body: buffer, start: start, end: MonotonicClock.nanoseconds()))
+                return .success(
+                    HTTPExchange(status: Int(response.status.code), body: buffer, start: start, end: MonotonicClock.nanoseconds(), headers: response.headers)
+                )
             }
         } catch {
             return .failure(TransportError(label: Self.label(for: error), start: start, end: MonotonicClock.nanoseconds()))
         }
     }
 
-    static func label(for error: any Error) -> String {
+    package static func label(for error: any Error) -> String {
         if let error = error as? FleetHTTPError {
             switch error {
             case .timeout: return "timeout"
@@ -124,7 +139,7 @@ struct BackendClient: Sendable {
         return "io"
     }
 
-    static func basic(_ user: String, password: String) -> String {
+    package static func basic(_ user: String, password: String) -> String {
         "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
     }
 }

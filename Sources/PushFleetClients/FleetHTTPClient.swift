@@ -1,17 +1,18 @@
 import Foundation
-import NIOCore
-import NIOHTTP1
+package import NIOCore
+package import NIOHTTP1
 import NIOPosix
 import PushFleetCore
 import Synchronization
 
 /// An answer from `FleetHTTPClient`: the status and the whole body.
-struct HTTPAnswer: Sendable {
-    var status: Int
-    var body: ByteBuffer
+package struct HTTPAnswer: Sendable {
+    package var status: Int
+    package var body: ByteBuffer
+    package var headers: HTTPHeaders = [:]
 }
 
-enum FleetHTTPError: Error, Sendable, Equatable {
+package enum FleetHTTPError: Error, Sendable, Equatable {
     case timeout
     case connectionClosed
     /// A reused keep-alive connection closed before any answer: the server had let it go idle.
@@ -22,11 +23,11 @@ enum FleetHTTPError: Error, Sendable, Equatable {
 }
 
 /// Host and port of an `http://` or `ws://` base URL, an IPv6 host without its brackets.
-struct Origin: Sendable {
-    var host: String
-    var port: Int
+package struct Origin: Sendable {
+    package var host: String
+    package var port: Int
 
-    init?(_ url: String) {
+    package init?(_ url: String) {
         guard let parsed = URL(string: url), let host = parsed.host else { return nil }
         self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         self.port = parsed.port ?? 80
@@ -41,7 +42,7 @@ struct Origin: Sendable {
 /// caller); this pool does only what a keep-alive GET/POST to a known origin needs, through
 /// NIO's own HTTP/1.1 codec. It speaks plain HTTP; `BackendClient` takes AsyncHTTPClient for
 /// https.
-final class FleetHTTPClient: Sendable {
+package final class FleetHTTPClient: Sendable {
     let host: String
     let port: Int
     let maxConnections: Int
@@ -63,7 +64,7 @@ final class FleetHTTPClient: Sendable {
 
     /// - Parameter sourceAddresses: local addresses to bind connections to in turn, so that one
     ///   origin can take more connections than one source address has ephemeral ports.
-    init(host: String, port: Int, maxConnections: Int, group: any EventLoopGroup, sourceAddresses: [SocketAddress] = []) {
+    package init(host: String, port: Int, maxConnections: Int, group: any EventLoopGroup, sourceAddresses: [SocketAddress] = []) {
         self.host = host
         self.port = port
         self.maxConnections = max(1, maxConnections)
@@ -72,7 +73,7 @@ final class FleetHTTPClient: Sendable {
         self.hostHeader = port == 80 ? host : "\(host):\(port)"
     }
 
-    func execute(
+    package func execute(
         _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: ByteBuffer? = nil, timeout: Duration
     ) async throws -> HTTPAnswer {
         var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
@@ -105,7 +106,7 @@ final class FleetHTTPClient: Sendable {
         }
     }
 
-    func shutdown() async {
+    package func shutdown() async {
         let (connections, waiters) = state.withLock { state in
             state.shutDown = true
             let waiters = Array(state.waiters)
@@ -261,6 +262,7 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     private var continuation: UnsafeContinuation<HTTPAnswer, any Error>?
     private weak var connection: Connection?
     private var status = 0
+    private var headers: HTTPHeaders = [:]
     private var keepAlive = true
     private var body: ByteBuffer?
     private var maxBody = 0
@@ -298,6 +300,7 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         case .head(let head):
             answered = true
             status = Int(head.status.code)
+            headers = head.headers
             keepAlive = head.isKeepAlive
         case .body(var part):
             if body == nil {
@@ -314,7 +317,8 @@ private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
             completed += 1
             timer?.cancel()
             timer = nil
-            let answer = HTTPAnswer(status: status, body: body ?? ByteBuffer())
+            let answer = HTTPAnswer(status: status, body: body ?? ByteBuffer(), headers: headers)
+            headers = [:]
             body = nil
             if keepAlive, let connection {
                 connection.pool.release(connection)

@@ -1,4 +1,6 @@
 import Synchronization
+import PushFleetClients
+import PushFleetMetrics
 
 /// Counts devices that finished setting up (ready or failed), so traffic starts once the
 /// whole fleet is in.

@@ -1,17 +1,24 @@
 import Foundation
-import PushFleetCore
+package import PushFleetCore
+package import PushFleetResults
 import Synchronization
 
 /// Turns what the recorder holds into a ``RunResult``: verdicts, operation tables, per-user
 /// rows, the per-second series and the thresholds.
-struct ResultBuilder {
+package struct ResultBuilder {
     let scenario: Scenario
     let plan: FleetPlan
     let recorder: Recorder
     /// When the run stopped listening before its drain (a second stop request), if it did.
-    var listeningEnded: Int64? = nil
+    package var listeningEnded: Int64? = nil
 
-    func build(info: RunResult.Info) -> RunResult {
+    package init(scenario: Scenario, plan: FleetPlan, recorder: Recorder) {
+        self.scenario = scenario
+        self.plan = plan
+        self.recorder = recorder
+    }
+
+    package func build(info: RunResult.Info) -> RunResult {
         recorder.state.withLock { state in
             let verdict = state.ledger.verdict(deadline: scenario.deadline, incidentLimit: Self.incidentLimit, listeningEnded: listeningEnded)
             var histograms: [String: LatencyHistogram] = state.closed

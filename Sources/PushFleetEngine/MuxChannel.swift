@@ -5,6 +5,8 @@ import NIOWebSocket
 import PushFleetCore
 import PushFleetWire
 import Synchronization
+import PushFleetClients
+import PushFleetMetrics
 
 /// One multiplexed gateway connection carrying many devices, each online or offline on its own.
 ///
@@ -155,36 +157,5 @@ final class MuxChannel: Sendable {
         default:
             break
         }
-    }
-}
-
-extension VirtualDevice {
-    /// A device's life on a multiplexed channel from its arrival: log in, subscribe, register.
-    /// Receiving is done by the channel.
-    func runOnSharedChannel(_ channel: MuxChannel, _ context: RunContext, setup: SetupTracker) async {
-        defer { setup.finished() }
-        guard !context.isStopping else { return }
-        let steps = context.scenario.lifecycle
-        guard await logIn(context) else { return }
-        if steps.contains(.connect) {
-            let start = context.now()
-            joined(channel)
-            guard await channel.subscribe(self, timeout: context.scenario.timeouts.connect) else {
-                leaveSharedChannel()
-                context.emit(.error("connect:timeout", at: context.now()))
-                context.emit(.deviceFailed(plan.index, at: context.now()))
-                return
-            }
-            context.emit(.operation(metric: MetricName.connect, nanoseconds: context.now() - start, failed: false, at: context.now()))
-        }
-        if steps.contains(.register) {
-            guard await register(context) else {
-                leaveSharedChannel()
-                context.emit(.deviceFailed(plan.index, at: context.now()))
-                return
-            }
-            if plan.probe { await probeTagSpoof(context) }
-        }
-        context.emit(.deviceReady(plan.index, at: context.now()))
     }
 }

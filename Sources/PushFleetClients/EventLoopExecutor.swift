@@ -1,13 +1,13 @@
-import NIOCore
+package import NIOCore
 
 /// Runs Swift tasks on one NIO event loop, so that a load loop and the connections it drives
 /// share a thread: an answer read in the loop resumes its task without waking another thread.
-final class EventLoopExecutor: TaskExecutor {
+package final class EventLoopExecutor: TaskExecutor {
     let loop: any EventLoop
 
-    init(_ loop: any EventLoop) { self.loop = loop }
+    package init(_ loop: any EventLoop) { self.loop = loop }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }

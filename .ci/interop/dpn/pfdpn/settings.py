@@ -1,0 +1,35 @@
+# A Django site hosting django-push-notifications' own DRF device endpoints, DRF's token login,
+# and the one view an app adds to send: the backend under test in the interop run. Everything
+# it needs comes from the environment the interop script sets.
+import os
+
+BASE_DIR = os.environ["PFDPN_STATE"]
+SECRET_KEY = "pushfleet-interop-only"
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "push_notifications",
+]
+MIDDLEWARE = []
+ROOT_URLCONF = "pfdpn.urls"
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(BASE_DIR, "db.sqlite3"), "OPTIONS": {"timeout": 30}}}
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.TokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+# WNS: devices hand the backend channel URLs on the mock push service. Its OAuth step needs a
+# token endpoint; the mock accepts any bearer token, so a data: URL stands in for Microsoft's.
+PUSH_NOTIFICATIONS_SETTINGS = {
+    "WNS_PACKAGE_SECURITY_ID": "ms-app://pushfleet-interop",
+    "WNS_SECRET_KEY": "pushfleet-interop",
+    "WNS_ACCESS_URL": os.environ.get("PFDPN_WNS_ACCESS_URL", 'data:application/json,{"access_token":"pushfleet-interop","token_type":"bearer"}'),
+}
+LOGGING = {"version": 1, "disable_existing_loggers": False, "handlers": {}, "root": {"level": "ERROR"}}
+# Test users only: a cheap hasher, so a fleet's logins measure the backend, not PBKDF2.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

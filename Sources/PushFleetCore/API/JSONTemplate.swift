@@ -1,0 +1,145 @@
+/// A JSON body with template strings, compiled to literal JSON text and holes: a string that is
+/// exactly one variable (`"{{id}}"`) takes the value's own JSON type; variables inside a longer
+/// string are escaped into it.
+public struct JSONTemplate: Sendable, Equatable {
+    /// A JSON document as the scenario wrote it, strings being templates.
+    public indirect enum Node: Sendable, Equatable {
+        case object([(key: String, value: Node)])
+        case array([Node])
+        case string(Template)
+        /// A number, `true`, `false` or `null`, as JSON text.
+        case literal(String)
+
+        public static func == (a: Node, b: Node) -> Bool {
+            switch (a, b) {
+            case (.object(let x), .object(let y)): x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+            case (.array(let x), .array(let y)): x == y
+            case (.string(let x), .string(let y)): x == y
+            case (.literal(let x), .literal(let y)): x == y
+            default: false
+            }
+        }
+    }
+
+    public enum Chunk: Sendable, Equatable {
+        case literal(String)
+        /// The value in its own type: text as a JSON string, JSON as it is.
+        case value(VariableRef)
+        /// The value's text escaped inside a JSON string.
+        case escaped(VariableRef)
+    }
+
+    public var chunks: [Chunk]
+    public var root: Node
+
+    public init(_ root: Node) {
+        self.root = root
+        var chunks: [Chunk] = []
+        var pending = ""
+        func flush() {
+            if !pending.isEmpty { chunks.append(.literal(pending)) }
+            pending = ""
+        }
+        func emit(_ node: Node) {
+            switch node {
+            case .object(let members):
+                pending += "{"
+                for (index, member) in members.enumerated() {
+                    if index > 0 { pending += "," }
+                    pending += JSONText.quoted(member.key) + ":"
+                    emit(member.value)
+                }
+                pending += "}"
+            case .array(let items):
+                pending += "["
+                for (index, item) in items.enumerated() {
+                    if index > 0 { pending += "," }
+                    emit(item)
+                }
+                pending += "]"
+            case .literal(let text):
+                pending += text
+            case .string(let template):
+                if let whole = template.wholeVariable {
+                    flush()
+                    chunks.append(.value(whole))
+                    return
+                }
+                pending += "\""
+                for part in template.parts {
+                    switch part {
+                    case .literal(let text): pending += JSONText.escape(text)
+                    case .variable(let ref, _):
+                        flush()
+                        chunks.append(.escaped(ref))
+                    }
+                }
+                pending += "\""
+            }
+        }
+        emit(root)
+        flush()
+        self.chunks = chunks
+    }
+
+    public var variables: [(ref: VariableRef, name: String)] {
+        func walk(_ node: Node) -> [(VariableRef, String)] {
+            switch node {
+            case .object(let members): members.flatMap { walk($0.value) }
+            case .array(let items): items.flatMap(walk)
+            case .string(let template): template.variables.map { ($0.ref, $0.name) }
+            case .literal: []
+            }
+        }
+        return walk(root)
+    }
+
+    /// The body's bytes; nil when a variable has no value.
+    public func render(_ values: some TemplateValues) -> String? {
+        if chunks.count == 1, case .literal(let text) = chunks[0] { return text }
+        var out = ""
+        for chunk in chunks {
+            switch chunk {
+            case .literal(let text): out += text
+            case .value(let ref):
+                guard let value = values.value(of: ref) else { return nil }
+                switch value {
+                case .text(let text): out += JSONText.quoted(text)
+                case .json(let json): out += json
+                }
+            case .escaped(let ref):
+                guard let value = values.value(of: ref) else { return nil }
+                out += JSONText.escape(value.string)
+            }
+        }
+        return out
+    }
+}
+
+/// JSON string escaping.
+public enum JSONText {
+    public static func quoted(_ text: String) -> String {
+        "\"" + escape(text) + "\""
+    }
+
+    public static func escape(_ text: String) -> String {
+        // The common case (names, tokens, nonces) needs nothing.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) { return text }
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

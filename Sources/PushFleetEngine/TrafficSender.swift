@@ -1,0 +1,138 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PushFleetCore
+import PushFleetWire
+import Synchronization
+import PushFleetClients
+import PushFleetMetrics
+
+/// One open-model sender: each send has an intended start from the profile, and its latency is
+/// measured from that instant, so a stalled backend cannot hide its stall by slowing the
+/// sender down (coordinated omission). Sends due while `maxInFlight` are open are dropped and
+/// counted, never silently skipped.
+struct TrafficSender: Sendable {
+    let traffic: Scenario.Traffic
+    let index: Int
+    let names: FleetNames
+
+    func run(_ context: RunContext, trafficStart: Int64) async {
+        let instants = traffic.profile.instants()
+        var rng = SplitMix64(seed: context.scenario.seed ^ stableHash(traffic.name, seed: UInt64(index)))
+        let inFlight = InFlight()
+        let base = trafficStart + traffic.start.nanoseconds
+        await withDiscardingTaskGroup { group in
+            for offset in instants {
+                let intended = base + offset
+                guard await context.sleep(until: intended) else { break }
+                let (from, to) = choose(&rng, users: context.plan.users)
+                guard inFlight.enter(limit: traffic.maxInFlight) else {
+                    context.emit(.sendDropped(at: context.now()))
+                    continue
+                }
+                group.addTask {
+                    await send(from: from, to: to, intended: intended, context: context)
+                    inFlight.leave()
+                }
+            }
+        }
+    }
+
+    private func pick(_ party: Scenario.Traffic.Party, _ rng: inout SplitMix64, users: Int, sender: Int?) -> Int {
+        switch party {
+        case .randomUser: return Int(rng.next() % UInt64(users))
+        case .selfUser: return sender ?? 0
+        case .user(let name): return names.userIndex(name, users: users) ?? 0
+        case .group(let group): return names.userIndex(group[Int(rng.next() % UInt64(group.count))], users: users) ?? 0
+        }
+    }
+
+    private func choose(_ rng: inout SplitMix64, users: Int) -> (Int, Int) {
+        let from = pick(traffic.from, &rng, users: users, sender: nil)
+        return (from, pick(traffic.to, &rng, users: users, sender: from))
+    }
+
+    private func send(from: Int, to: Int, intended: Int64, context: RunContext) async {
+        guard let step = context.api.send[traffic.kind] else { return }
+        let recipient = context.names.user(to)
+        let run = context.runID
+        let base = RequestValues(
+            user: from, userName: context.names.user(from), password: context.names.password(from), run: run, users: context.users, to: recipient
+        )
+        switch traffic.kind {
+        case .plain where step.perPlatform:
+            // One call per platform, as the seed's app does with its switches, all at once.
+            await withDiscardingTaskGroup { group in
+                for platform in traffic.platforms {
+                    group.addTask {
+                        let id = context.makeSendID()
+                        var values = base
+                        values.platform = context.api.platformName(platform)
+                        values.message = PushContent.nonceText(id, run: run)
+                        await perform(step, id: id, from: from, to: to, platforms: [platform], intended: intended, values: values, context: context)
+                    }
+                }
+            }
+        case .plain:
+            let id = context.makeSendID()
+            var values = base
+            values.message = PushContent.nonceText(id, run: run)
+            await perform(step, id: id, from: from, to: to, platforms: traffic.platforms, intended: intended, values: values, context: context)
+        case .secure:
+            let id = context.makeSendID()
+            var values = base
+            values.message = PushContent.securePayload(send: id, recipient: recipient, run: run)
+            await perform(
+                step, id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended, values: values, context: context
+            )
+        case .rich:
+            let id = context.makeSendID()
+            var values = base
+            values.message = PushContent.nonceText(id, run: run)
+            values.image = Data(PushContent.securePayload(send: id, recipient: recipient, run: run).utf8).base64EncodedString()
+            await perform(
+                step, id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended, values: values, context: context
+            )
+        }
+    }
+
+    private func perform(
+        _ step: APIStep, id: Int, from: Int, to: Int, platforms: [Scenario.PlatformName], intended: Int64, values: RequestValues,
+        context: RunContext
+    ) async {
+        let result = await context.runStep(step, values: values, http: context.backend, timeout: context.scenario.timeouts.send, record: false)
+        let now = context.now()
+        let start = result.start ?? now
+        let end = result.end ?? now
+        // As for every operation: answers in the histograms, transport failures in errors.
+        let answered = result.last != nil
+        if !result.succeeded { context.emit(.error("send:" + RunContext.label(result.failure), at: end)) }
+        var contentID: String?
+        if result.succeeded, traffic.kind != .plain, let slot = step.localVariables.firstIndex(of: "id"), slot < result.locals.count {
+            contentID = result.locals[slot]?.string
+        }
+        var record = DeliveryLedger.Send(
+            id: id, from: from, to: to, kind: traffic.kind, platforms: platforms, intended: intended, start: start, end: end,
+            succeeded: result.succeeded, contentID: contentID
+        )
+        record.answered = answered
+        context.emit(.send(record))
+    }
+}
+
+/// Sends open right now, against a sender's limit.
+final class InFlight: Sendable {
+    private let count = Atomic<Int>(0)
+
+    func enter(limit: Int) -> Bool {
+        if count.add(1, ordering: .relaxed).newValue > limit {
+            count.subtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func leave() {
+        count.subtract(1, ordering: .relaxed)
+    }
+}

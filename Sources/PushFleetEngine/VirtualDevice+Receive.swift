@@ -1,0 +1,126 @@
+import Foundation
+import NIOCore
+import PushFleetClients
+import PushFleetCore
+import PushFleetMetrics
+import PushFleetWire
+
+extension VirtualDevice {
+    /// Handles one push as the app would, and reports what it proves to the ledger. A push the
+    /// service refused for this device's token is recorded as such, never as a delivery.
+    func receive(_ frame: PushFrame, at receivedAt: Int64, context: RunContext) async {
+        defer { context.pushHandled() }
+        let body = frame.bodyEncoding == "base64" ? Array(Data(base64Encoded: frame.body) ?? Data()) : Array(frame.body.utf8)
+        let content = PushContent(body: body, pushType: frame.pushType, layout: context.api.receive.layout(plan.platform), run: context.runID)
+        if frame.type == PushFrame.refusedType {
+            context.emit(.rejection(.init(device: plan.index, refused: content.attribution, at: receivedAt)))
+            return
+        }
+        let steps = context.scenario.lifecycle
+        switch content {
+        case .plain:
+            emitReceipt(content.attribution, at: receivedAt, context: context)
+        case .secure(let id):
+            guard steps.contains(.fetchSecure), let fetch = context.api.fetch[.secure] else {
+                emitReceipt(.content(id), at: receivedAt, context: context)
+                return
+            }
+            await fetchSecure(id, step: fetch, receivedAt: receivedAt, context: context)
+        case .rich(let id, let nonce):
+            guard steps.contains(.fetchRich), let fetch = context.api.fetch[.rich] else {
+                emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, context: context)
+                return
+            }
+            await fetchRich(id, nonce: nonce, step: fetch, receivedAt: receivedAt, context: context)
+        }
+    }
+
+    private func emitReceipt(
+        _ attribution: DeliveryLedger.Attribution, at receivedAt: Int64, content: DeliveryLedger.ContentCheck = .none, contentID: String? = nil,
+        context: RunContext
+    ) {
+        context.emit(.receipt(.init(device: plan.index, attribution: attribution, time: receivedAt, content: content, contentID: contentID)))
+    }
+
+    /// Fetches stored content through the description's fetch step: its content when it
+    /// succeeded, else why not (a bounded label). A refusal is judged by the ledger (unverified
+    /// or misdelivered), not counted as an error of the run.
+    private func fetch(_ id: String, step: APIStep, context: RunContext) async -> Result<(text: String?, at: Int64), FetchFailure> {
+        var values = context.values(for: self, slots: keptValues)
+        values.id = id
+        let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.fetch, statusErrors: false)
+        guard result.succeeded, let answer = result.last else { return .failure(FetchFailure(reason: RunContext.label(result.failure))) }
+        let headers = answer.headers.map { ($0.name, $0.value) }
+        let text = ValueReader.read(step.content, headers: headers, body: answer.body.readableBytesView)?.string
+        return .success((text, answer.end))
+    }
+
+    struct FetchFailure: Error {
+        var reason: String
+    }
+
+    private func fetchSecure(_ id: String, step: APIStep, receivedAt: Int64, context: RunContext) async {
+        let fetched: (text: String?, at: Int64)
+        switch await fetch(id, step: step, context: context) {
+        case .success(let answer): fetched = answer
+        case .failure(let failure):
+            emitReceipt(.content(id), at: receivedAt, content: .failed(reason: failure.reason), contentID: id, context: context)
+            return
+        }
+        let check = DeliveryLedger.ContentCheck.fetched(at: fetched.at)
+        guard let payload = fetched.text, let (nonce, recipient) = PushContent.parseSecurePayload(payload, run: context.runID) else {
+            // Content that is no send's: not what was sent to anyone.
+            emitReceipt(.unattributable, at: receivedAt, content: check, context: context)
+            return
+        }
+        emitReceipt(nonce.attribution, at: receivedAt, content: check, contentID: id, context: context)
+        if case .this = nonce { poolForProbes(id, recipient: recipient, context: context) }
+        if plan.probe { await probeForeignRead(step, context) }
+    }
+
+    /// Judges a rich push by the id it names and the recipient the content is served to; with
+    /// `rich_content: echo`, also by the bytes, which then must name the send and recipient.
+    private func fetchRich(_ id: String, nonce: Nonce?, step: APIStep, receivedAt: Int64, context: RunContext) async {
+        let fetched: (text: String?, at: Int64)
+        switch await fetch(id, step: step, context: context) {
+        case .success(let answer): fetched = answer
+        case .failure(let failure):
+            emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, content: .failed(reason: failure.reason), contentID: id, context: context)
+            return
+        }
+        let check = DeliveryLedger.ContentCheck.fetched(at: fetched.at)
+        guard context.scenario.richContent == .echo else {
+            emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, content: check, contentID: id, context: context)
+            return
+        }
+        // The image a run sends is the bytes `pf:<run>:<send>:<recipient>`.
+        guard let text = fetched.text, let (echoed, recipient) = PushContent.parseSecurePayload(text, run: context.runID),
+            nonce == nil || echoed == nonce
+        else {
+            emitReceipt(.unattributable, at: receivedAt, content: check, context: context)
+            return
+        }
+        emitReceipt(echoed.attribution, at: receivedAt, content: check, contentID: id, context: context)
+        if case .this = echoed { poolForProbes(id, recipient: recipient, context: context) }
+    }
+
+    /// Offers a fetched id to the leak probes under its recipient (who may not be this device's
+    /// user: a misdelivered push's content names its true owner, whose own read is no leak).
+    private func poolForProbes(_ id: String, recipient: String, context: RunContext) {
+        guard context.scenario.leakProbeShare > 0 else { return }
+        let owner = recipient == userName ? plan.user : context.names.userIndex(recipient, users: context.plan.users)
+        if let owner { context.probes.add(id: id, user: owner) }
+    }
+
+    /// A leak probe's read: fetch a notification that belongs to someone else. Only a refusal is right.
+    private func probeForeignRead(_ step: APIStep, _ context: RunContext) async {
+        guard let id = context.probes.foreign(to: plan.user, pick: stableHash("\(plan.index)-\(context.now())")) else { return }
+        var values = context.values(for: self, slots: keptValues)
+        values.id = id
+        let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.fetch, record: false)
+        if result.succeeded, let end = result.end {
+            context.emit(.probeLeak(.init(device: plan.index, time: end, detail: "probe read another user's notification \(id)")))
+            context.emit(.error("probe:foreign_read_succeeded", at: end))
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Logging
+import PushFleetCore
+public import PushFleetEngine
+public import PushFleetResults
+import Foundation
+import PushFleetBackend
+import PushFleetEmbedded
+import PushFleetMockPush
+import PushFleetServerSupport
+import ServiceLifecycle
+
+extension FleetRunner {
+    /// Starts what the scenario's target names — the embedded system, or an embedded push
+    /// service beside an external backend — and plays the scenario against it, until its end or
+    /// until `stop` says so.
+    public func run(stop: StopControl = StopControl()) async throws -> RunResult {
+        var logger = options.logger
+        logger.logLevel = max(logger.logLevel, .warning)
+        switch scenario.target {
+        case .embedded:
+            var configuration = EmbeddedSystem.Configuration()
+            configuration.backend.registrationTTL = scenario.embedded.registrationTTL
+            configuration.backend.store = scenario.embedded.store
+            configuration.throughHub = scenario.embedded.hub
+            // `sqlite:` with no path: a fresh file for this run only.
+            var temporaryStore: URL?
+            if case .sqlite(let path) = scenario.embedded.store, path.isEmpty {
+                let url = FileManager.default.temporaryDirectory.appendingPathComponent("pushfleet-\(UUID().uuidString).sqlite")
+                configuration.backend.store = .sqlite(path: url.path)
+                temporaryStore = url
+            }
+            defer {
+                if let temporaryStore {
+                    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporaryStore.path + suffix) }
+                }
+            }
+            if let credentials = scenario.fleet.names.credentials {
+                configuration.backend.users = UserDirectory(passwords: credentials.map { ($0.user, $0.password) })
+            }
+            let faults = configuration.backend.faults
+            let latency = BackendLatencyControl(
+                current: { .init(send: faults.settings.sendLatency, fetch: faults.settings.fetchLatency) },
+                replace: { faults.replace(with: .init(sendLatency: $0.send, fetchLatency: $0.fetch)) }
+            )
+            return try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
+                try await run(
+                    against: SystemUnderTest(
+                        backend: endpoints.backend, pushService: endpoints.pushService,
+                        pushAdminToken: system.pushServer?.configuration.adminToken,
+                        restartBackend: { down in try await system.restartBackend(downFor: down) }, backendLatency: latency
+                    ),
+                    stop: stop
+                )
+            }
+        case .external(let backend, .url(let pushService)):
+            return try await run(against: SystemUnderTest(backend: backend, pushService: pushService), stop: stop)
+        case .external(let backend, .embedded(let listen)):
+            let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen)))
+            let group = ServiceGroup(configuration: .init(services: server.makeServices(logger: logger).map { .init(service: $0) }, logger: logger))
+            return try await withThrowingTaskGroup(of: RunResult?.self) { tasks in
+                tasks.addTask {
+                    try await group.run()
+                    return nil
+                }
+                tasks.addTask {
+                    let pushService = try await server.bound.value().httpURL
+                    return try await run(
+                        against: SystemUnderTest(backend: backend, pushService: pushService, pushAdminToken: server.configuration.adminToken),
+                        stop: stop
+                    )
+                }
+                defer { tasks.cancelAll() }
+                guard let result = try await tasks.next() ?? nil else { throw EmbeddedSystem.ServerStoppedError() }
+                await group.triggerGracefulShutdown()
+                return result
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+public import PushFleetCore
+import Yams
+
+extension ScenarioLoader {
+    /// The scenario's `api:`: a preset's name (`appbackend`, the default) or a description.
+    static func readAPI(_ node: Node?, auth authNode: Node?, mode: Scenario.AuthMode, _ r: NodeReader) -> APIDescription? {
+        if let node, node.mapping != nil {
+            if let authNode {
+                r.report(authNode, "auth", "auth chooses how the appbackend preset logs in; a described api says it itself (login, headers)")
+            }
+            var loader = APILoader(reader: r, prefix: "api.")
+            return loader.read(node, name: "custom")
+        }
+        let name = node.flatMap { r.string($0, "api") } ?? "appbackend"
+        guard APIPresets.names.contains(name) else {
+            r.report(node, "api", "'\(name)' is not a preset (\(APIPresets.names.joined(separator: ", "))) or an api description",
+                suggestion: closest(to: name, in: APIPresets.names))
+            return nil
+        }
+        return preset(name, auth: mode)
+    }
+
+    /// A preset read from its text by the same loader as a scenario's `api:`.
+    public static func preset(_ name: String, auth: Scenario.AuthMode = .basic) -> APIDescription? {
+        try? loadPreset(name, auth: auth)
+    }
+
+    /// A preset, or its problems (pushfleet's bug: the tests load every one).
+    public static func loadPreset(_ name: String, auth: Scenario.AuthMode) throws(ScenarioIssues) -> APIDescription {
+        let text = APIPresets.appBackend(auth: auth)
+        let reader = NodeReader(file: "<preset \(name)>")
+        let node: Node
+        do {
+            guard let composed = try Yams.compose(yaml: text) else { throw ScenarioIssues(issues: []) }
+            node = composed
+        } catch {
+            throw ScenarioIssues(issues: [ScenarioIssue(file: reader.file, line: 1, column: 1, path: "", message: "\(error)")])
+        }
+        var loader = APILoader(reader: reader, prefix: "api.")
+        guard let description = loader.read(node, name: name), reader.issues.isEmpty else { throw ScenarioIssues(issues: reader.issues) }
+        return description
+    }
+    /// What the description must have for what the scenario does.
+    static func validateAPI(_ scenario: Scenario, node: (String) -> Node?, _ r: NodeReader) {
+        guard let api = scenario.api else { return }
+        let apiNode = node("api")
+        let steps = scenario.lifecycle
+        if steps.contains(.register) && api.register.requests.isEmpty {
+            r.report(apiNode, "api.register", "required: the lifecycle registers devices (or drop register from lifecycle)")
+        }
+        for (index, traffic) in scenario.traffic.enumerated() {
+            let item = node("traffic")?.sequence?[index]
+            guard let send = api.send[traffic.kind] else {
+                r.report(item, "traffic[\(index)].kind", "the api has no send.\(traffic.kind.rawValue) step")
+                continue
+            }
+            let fetchStep: Scenario.LifecycleStep? = traffic.kind == .secure ? .fetchSecure : traffic.kind == .rich ? .fetchRich : nil
+            if let fetchStep, steps.contains(fetchStep), api.fetch[traffic.kind] == nil {
+                r.report(item, "traffic[\(index)].kind", "\(fetchStep.rawValue) needs the api's fetch.\(traffic.kind.rawValue) step")
+            }
+            let usesPlatform = send.requests.contains { request in
+                request.variables.contains(.builtin(.platform))
+            }
+            if usesPlatform && !send.perPlatform {
+                r.report(apiNode, "api.send.\(traffic.kind.rawValue)", "{{platform}} needs per_platform: true (one request per platform)")
+            }
+        }
+        if scenario.fleet.departure != nil && api.unregister == nil {
+            r.report(node("fleet"), "fleet.departure", "departing devices unregister: the api needs an unregister step")
+        }
+    }
+
+}
