@@ -51,12 +51,15 @@ struct FleetRunTests {
     }
 
     /// For a test that already holds the gate (it acts on the run while it lasts).
-    static func runUngated(_ yaml: String, metrics: LiveMetrics? = nil) async throws -> RunResult {
+    static func runUngated(
+        _ yaml: String, metrics: LiveMetrics? = nil, beforeTraffic: (@Sendable () async -> Void)? = nil
+    ) async throws -> RunResult {
         let scenario = try ScenarioLoader.parse(yaml, file: "checker.yaml")
         var logger = Logger(label: "test-fleet")
         logger.logLevel = .warning
         var options = FleetRunner.Options(scenarioFile: "checker.yaml", scenarioText: yaml, version: "test", logger: logger)
         options.metrics = metrics
+        options.beforeTraffic = beforeTraffic
         return try await FleetRunner(scenario: scenario, options: options).run()
     }
 
@@ -354,23 +357,28 @@ struct FleetRunTests {
                 deadline: 5s
                 grace: 1s
                 """
-            let run = Task { try await Self.runUngated(yaml) }
-            for _ in 0..<600 where proxy.connectionsWhileUp < devices { try await Task.sleep(for: .milliseconds(50)) }
-            try #require(proxy.connectionsWhileUp >= devices)
-            try await Task.sleep(for: .seconds(2))
+            // The gateway goes once every device is set up and the traffic flows.
+            let ready = Readiness<Void>()
+            let run = Task {
+                defer { ready.fail(CancellationError()) }
+                return try await Self.runUngated(yaml, beforeTraffic: { ready.succeed(()) })
+            }
+            try await ready.value()
+            let connected = proxy.connectionsWhileUp
+            try await Task.sleep(for: .seconds(1))
             proxy.goDown()
             let down = 6.0
             try await Task.sleep(for: .seconds(down))
             let attempts = proxy.attemptsWhileDown
             proxy.goUp()
             // The longest wait a device can be in when the gateway returns is the backoff's cap.
-            for _ in 0..<500 where proxy.connectionsWhileUp < 2 * devices { try await Task.sleep(for: .milliseconds(50)) }
+            for _ in 0..<500 where proxy.connectionsWhileUp < connected + devices { try await Task.sleep(for: .milliseconds(50)) }
             let result = try await run.value
             await proxy.stop()
             // Without backoff a device came back about 5 times a second; with it, about once.
             let rate = Double(attempts) / Double(devices) / down
             #expect(attempts >= devices && rate < 2, "\(attempts) attempts by \(devices) devices in \(down) s")
-            #expect(proxy.connectionsWhileUp >= 2 * devices, "\(proxy.connectionsWhileUp) connections")
+            #expect(result.devices.ready == devices && proxy.connectionsWhileUp >= connected + devices, "\(proxy.connectionsWhileUp) connections; devices \(result.devices); errors \(result.errors.map { ($0.errorClass, $0.count) }); markers \(result.markers.map { ($0.label, $0.second) }); errors by second \(result.timeseries.enumerated().filter { $0.element.errors > 0 }.map { ($0.offset, $0.element.errorsByClass ?? [:]) })")
             #expect(result.errors.contains { $0.errorClass.hasPrefix("connect:") }, "\(result.errors.map(\.errorClass))")
         }
     }

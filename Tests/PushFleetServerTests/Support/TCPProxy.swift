@@ -28,10 +28,8 @@ final class TCPProxy: Sendable {
         let proxy = TCPProxy(upstreamPort: upstreamPort)
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { channel in
-                proxy.accepted(channel)
-                return channel.eventLoop.makeSucceededVoidFuture()
+                channel.eventLoop.makeCompletedFuture { try proxy.accepted(channel) }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         proxy.listener.withLock { $0 = channel }
@@ -56,7 +54,9 @@ final class TCPProxy: Sendable {
         try? await listener.withLock({ $0 })?.close()
     }
 
-    private func accepted(_ inbound: any Channel) {
+    /// Runs on the accepted channel's event loop: bytes that arrive before the upstream
+    /// connection is up wait in the inbound handler.
+    private func accepted(_ inbound: any Channel) throws {
         let down = state.withLock { state in
             if state.down {
                 state.attemptsWhileDown += 1
@@ -70,33 +70,51 @@ final class TCPProxy: Sendable {
             inbound.close(promise: nil)
             return
         }
-        ClientBootstrap(group: inbound.eventLoop).connect(host: "127.0.0.1", port: upstreamPort).whenComplete { result in
-            switch result {
-            case .success(let outbound):
-                self.state.withLock { $0.open[ObjectIdentifier(outbound)] = outbound }
-                _ = inbound.pipeline.addHandler(Glue(peer: outbound))
-                _ = outbound.pipeline.addHandler(Glue(peer: inbound))
-                inbound.setOption(.autoRead, value: true).whenComplete { _ in inbound.read() }
-            case .failure:
-                inbound.close(promise: nil)
+        let glue = Glue()
+        try inbound.pipeline.syncOperations.addHandler(glue)
+        let bound = NIOLoopBound(glue, eventLoop: inbound.eventLoop)
+        ClientBootstrap(group: inbound.eventLoop)
+            .channelInitializer { outbound in
+                let back = Glue()
+                back.attach(inbound)
+                return outbound.eventLoop.makeCompletedFuture { try outbound.pipeline.syncOperations.addHandler(back) }
             }
-        }
+            .connect(host: "127.0.0.1", port: upstreamPort)
+            .whenComplete { result in
+                switch result {
+                case .success(let outbound):
+                    self.state.withLock { $0.open[ObjectIdentifier(outbound)] = outbound }
+                    bound.value.attach(outbound)
+                case .failure:
+                    inbound.close(promise: nil)
+                }
+            }
     }
 
-    /// Copies bytes to the other side and closes it when this side closes.
-    private final class Glue: ChannelInboundHandler, Sendable {
+    /// Copies bytes to the other side (holding them until it is known) and closes it when this
+    /// side closes. Lives on one event loop: both sides of a connection share it.
+    private final class Glue: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
-        typealias OutboundOut = ByteBuffer
-        let peer: any Channel
+        private var peer: (any Channel)?
+        private var pending: [ByteBuffer] = []
+        private var closed = false
 
-        init(peer: any Channel) { self.peer = peer }
+        func attach(_ peer: any Channel) {
+            self.peer = peer
+            if closed { peer.close(promise: nil) }
+            for buffer in pending { peer.write(buffer, promise: nil) }
+            if !pending.isEmpty { peer.flush() }
+            pending.removeAll()
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            peer.writeAndFlush(unwrapInboundIn(data), promise: nil)
+            let buffer = unwrapInboundIn(data)
+            if let peer { peer.writeAndFlush(buffer, promise: nil) } else { pending.append(buffer) }
         }
 
         func channelInactive(context: ChannelHandlerContext) {
-            peer.close(promise: nil)
+            closed = true
+            peer?.close(promise: nil)
             context.fireChannelInactive()
         }
 
