@@ -112,6 +112,10 @@ public struct Scenario: Sendable, Equatable {
     }
 
     public struct Fleet: Sendable, Equatable {
+        /// The most devices a fleet may plan (users × the most devices per user): a plan holds
+        /// every device in memory, at about 150 bytes each.
+        public static let maximumDevices = 10_000_000
+
         public var users: Int
         public var devicesPerUser: DeviceCount
         /// Platform weights; shares are weight / sum.

@@ -24,6 +24,14 @@ public enum ScenarioLoader {
 
     /// Parses and validates scenario text; `file` names it in messages.
     public static func parse(_ text: String, file: String) throws(ScenarioIssues) -> Scenario {
+        if let (line, column) = aliasPastLimit(text) {
+            throw ScenarioIssues(issues: [
+                ScenarioIssue(
+                    file: file, line: line, column: column, path: "",
+                    message: "more than \(maximumAliases) YAML aliases (*name); a scenario file needs few"
+                )
+            ])
+        }
         let root: Node
         do {
             guard let node = try Yams.compose(yaml: text) else {
@@ -42,6 +50,37 @@ public enum ScenarioLoader {
         if let scenario { validate(scenario, root: root, reader: reader) }
         guard reader.issues.isEmpty, let scenario else { throw ScenarioIssues(issues: reader.issues) }
         return scenario
+    }
+
+    /// An alias copies its anchored node where it stands, and nested aliases multiply: a few lines
+    /// can stand for a tree of billions of nodes, which the YAML composer hashes in full when one
+    /// is a mapping key. With at most this many aliases a tree is at most a few hundred times its
+    /// text (3 to the power of a third of them).
+    static let maximumAliases = 16
+
+    /// Where the first alias past ``maximumAliases`` starts (line and column from 1), counting every
+    /// `*` followed by a character an anchor name may hold: comments and quoted text included, so
+    /// never fewer than the composer would expand.
+    static func aliasPastLimit(_ text: String) -> (line: Int, column: Int)? {
+        var count = 0
+        var line = 1
+        var column = 1
+        var previousWasStar = false
+        for scalar in text.unicodeScalars {
+            // YAML 1.2 anchor names take any character but spaces and flow indicators.
+            if previousWasStar, !scalar.properties.isWhitespace, !",[]{}".unicodeScalars.contains(scalar) {
+                count += 1
+                if count > maximumAliases { return (line, column - 1) }
+            }
+            previousWasStar = scalar == "*"
+            if scalar == "\n" {
+                line += 1
+                column = 1
+            } else {
+                column += 1
+            }
+        }
+        return nil
     }
 
     private static func yamlIssue(_ error: YamlError, file: String) -> ScenarioIssue {
@@ -178,6 +217,14 @@ public enum ScenarioLoader {
             } else if let count = r.int(node, "fleet.devices_per_user", in: 1...100) {
                 fleet.devicesPerUser = .fixed(count)
             }
+        }
+        // Both factors are bounded above, so the product fits.
+        let devices = users * fleet.devicesPerUser.maximum
+        if devices > Scenario.Fleet.maximumDevices {
+            r.report(
+                map["devices_per_user"] ?? usersNode, map["devices_per_user"] == nil ? "fleet.users" : "fleet.devices_per_user",
+                "a fleet may have at most \(Scenario.Fleet.maximumDevices) devices (users × devices per user), got up to \(devices)"
+            )
         }
         if let node = map["platforms"],
             let weights = r.mapping(node, "fleet.platforms", allowed: Scenario.PlatformName.allCases.map(\.rawValue))

@@ -12,15 +12,20 @@ import Glibc
 /// The real binary: exit codes, and reports written even when a run is interrupted.
 @Suite("Command line")
 struct CLITests {
-    static var binary: String {
+    static var binary: String { product("pushfleet") }
+
+    /// The repository's root folder.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// An executable of the same build as the tests.
+    static func product(_ name: String) -> String {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         // The test bundle sits beside the products of the same build.
         for candidate in [directory, directory.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("pushfleet").path
+            let path = candidate.appendingPathComponent(name).path
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug/pushfleet").path
+        return root.appendingPathComponent(".build/debug/\(name)").path
     }
 
     static func temporaryDirectory() throws -> URL {
@@ -53,9 +58,9 @@ struct CLITests {
         var output: String
     }
 
-    static func launch(_ arguments: [String], in directory: URL) throws -> (Process, Pipe) {
+    static func launch(_ arguments: [String], in directory: URL, executable: String = binary) throws -> (Process, Pipe) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.currentDirectoryURL = directory
         let pipe = Pipe()
@@ -65,12 +70,12 @@ struct CLITests {
         return (process, pipe)
     }
 
-    static func run(_ arguments: [String], in directory: URL) async throws -> Outcome {
-        try await offPool { try runBlocking(arguments, in: directory) }
+    static func run(_ arguments: [String], in directory: URL, executable: String = binary) async throws -> Outcome {
+        try await offPool { try runBlocking(arguments, in: directory, executable: executable) }
     }
 
-    private static func runBlocking(_ arguments: [String], in directory: URL) throws -> Outcome {
-        let (process, pipe) = try launch(arguments, in: directory)
+    private static func runBlocking(_ arguments: [String], in directory: URL, executable: String) throws -> Outcome {
+        let (process, pipe) = try launch(arguments, in: directory, executable: executable)
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return Outcome(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
