@@ -298,6 +298,11 @@ public struct Scenario: Sendable, Equatable {
 
     /// Settings of the embedded system under test.
     public struct EmbeddedOptions: Sendable, Equatable {
+        /// Lifetimes of registrations, stored notifications and login tokens a backend takes:
+        /// expiries are instants in nanoseconds since 1970, which a lifetime past about 230 years
+        /// would carry beyond Int64, and a token lives whole seconds.
+        public static let lifetimeRange: ClosedRange<Duration> = .seconds(1)...(.seconds(3650 * 86_400))
+
         public var registrationTTL: Duration = .seconds(86_400)
         /// Where the embedded backend keeps registrations and notifications.
         public var store: StoreLocation = .memory

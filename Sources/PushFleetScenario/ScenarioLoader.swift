@@ -141,7 +141,11 @@ public enum ScenarioLoader {
         }
         if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl", "store"]) {
             if let ttl = embedded["registration_ttl"], let value = r.duration(ttl, "embedded.registration_ttl") {
-                scenario.embedded.registrationTTL = value
+                if Scenario.EmbeddedOptions.lifetimeRange.contains(value) {
+                    scenario.embedded.registrationTTL = value
+                } else {
+                    r.report(ttl, "embedded.registration_ttl", "must be between 1s and 3650d")
+                }
             }
             if let storeNode = embedded["store"], let text = r.string(storeNode, "embedded.store") {
                 // `sqlite` alone: a fresh temporary file for the run.

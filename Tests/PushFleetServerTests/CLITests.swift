@@ -97,6 +97,10 @@ struct CLITests {
         #expect(try await Self.run(["serve", "--admin-token", "short"], in: directory).status == 2)
         #expect(try await Self.run(["serve", "--idle-timeout", "1ms"], in: directory).output.contains("idle timeout must be between 100ms and 24h"))
         #expect(try await Self.run(["serve", "--max-connections", "0"], in: directory).status == 2)
+        // A lifetime that would carry an expiry past Int64 stopped the server at the first registration.
+        let ttl = try await Self.run(["serve", "--registration-ttl", "100000d"], in: directory)
+        #expect(ttl.status == 2 && ttl.output.contains("--registration-ttl must be between 1s and 3650d"), "\(ttl.output)")
+        #expect(try await Self.run(["serve", "--token-ttl", "500ms"], in: directory).status == 2)
         #expect(try await Self.run(["run", "--no-such-flag", "bad.yaml"], in: directory).status == 2)
     }
 

@@ -150,6 +150,14 @@ struct FuzzFindingsTests {
         }
     }
 
+    @Test("a registration lifetime the backend cannot add to a wall-clock instant is refused where it is given")
+    func registrationLifetime() throws {
+        var issues: [ScenarioIssue] = []
+        do { _ = try Self.scenario("name: t\nfleet: { users: 1 }\nembedded: { registration_ttl: 100000d }\n") } catch { issues = error.issues }
+        #expect(issues.map(\.description) == ["finding.yaml:3:31: embedded.registration_ttl: must be between 1s and 3650d"])
+        #expect(try Self.scenario("name: t\nfleet: { users: 1 }\nembedded: { registration_ttl: 3650d }\n").embedded.registrationTTL == .seconds(3650 * 86_400))
+    }
+
     /// Every committed input, the findings among them, through the targets of a normal build
     /// (which replay files instead of fuzzing): each must still be handled without a finding.
     @Test("the fuzz corpus replays without a finding", arguments: [("FuzzScenario", "scenario"), ("FuzzServers", "servers")])
