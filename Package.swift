@@ -167,6 +167,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "FuzzParsers",
+            dependencies: ["FuzzDriver", "PushFleetCore", "PushFleetWire", "PushFleetServerSupport", "PushFleetBackend"],
+            path: "Fuzz/Sources/FuzzParsers",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "FuzzServers",
             dependencies: [
                 "FuzzDriver",

@@ -225,9 +225,8 @@ public final class PushService: Sendable {
         sweepExpired(now: now)
     }
 
-    /// Drops every held push that expired by `now`; returns how many.
-    @discardableResult
-    func sweepExpired(now: Int64) -> Int {
+    /// Drops every held push that expired by `now`.
+    private func sweepExpired(now: Int64) {
         var dropped = 0
         for shard in shards {
             shard.devices.withLock { devices in
@@ -241,7 +240,6 @@ public final class PushService: Sendable {
         }
         held.subtract(dropped, ordering: .relaxed)
         counters.withLock { $0.expired += dropped }
-        return dropped
     }
 
     // MARK: Gateway
