@@ -29,6 +29,17 @@ struct FuzzFindingsTests {
         #expect(throws: Rate.ParseError.self) { try Rate(parsing: "") }
     }
 
+    @Test("a threshold whose bound is infinite or not a number, a rule that could never fail, is refused (corpus: finding-infinite-threshold-bound, FuzzParsers)")
+    func nonFiniteThresholdBound() throws {
+        for expression in ["max < 1e3084", "p(99) < 1e308ms", "count != nan", "avg > -inf"] {
+            #expect(throws: Threshold.ParseError.self, "\(expression)") { try Threshold(metric: "delivery.latency", expression: expression) }
+        }
+        var issues: [ScenarioIssue] = []
+        do { _ = try Self.scenario("name: t\nfleet: { users: 1 }\nthresholds:\n  delivery.latency: [\"p(99) < 1e400ms\"]\n") } catch { issues = error.issues }
+        #expect(issues.map(\.description) == ["finding.yaml:4:22: thresholds.delivery.latency: '1e400ms' in 'p(99) < 1e400ms' is not a finite number"])
+        #expect(try Threshold(metric: "delivery.latency", expression: "p(99) < 250ms").bound == 250e6)
+    }
+
     @Test("a fleet arriving too slowly for nanoseconds to count is planned at the end of time, not a crash (corpus: tiny-rates)")
     func tinyArrivalRate() throws {
         let scenario = try Self.scenario("name: slow\nfleet: { users: 3, arrival: { rate: 0.0000000001/s } }\n")
