@@ -202,6 +202,10 @@ public struct Scenario: Sendable, Equatable {
     }
 
     public struct Traffic: Sendable, Equatable {
+        /// The most sends one sender may plan: a run computes every intended start up front, 8
+        /// bytes each.
+        public static let maximumSends = 100_000_000
+
         public enum Kind: String, Sendable, Equatable, CaseIterable {
             case plain, secure, rich
         }

@@ -390,6 +390,10 @@ public enum ScenarioLoader {
         let profileMap = map.filter { ["rate", "duration", "start_rate", "stages"].contains($0.key) }
         let profile = readProfile(profileMap, node, path, r, requireDuration: true)
         guard let kind, let profile else { return nil }
+        guard profile.expectedCount <= Double(Scenario.Traffic.maximumSends) else {
+            r.report(node, path, "plans about \(String(format: "%.3g", profile.expectedCount)) sends; a sender may plan at most \(Scenario.Traffic.maximumSends) (rate × duration)")
+            return nil
+        }
         var traffic = Scenario.Traffic(name: map["name"].flatMap { r.string($0, "\(path).name") } ?? "\(kind.rawValue)-\(index + 1)", kind: kind, profile: profile)
         if let from = map["from"] { traffic.from = readParty(from, "\(path).from", r, allowSelf: false) ?? .randomUser }
         if let to = map["to"] { traffic.to = readParty(to, "\(path).to", r, allowSelf: true) ?? .randomUser }

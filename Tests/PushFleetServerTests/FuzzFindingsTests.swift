@@ -40,6 +40,18 @@ struct FuzzFindingsTests {
         #expect(try Threshold(metric: "delivery.latency", expression: "p(99) < 250ms").bound == 250e6)
     }
 
+    @Test("a sender planning more sends than a run can hold the schedule of is refused, not run out of memory")
+    func tooManySends() throws {
+        var issues: [ScenarioIssue] = []
+        do {
+            _ = try Self.scenario("name: t\nfleet: { users: 1 }\ntraffic:\n  - { kind: plain, rate: 1000000/s, duration: 1000h }\n")
+        } catch { issues = error.issues }
+        #expect(issues.map(\.description) == [
+            "finding.yaml:4:5: traffic[0]: plans about 3.6e+12 sends; a sender may plan at most 100000000 (rate × duration)"
+        ])
+        _ = try Self.scenario("name: t\nfleet: { users: 1 }\ntraffic:\n  - { kind: plain, rate: 1000/s, duration: 24h }\n")
+    }
+
     @Test("a fleet arriving too slowly for nanoseconds to count is planned at the end of time, not a crash (corpus: tiny-rates)")
     func tinyArrivalRate() throws {
         let scenario = try Self.scenario("name: slow\nfleet: { users: 3, arrival: { rate: 0.0000000001/s } }\n")
@@ -54,7 +66,7 @@ struct FuzzFindingsTests {
             name: long
             fleet: { users: 2, arrival: { start_rate: 0/s, stages: [ { duration: 106751d, target: 0/s }, { duration: 106751d, target: 1/s } ] } }
             traffic:
-              - { kind: plain, stages: [ { duration: 106751d, target: 0/s }, { duration: 106751d, target: 1/s } ] }
+              - { kind: plain, stages: [ { duration: 106751d, target: 0/s }, { duration: 106751d, target: 0.00001/s } ] }
             """
         )
         #expect(scenario.traffic[0].profile.totalDuration.nanoseconds == .max)

@@ -4,7 +4,8 @@ import PushFleetScenario
 
 /// Any bytes as a scenario file: a validated scenario or issues with a position, never a crash or
 /// a hang. A valid scenario is also taken as far as `pushfleet validate` and a run's set-up take
-/// it without running: its default gate, its fleet plan and the first sends of every sender.
+/// it without running: its default gate, its fleet plan and the first sends of every sender; its
+/// fleet and its senders' schedules must be small enough to plan in memory.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzScenario(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
@@ -33,6 +34,10 @@ public func fuzzScenario(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         guard plan.devices.allSatisfy({ $0.arrival >= 0 }) else { fatalError("a device arrives before the start") }
     }
     for traffic in scenario.traffic {
+        // A run computes every intended start up front.
+        guard traffic.profile.expectedCount <= Double(Scenario.Traffic.maximumSends) else {
+            fatalError("sender \(traffic.name) plans \(traffic.profile.expectedCount) sends and was accepted")
+        }
         let instants = traffic.profile.instants(limit: 2_000)
         guard zip(instants, instants.dropFirst()).allSatisfy({ $0 <= $1 }), instants.allSatisfy({ $0 >= 0 }) else {
             fatalError("sender \(traffic.name)'s schedule is not in order")
