@@ -226,6 +226,36 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Fuzz targets (docs/testing.md): in a normal build they replay the files they are given;
+        // .ci/fuzz builds them with -sanitize=fuzzer -DPUSHFLEET_FUZZ into libFuzzer binaries.
+        .target(name: "FuzzDriver", path: "Fuzz/Sources/FuzzDriver", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "FuzzScenario",
+            dependencies: ["FuzzDriver", "PushFleetScenario", "PushFleetCore"],
+            path: "Fuzz/Sources/FuzzScenario",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FuzzParsers",
+            dependencies: ["FuzzDriver", "PushFleetCore", "PushFleetWire", "PushFleetServerSupport", "PushFleetBackend"],
+            path: "Fuzz/Sources/FuzzParsers",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FuzzServers",
+            dependencies: [
+                "FuzzDriver",
+                "PushFleetEmbedded",
+                "PushFleetBackend",
+                "PushFleetMockPush",
+                "PushFleetServerSupport",
+                "PushFleetWire",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Fuzz/Sources/FuzzServers",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PushFleetServerTests",
             dependencies: [

@@ -38,6 +38,9 @@ struct PushSender: Sendable {
         let request: HTTPClientRequest
         do {
             request = try await makeRequest(notification, handle: handle)
+        } catch let error as RequestError where error.handleIsUnusable {
+            // A handle no push could ever reach is as dead as one the push service refused.
+            return .unregistered
         } catch {
             counters.update { $0.pnsFailed += 1 }
             return .failed(reason: "\(error)")
@@ -51,16 +54,18 @@ struct PushSender: Sendable {
             }
             counters.update { $0.pnsRequests += 1 }
             let status: Int
+            let body: ByteBuffer
             do {
                 let response = try await client.execute(request, timeout: .nanoseconds(settings.requestTimeout.nanosecondCount))
                 status = Int(response.status.code)
-                // Drain the body so the connection returns to the pool.
-                _ = try await response.body.collect(upTo: 64 * 1024)
+                // Read the body (which also returns the connection to the pool): some refusals
+                // are told apart only by their reason.
+                body = try await response.body.collect(upTo: 64 * 1024)
             } catch {
                 lastFailure = "unreachable"
                 continue
             }
-            switch classify(status, platform: notification.platform) {
+            switch Self.classify(status, platform: notification.platform, body: body) {
             case .accepted:
                 counters.update { $0.pnsAccepted += 1 }
                 return .accepted
@@ -77,22 +82,36 @@ struct PushSender: Sendable {
         return .failed(reason: lastFailure)
     }
 
-    private enum Verdict {
+    enum Verdict: Equatable {
         case accepted, unregistered, retry, fail
     }
 
-    private func classify(_ status: Int, platform: Platform) -> Verdict {
+    /// What an answer of the push service means for the registration. A dead handle is one the
+    /// service says is gone (APNs 410, FCM 404 `UNREGISTERED`, WNS 404/410) or can never be one of
+    /// its tokens (APNs `BadDeviceToken`, FCM's invalid registration token), as a notification hub
+    /// treats both: the registration is removed and the device registers again. Any other refusal
+    /// is the sender's failure.
+    static func classify(_ status: Int, platform: Platform, body: ByteBuffer) -> Verdict {
         switch (platform, status) {
         case (_, 200...299): .accepted
         case (.apns, 410), (.wns, 410), (.wns, 404), (.fcm, 404): .unregistered
+        case (.apns, 400) where decoded(APNsRefusal.self, body)?.reason == "BadDeviceToken": .unregistered
+        case (.fcm, 400) where decoded(FCMRefusal.self, body)?.error.message.contains("not a valid FCM registration token") == true:
+            .unregistered
         // Throttled (WNS says it with 406) or a transient server failure.
         case (_, 429), (.wns, 406), (_, 500), (_, 502), (_, 503), (_, 504): .retry
         default: .fail
         }
     }
 
+    private static func decoded<T: Decodable>(_ type: T.Type, _ body: ByteBuffer) -> T? {
+        try? JSONDecoder().decode(T.self, from: Data(body.readableBytesView))
+    }
+
     struct RequestError: Error, CustomStringConvertible {
         var description: String
+        /// The handle itself is why no request can be made.
+        var handleIsUnusable = false
     }
 
     private func makeRequest(_ notification: NativeNotification, handle: String) async throws -> HTTPClientRequest {
@@ -136,7 +155,7 @@ struct PushSender: Sendable {
     static func channelURL(_ handle: String, base: String) throws -> String {
         if handle.hasPrefix("http://") || handle.hasPrefix("https://") {
             guard handle.hasPrefix(base + "/wns/") else {
-                throw RequestError(description: "channel URL is not on the push service")
+                throw RequestError(description: "channel URL is not on the push service", handleIsUnusable: true)
             }
             return handle
         }
@@ -154,4 +173,18 @@ extension String {
         while result.hasSuffix(suffix) { result.removeLast(suffix.count) }
         return result
     }
+}
+
+/// APNs' error body.
+private struct APNsRefusal: Decodable {
+    var reason: String
+}
+
+/// FCM's error body; its message is what tells an invalid token from other invalid arguments.
+private struct FCMRefusal: Decodable {
+    struct Inner: Decodable {
+        var message: String
+    }
+
+    var error: Inner
 }

@@ -27,7 +27,7 @@ extension ReferenceBackend {
             try Self.checkFits(message: message, platforms: [platform]) { NativeNotification.alert(platform: $0, from: user, message: message) }
             // The seed also put `from:<caller>` in the tag list, which the hub ORs: a send then
             // reached the sender's own devices too. Only the recipient's tag is addressed here.
-            let outcome = await self.send(to: recipient, platforms: [platform]) { platform in
+            let outcome = try await self.send(to: recipient, platforms: [platform]) { platform in
                 NativeNotification.alert(platform: platform, from: user, message: message)
             }
             return Self.response(for: outcome)
@@ -44,7 +44,7 @@ extension ReferenceBackend {
             let stored = try await self.storing {
                 try await $0.createNotification(sender: user, recipient: recipient, content: .secure(payload: payload), now: WallClock.nanoseconds())
             }
-            var outcome = await self.send(to: recipient, platforms: Platform.pushable) { platform in
+            var outcome = try await self.send(to: recipient, platforms: Platform.pushable) { platform in
                 NativeNotification.secure(platform: platform, id: stored.id)
             }
             outcome.id = stored.id
@@ -66,7 +66,7 @@ extension ReferenceBackend {
                 try await $0.createNotification(sender: user, recipient: recipient, content: content, now: WallClock.nanoseconds())
             }
             guard case .rich(let message, let type, _, _) = content else { return .empty(status: .internalServerError) }
-            var outcome = await self.send(to: recipient, platforms: Platform.pushable) { platform in
+            var outcome = try await self.send(to: recipient, platforms: Platform.pushable) { platform in
                 NativeNotification.rich(platform: platform, id: stored.id, message: message, type: type)
             }
             outcome.id = stored.id
@@ -122,10 +122,22 @@ extension ReferenceBackend {
             image = decoded
         }
         let contentType = rich.contentType ?? "image/png"
-        guard contentType.hasPrefix("image/"), contentType.utf8.count <= 100 else {
-            throw HTTPError(.badRequest, message: "contentType must be an image/* media type")
+        guard Self.isImageMediaType(contentType) else {
+            throw HTTPError(.badRequest, message: "contentType must be an image media type such as image/png (at most 100 characters, no parameters)")
         }
         return .rich(message: rich.message, type: "img", contentType: contentType, data: image)
+    }
+
+    /// `image/` and a subtype of RFC 6838's restricted-name characters: the recipient's fetch
+    /// answers with it as its Content-Type, so anything else would be a malformed header.
+    static func isImageMediaType(_ text: String) -> Bool {
+        let subtype = text.utf8.dropFirst(6)
+        return text.hasPrefix("image/") && text.utf8.count <= 100 && subtype.first.map(isAlphanumeric) == true
+            && subtype.allSatisfy { isAlphanumeric($0) || "!#$&^_.+-".utf8.contains($0) }
+    }
+
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
     }
 
     /// Sends to every live registration of `user` on `platforms` at once, acting on the push
@@ -134,12 +146,12 @@ extension ReferenceBackend {
         to user: String,
         platforms: [Platform],
         _ build: @escaping @Sendable (Platform) -> NativeNotification?
-    ) async -> SendOutcome {
+    ) async throws -> SendOutcome {
         let now = WallClock.nanoseconds()
         await sweepIfDue(now: now)
-        guard let store = try? await store(), let found = try? await store.targets(tag: Self.userTagPrefix + user, now: now) else {
-            return SendOutcome(outcome: .abandoned, targets: 0, accepted: 0, failed: 0, removed: 0)
-        }
+        // A store that cannot be read is the store's failure (503), not the hub's outcome.
+        let found = try await storing { try await $0.targets(tag: Self.userTagPrefix + user, now: now) }
+        let store = try await store()
         let targets = found.filter { platforms.contains($0.platform!) }
         if let hub = hubSender {
             // The hub finds the devices; only platforms the user has a registration on are sent to.

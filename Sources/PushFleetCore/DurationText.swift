@@ -54,8 +54,11 @@ extension Duration {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 
-    /// The duration in whole nanoseconds.
+    /// The duration in whole nanoseconds, saturating at `Int64`'s bounds (about 292 years): sums of
+    /// durations from a scenario can pass them.
     public var nanoseconds: Int64 {
-        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+        let (seconds, attoseconds) = components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? (seconds < 0 ? .min : .max) : Saturating.add(whole, attoseconds / 1_000_000_000)
     }
 }

@@ -69,7 +69,8 @@ public struct FleetPlan: Sendable {
         let base = max(end, profile.totalDuration.nanoseconds)
         var k = 1.0
         while instants.count < count {
-            instants.append(rate > 0 ? base + Int64(k / rate * 1e9) : base)
+            // A slow enough rate puts the last devices past what nanoseconds hold: they saturate.
+            instants.append(rate > 0 ? Saturating.add(base, Saturating.nanoseconds(seconds: k / rate)) : base)
             k += 1
         }
         return instants

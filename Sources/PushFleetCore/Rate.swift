@@ -15,7 +15,8 @@ public struct Rate: Sendable, Equatable, Codable, CustomStringConvertible {
 
     public init(parsing text: String) throws(ParseError) {
         let parts = text.split(separator: "/", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-        guard let count = Double(parts[0]), count.isFinite, count >= 0 else { throw ParseError(text: text) }
+        // An empty text, or "/" alone, splits into nothing.
+        guard let first = parts.first, let count = Double(first), count.isFinite, count >= 0 else { throw ParseError(text: text) }
         let divisor: Double
         switch parts.count == 2 ? parts[1] : "s" {
         case "s", "sec", "second": divisor = 1
@@ -99,7 +100,8 @@ public struct LoadProfile: Sendable, Equatable, Codable {
                     let discriminant = max(0, r0 * r0 + 2 * slope * n)
                     t = (-r0 + discriminant.squareRoot()) / slope
                 }
-                result.append(Int64(((stageStart + min(max(t, 0), d)) * 1e9).rounded()))
+                // Stages of a scenario can add up past what nanoseconds hold: the schedule saturates.
+                result.append(Saturating.nanoseconds(seconds: stageStart + min(max(t, 0), d)))
                 k += 1
             }
             before += inStage

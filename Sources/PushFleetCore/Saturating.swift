@@ -11,6 +11,13 @@ public enum Saturating {
         return overflow ? ((a < 0) != (b < 0) ? .min : .max) : product
     }
 
+    /// Nanoseconds of a non-negative number of seconds (a schedule's instant), rounded, capped at
+    /// `Int64.max`; NaN counts as 0.
+    public static func nanoseconds(seconds: Double) -> Int64 {
+        let value = (max(0, seconds) * 1e9).rounded()
+        return value < 9.2e18 ? Int64(value) : .max
+    }
+
     /// Nanoseconds of a finite, non-negative number of milliseconds, capped at `Int64.max`.
     public static func nanoseconds(milliseconds: Double) -> Int64 {
         let value = max(0, milliseconds) * 1e6

@@ -115,6 +115,10 @@ public struct Scenario: Sendable, Equatable {
     }
 
     public struct Fleet: Sendable, Equatable {
+        /// The most devices a fleet may plan (users × the most devices per user): a plan holds
+        /// every device in memory, at about 150 bytes each.
+        public static let maximumDevices = 10_000_000
+
         public var users: Int
         public var devicesPerUser: DeviceCount
         /// Platform weights; shares are weight / sum.
@@ -201,6 +205,10 @@ public struct Scenario: Sendable, Equatable {
     }
 
     public struct Traffic: Sendable, Equatable {
+        /// The most sends one sender may plan: a run computes every intended start up front, 8
+        /// bytes each.
+        public static let maximumSends = 100_000_000
+
         public enum Kind: String, Sendable, Equatable, CaseIterable {
             case plain, secure, rich
         }
@@ -297,6 +305,11 @@ public struct Scenario: Sendable, Equatable {
 
     /// Settings of the embedded system under test.
     public struct EmbeddedOptions: Sendable, Equatable {
+        /// Lifetimes of registrations, stored notifications and login tokens a backend takes:
+        /// expiries are instants in nanoseconds since 1970, which a lifetime past about 230 years
+        /// would carry beyond Int64, and a token lives whole seconds.
+        public static let lifetimeRange: ClosedRange<Duration> = .seconds(1)...(.seconds(3650 * 86_400))
+
         public var registrationTTL: Duration = .seconds(86_400)
         /// Where the embedded backend keeps registrations and notifications.
         public var store: StoreLocation = .memory

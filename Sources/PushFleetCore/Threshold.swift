@@ -99,11 +99,17 @@ public struct Threshold: Sendable, Equatable, Codable {
 
     private static func parseNumber(_ text: String, expression: String) throws(ParseError) -> Double {
         let units: [(String, Double)] = [("ns", 1), ("us", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("%", 0.01)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            if let value = Double(text.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)) { return value * scale }
+        var parsed: Double?
+        for (suffix, scale) in units where parsed == nil && text.hasSuffix(suffix) {
+            parsed = Double(text.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)).map { $0 * scale }
         }
-        guard let value = Double(text) else {
+        guard let value = parsed ?? Double(text) else {
             throw ParseError(message: "'\(text)' in '\(expression)' is not a number (units: ns, us, ms, s, m, %)")
+        }
+        // An infinite or NaN bound makes a rule that always holds (or never does): a gate that
+        // cannot fail is a false pass waiting to happen.
+        guard value.isFinite else {
+            throw ParseError(message: "'\(text)' in '\(expression)' is not a finite number")
         }
         return value
     }

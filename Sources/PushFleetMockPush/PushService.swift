@@ -14,10 +14,15 @@ public final class PushService: Sendable {
         public var faults: FaultSettings
         /// How long a push that names no expiration is held for an offline device.
         public var defaultStoreDuration: Duration
+        /// Pushes held for offline devices at most (one per device). Providers choose the tokens,
+        /// so without a bound every new token would keep its push in memory for good; past it, a
+        /// push for an offline device is not held (`heldFull`).
+        public var maxHeldPushes: Int
 
-        public init(faults: FaultSettings = .init(), defaultStoreDuration: Duration = .seconds(30 * 86_400)) {
+        public init(faults: FaultSettings = .init(), defaultStoreDuration: Duration = .seconds(30 * 86_400), maxHeldPushes: Int = 250_000) {
             self.faults = faults
             self.defaultStoreDuration = defaultStoreDuration
+            self.maxHeldPushes = maxHeldPushes
         }
     }
 
@@ -70,6 +75,9 @@ public final class PushService: Sendable {
     private let shards: [Shard]
     private let counters = Mutex(PushServiceStats())
     private let nextConnectionID = Atomic<UInt64>(1)
+    /// Pushes held now, across shards.
+    private let held = Atomic<Int>(0)
+    private let lastSweep = Atomic<Int64>(0)
     private let now: @Sendable () -> Int64
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
@@ -100,7 +108,9 @@ public final class PushService: Sendable {
     }
 
     public func stats() -> PushServiceStats {
-        counters.withLock { $0 }
+        var stats = counters.withLock { $0 }
+        stats.held = held.load(ordering: .relaxed)
+        return stats
     }
 
     func recordRejection(_ reason: String) {
@@ -136,6 +146,7 @@ public final class PushService: Sendable {
             return .throttled
         }
         let acceptedAt = now()
+        sweepIfDue(now: acceptedAt)
         counters.withLock {
             $0.accepted += 1
             if decision.dropped { $0.dropped += 1 }
@@ -154,7 +165,7 @@ public final class PushService: Sendable {
         )
         let expiresAt: Int64? =
             switch push.retention {
-            case .defaultDuration: acceptedAt + configuration.defaultStoreDuration.nanoseconds
+            case .defaultDuration: Saturating.add(acceptedAt, configuration.defaultStoreDuration.nanoseconds)
             case .until(let instant): instant
             case .doNotStore: nil
             }
@@ -179,6 +190,10 @@ public final class PushService: Sendable {
                 counters.withLock { $0.delivered += 1 }
             } else if let expiresAt {
                 let replaced = entry.pending != nil
+                guard replaced || reserveHold() else {
+                    counters.withLock { $0.heldFull += 1 }
+                    return
+                }
                 entry.pending = StoredPush(frame: frame, expiresAt: expiresAt)
                 devices[address] = entry
                 counters.withLock {
@@ -189,6 +204,42 @@ public final class PushService: Sendable {
                 counters.withLock { $0.discardedOffline += 1 }
             }
         }
+    }
+
+    /// Takes a place in the hold if there is one.
+    private func reserveHold() -> Bool {
+        if held.add(1, ordering: .relaxed).newValue <= configuration.maxHeldPushes { return true }
+        held.subtract(1, ordering: .relaxed)
+        return false
+    }
+
+    /// Drops held pushes that expired, from the push path: offline devices that never come back
+    /// would otherwise keep theirs until the service stops. Every 30 s, or every second while the
+    /// hold is full, so that expired pushes make room for new ones.
+    private func sweepIfDue(now: Int64) {
+        let last = lastSweep.load(ordering: .relaxed)
+        let interval: Int64 = held.load(ordering: .relaxed) >= configuration.maxHeldPushes ? 1_000_000_000 : 30_000_000_000
+        guard now - last > interval, lastSweep.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else {
+            return
+        }
+        sweepExpired(now: now)
+    }
+
+    /// Drops every held push that expired by `now`.
+    private func sweepExpired(now: Int64) {
+        var dropped = 0
+        for shard in shards {
+            shard.devices.withLock { devices in
+                let expired = devices.compactMap { address, entry in (entry.pending?.expiresAt ?? .max) <= now ? address : nil }
+                for address in expired {
+                    devices[address]?.pending = nil
+                    if devices[address]?.isDisposable == true { devices[address] = nil }
+                }
+                dropped += expired.count
+            }
+        }
+        held.subtract(dropped, ordering: .relaxed)
+        counters.withLock { $0.expired += dropped }
     }
 
     // MARK: Gateway
@@ -221,6 +272,7 @@ public final class PushService: Sendable {
                 connection.insert(address)
                 if let pending = entry.pending {
                     entry.pending = nil
+                    held.subtract(1, ordering: .relaxed)
                     if pending.expiresAt > instant {
                         var frame = pending.frame
                         frame.stored = true
@@ -261,6 +313,7 @@ public final class PushService: Sendable {
             shard(for: address).devices.withLock { devices in
                 var entry = devices[address] ?? DeviceEntry()
                 entry.unregisteredAt = since
+                if entry.pending != nil { held.subtract(1, ordering: .relaxed) }
                 entry.pending = nil
                 devices[address] = entry
             }

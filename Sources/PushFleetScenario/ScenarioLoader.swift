@@ -24,6 +24,14 @@ public enum ScenarioLoader {
 
     /// Parses and validates scenario text; `file` names it in messages.
     public static func parse(_ text: String, file: String) throws(ScenarioIssues) -> Scenario {
+        if let (line, column) = aliasPastLimit(text) {
+            throw ScenarioIssues(issues: [
+                ScenarioIssue(
+                    file: file, line: line, column: column, path: "",
+                    message: "more than \(maximumAliases) YAML aliases (*name); a scenario file needs few"
+                )
+            ])
+        }
         let root: Node
         do {
             guard let node = try Yams.compose(yaml: text) else {
@@ -42,6 +50,37 @@ public enum ScenarioLoader {
         if let scenario { validate(scenario, root: root, reader: reader) }
         guard reader.issues.isEmpty, let scenario else { throw ScenarioIssues(issues: reader.issues) }
         return scenario
+    }
+
+    /// An alias copies its anchored node where it stands, and nested aliases multiply: a few lines
+    /// can stand for a tree of billions of nodes, which the YAML composer hashes in full when one
+    /// is a mapping key. With at most this many aliases a tree is at most a few hundred times its
+    /// text (3 to the power of a third of them).
+    static let maximumAliases = 16
+
+    /// Where the first alias past ``maximumAliases`` starts (line and column from 1), counting every
+    /// `*` followed by a character an anchor name may hold: comments and quoted text included, so
+    /// never fewer than the composer would expand.
+    static func aliasPastLimit(_ text: String) -> (line: Int, column: Int)? {
+        var count = 0
+        var line = 1
+        var column = 1
+        var previousWasStar = false
+        for scalar in text.unicodeScalars {
+            // YAML 1.2 anchor names take any character but spaces and flow indicators.
+            if previousWasStar, !scalar.properties.isWhitespace, !",[]{}".unicodeScalars.contains(scalar) {
+                count += 1
+                if count > maximumAliases { return (line, column - 1) }
+            }
+            previousWasStar = scalar == "*"
+            if scalar == "\n" {
+                line += 1
+                column = 1
+            } else {
+                column += 1
+            }
+        }
+        return nil
     }
 
     private static func yamlIssue(_ error: YamlError, file: String) -> ScenarioIssue {
@@ -103,7 +142,11 @@ public enum ScenarioLoader {
         }
         if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl", "store", "hub"]) {
             if let ttl = embedded["registration_ttl"], let value = r.duration(ttl, "embedded.registration_ttl") {
-                scenario.embedded.registrationTTL = value
+                if Scenario.EmbeddedOptions.lifetimeRange.contains(value) {
+                    scenario.embedded.registrationTTL = value
+                } else {
+                    r.report(ttl, "embedded.registration_ttl", "must be between 1s and 3650d")
+                }
             }
             if let storeNode = embedded["store"], let text = r.string(storeNode, "embedded.store") {
                 // `sqlite` alone: a fresh temporary file for the run.
@@ -182,6 +225,14 @@ public enum ScenarioLoader {
             } else if let count = r.int(node, "fleet.devices_per_user", in: 1...100) {
                 fleet.devicesPerUser = .fixed(count)
             }
+        }
+        // Both factors are bounded above, so the product fits.
+        let devices = users * fleet.devicesPerUser.maximum
+        if devices > Scenario.Fleet.maximumDevices {
+            r.report(
+                map["devices_per_user"] ?? usersNode, map["devices_per_user"] == nil ? "fleet.users" : "fleet.devices_per_user",
+                "a fleet may have at most \(Scenario.Fleet.maximumDevices) devices (users × devices per user), got up to \(devices)"
+            )
         }
         if let node = map["platforms"],
             let weights = r.mapping(node, "fleet.platforms", allowed: Scenario.PlatformName.allCases.map(\.rawValue))
@@ -343,6 +394,10 @@ public enum ScenarioLoader {
         let profileMap = map.filter { ["rate", "duration", "start_rate", "stages"].contains($0.key) }
         let profile = readProfile(profileMap, node, path, r, requireDuration: true)
         guard let kind, let profile else { return nil }
+        guard profile.expectedCount <= Double(Scenario.Traffic.maximumSends) else {
+            r.report(node, path, "plans about \(String(format: "%.3g", profile.expectedCount)) sends; a sender may plan at most \(Scenario.Traffic.maximumSends) (rate × duration)")
+            return nil
+        }
         var traffic = Scenario.Traffic(name: map["name"].flatMap { r.string($0, "\(path).name") } ?? "\(kind.rawValue)-\(index + 1)", kind: kind, profile: profile)
         if let from = map["from"] { traffic.from = readParty(from, "\(path).from", r, allowSelf: false) ?? .randomUser }
         if let to = map["to"] { traffic.to = readParty(to, "\(path).to", r, allowSelf: true) ?? .randomUser }

@@ -14,6 +14,10 @@ public struct PushServiceStats: Codable, Sendable, Equatable {
     public var expired: Int = 0
     /// Pushes for an offline device that asked not to be stored (`apns-expiration: 0`, WNS no-cache).
     public var discardedOffline: Int = 0
+    /// Pushes held for offline devices now.
+    public var held: Int = 0
+    /// Pushes for an offline device that were not held because the service held its maximum.
+    public var heldFull: Int = 0
     /// Accepted pushes removed by the drop fault.
     public var dropped: Int = 0
     /// Rejected requests by reason (`BadDeviceToken`, `Unregistered`, `TooManyRequests`, …).

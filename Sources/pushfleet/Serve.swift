@@ -77,14 +77,19 @@ struct Serve: AsyncParsableCommand {
                 return value
             } catch let error as DurationText.ParseError { throw ValidationError("--\(flag): \(error)") }
         }
+        func lifetime(_ text: String, _ flag: String) throws -> Duration {
+            let value = try duration(text, flag)
+            guard Scenario.EmbeddedOptions.lifetimeRange.contains(value) else { throw ValidationError("--\(flag) must be between 1s and 3650d") }
+            return value
+        }
         var backend = BackendConfiguration(listen: try address(backendListen, "backend-listen"))
-        backend.registrationTTL = try duration(registrationTtl, "registration-ttl")
+        backend.registrationTTL = try lifetime(registrationTtl, "registration-ttl")
         switch StoreLocation.parse(store) {
         case .success(let location): backend.store = location
         case .failure(let error): throw ValidationError("--store: \(error)")
         }
-        backend.notificationTTL = try duration(notificationTtl, "notification-ttl")
-        backend.tokenLifetime = try duration(tokenTtl, "token-ttl")
+        backend.notificationTTL = try lifetime(notificationTtl, "notification-ttl")
+        backend.tokenLifetime = try lifetime(tokenTtl, "token-ttl")
         if let secret = tokenSecret ?? ProcessInfo.processInfo.environment["PUSHFLEET_TOKEN_SECRET"] {
             guard secret.utf8.count >= 16 else { throw ValidationError("the token secret must be at least 16 bytes") }
             backend.tokenSecret = Data(secret.utf8)

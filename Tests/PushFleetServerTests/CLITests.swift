@@ -14,15 +14,20 @@ import Glibc
 /// The real binary: exit codes, and reports written even when a run is interrupted.
 @Suite("Command line")
 struct CLITests {
-    static var binary: String {
+    static var binary: String { product("pushfleet") }
+
+    /// The repository's root folder.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// An executable of the same build as the tests.
+    static func product(_ name: String) -> String {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         // The test bundle sits beside the products of the same build.
         for candidate in [directory, directory.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("pushfleet").path
+            let path = candidate.appendingPathComponent(name).path
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug/pushfleet").path
+        return root.appendingPathComponent(".build/debug/\(name)").path
     }
 
     static func temporaryDirectory() throws -> URL {
@@ -55,9 +60,9 @@ struct CLITests {
         var output: String
     }
 
-    static func launch(_ arguments: [String], in directory: URL) throws -> (Process, Pipe) {
+    static func launch(_ arguments: [String], in directory: URL, executable: String = binary) throws -> (Process, Pipe) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.currentDirectoryURL = directory
         let pipe = Pipe()
@@ -67,12 +72,12 @@ struct CLITests {
         return (process, pipe)
     }
 
-    static func run(_ arguments: [String], in directory: URL) async throws -> Outcome {
-        try await offPool { try runBlocking(arguments, in: directory) }
+    static func run(_ arguments: [String], in directory: URL, executable: String = binary) async throws -> Outcome {
+        try await offPool { try runBlocking(arguments, in: directory, executable: executable) }
     }
 
-    private static func runBlocking(_ arguments: [String], in directory: URL) throws -> Outcome {
-        let (process, pipe) = try launch(arguments, in: directory)
+    private static func runBlocking(_ arguments: [String], in directory: URL, executable: String) throws -> Outcome {
+        let (process, pipe) = try launch(arguments, in: directory, executable: executable)
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return Outcome(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
@@ -94,6 +99,10 @@ struct CLITests {
         #expect(try await Self.run(["serve", "--admin-token", "short"], in: directory).status == 2)
         #expect(try await Self.run(["serve", "--idle-timeout", "1ms"], in: directory).output.contains("idle timeout must be between 100ms and 24h"))
         #expect(try await Self.run(["serve", "--max-connections", "0"], in: directory).status == 2)
+        // A lifetime that would carry an expiry past Int64 stopped the server at the first registration.
+        let ttl = try await Self.run(["serve", "--registration-ttl", "100000d"], in: directory)
+        #expect(ttl.status == 2 && ttl.output.contains("--registration-ttl must be between 1s and 3650d"), "\(ttl.output)")
+        #expect(try await Self.run(["serve", "--token-ttl", "500ms"], in: directory).status == 2)
         #expect(try await Self.run(["run", "--no-such-flag", "bad.yaml"], in: directory).status == 2)
         // The notification hub's flags.
         let badHub = try await Self.run(["serve", "--hub", "Endpoint=sb://x/;SharedAccessKeyName=k"], in: directory)
