@@ -1,4 +1,4 @@
-public import PushFleetCore
+import PushFleetCore
 import PushFleetWire
 import Synchronization
 

@@ -197,7 +197,7 @@ extension ServerLimits {
     public func http1Configuration() -> HTTP1Channel.Configuration {
         let bodyTimeout = bodyTimeout
         return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [],
+            additionalChannelHandlers: [BodyTimeoutHandler(bodyTimeout: bodyTimeout)],
             idleTimeout: .nanoseconds(idleTimeout.saturatingNanoseconds)
         )
     }

@@ -73,6 +73,23 @@ struct ServerHardeningTests {
         }
     }
 
+    @Test("a request body that stalls is closed at the body timeout, well before the idle timeout")
+    func stalledBody() async throws {
+        var configuration = EmbeddedSystem.Configuration()
+        let limits = ServerLimits(idleTimeout: .seconds(20), headerTimeout: .seconds(20), bodyTimeout: .milliseconds(500))
+        configuration.backend.server = limits
+        configuration.pushServer.limits = limits
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            for base in [system.backend, system.pushService] {
+                let stalled = try await RawSocket.exchange(
+                    port: Self.port(base), "PUT /admin/faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+                    waitFor: .seconds(15)
+                )
+                #expect(stalled.closed && stalled.seconds < 5, "\(base) stalled body: \(stalled)")
+            }
+        }
+    }
+
     @Test("past its connection cap a server queues new connections until idle ones are closed")
     func connectionCap() async throws {
         // Timeouts long enough that the held connections outlast a loaded machine's scheduling.
