@@ -88,13 +88,13 @@ extension ReferenceBackend {
         }
     }
 
-    /// The user a send addresses: `to_tag` is a user name, validated as the tag it becomes.
+    /// The user a send addresses: `to_tag` is a user name; the tag it becomes must fit the limit.
     func recipient(_ toTag: Substring?, default fallback: String?) throws -> String {
         guard let toTag, !toTag.isEmpty else {
             if let fallback { return fallback }
             throw HTTPError(.badRequest, message: "to_tag (the recipient's user name) is required")
         }
-        try validateTag(Self.userTagPrefix + toTag)
+        try validateTag(Self.userTag(String(toTag)))
         return String(toTag)
     }
 
@@ -150,7 +150,7 @@ extension ReferenceBackend {
         let now = WallClock.nanoseconds()
         await sweepIfDue(now: now)
         // A store that cannot be read is the store's failure (503), not the hub's outcome.
-        let found = try await storing { try await $0.targets(tag: Self.userTagPrefix + user, now: now) }
+        let found = try await storing { try await $0.targets(tag: Self.userTag(user), now: now) }
         let store = try await store()
         let targets = found.filter { platforms.contains($0.platform!) }
         if let hub = hubSender {
@@ -199,7 +199,7 @@ extension ReferenceBackend {
         let taken = await withTaskGroup(of: Bool.self) { group in
             for platform in platforms {
                 guard let notification = build(platform) else { continue }
-                group.addTask { await hub.send(notification, tag: Self.userTagPrefix + user) }
+                group.addTask { await hub.send(notification, tag: Self.userTag(user)) }
             }
             return await group.reduce(into: [Bool]()) { $0.append($1) }
         }
@@ -220,7 +220,7 @@ extension ReferenceBackend {
 
     /// Whether the user has a live registration to push to.
     func hasTargets(_ user: String) async throws -> Bool {
-        try await !storing { try await $0.targets(tag: Self.userTagPrefix + user, now: WallClock.nanoseconds()) }.isEmpty
+        try await !storing { try await $0.targets(tag: Self.userTag(user), now: WallClock.nanoseconds()) }.isEmpty
     }
 
     /// The seed's rule: 200 unless the hub's outcome is Abandoned (or Unknown), then 500.

@@ -7,6 +7,22 @@ import PushFleetWire
 extension ReferenceBackend {
     static let userTagPrefix = "username:"
 
+    /// The tag of a user's registrations. Any user name has one: characters a tag may not hold
+    /// (and `.`, the escape) are written `.HH` per UTF-8 byte, so `bob&x=1` becomes
+    /// `username:bob.26x.3D1` and no two names share a tag.
+    static func userTag(_ user: String) -> String {
+        var tag = userTagPrefix
+        for byte in user.utf8 {
+            let scalar = Unicode.Scalar(byte)
+            if byte < 0x80 && byte != UInt8(ascii: ".") && tagCharacters.contains(scalar) {
+                tag.unicodeScalars.append(scalar)
+            } else {
+                tag += "." + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return tag
+    }
+
     func addRegisterRoutes(to api: RouterGroup<BasicRequestContext>) {
         api.post("register") { request, _ -> Response in
             let user = try self.authenticate(request)
@@ -82,7 +98,7 @@ extension ReferenceBackend {
         guard tags.count < limits.maxTags else {
             throw HTTPError(.badRequest, message: "at most \(limits.maxTags - 1) tags besides the user tag")
         }
-        let own = Self.userTagPrefix + caller
+        let own = Self.userTag(caller)
         for tag in tags {
             try validateTag(tag)
             if tag.hasPrefix(Self.userTagPrefix) && tag != own {
@@ -104,4 +120,10 @@ extension ReferenceBackend {
 
     static let tagCharacters = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
         .union(CharacterSet(charactersIn: "_@#.:-"))
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }

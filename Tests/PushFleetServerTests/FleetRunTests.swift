@@ -135,6 +135,49 @@ struct FleetRunTests {
         #expect(!ScenarioValidationTests.issuesOf(yaml.replacingOccurrences(of: "users: 3", with: "users: 4"), file: file).isEmpty)
     }
 
+    @Test("user names with characters a URL or a tag reserves reach only their own devices, with or without the hub", arguments: [false, true])
+    func reservedCharactersInNames(hub: Bool) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // `bob&x=1` once went into `?to_tag=` as it was: the backend read `bob`, and the runner
+        // misdelivered by itself. `+` reads as a space in a query, `#` ends it, `%` escapes.
+        try "bob&x=1:pw-1\nbob:pw-2\nann+1:pw-3\nann 1:pw-4\ncid#2:pw-5\nzoë%20:pw-6\n".write(
+            to: directory.appendingPathComponent("users.txt"), atomically: true, encoding: .utf8
+        )
+        let yaml = """
+            name: reserved-names
+            seed: 3
+            embedded: { hub: \(hub) }
+            fleet:
+              users: 6
+              devices_per_user: 2
+              platforms: { apns: 1, fcm: 1 }
+              credentials: users.txt
+            lifecycle: [login, register, connect, receive, fetch_secure]
+            traffic:
+              - { kind: plain, rate: 20/s, duration: 2s }
+              - { kind: secure, rate: 10/s, duration: 2s }
+            leak_probes: 50%
+            deadline: 3s
+            grace: 1s
+            thresholds:
+              sends.late_start_ratio: []
+            """
+        let file = directory.appendingPathComponent("names.yaml").path
+        try yaml.write(toFile: file, atomically: true, encoding: .utf8)
+        let scenario = try ScenarioLoader.load(path: file)
+        var logger = Logger(label: "test-fleet")
+        logger.logLevel = .warning
+        let result = try await RunGate.exclusive {
+            try await FleetRunner(scenario: scenario, options: .init(scenarioFile: file, scenarioText: yaml, version: "test", logger: logger)).run()
+        }
+        let c = result.delivery
+        #expect(result.devices.ready == 12)
+        #expect(c.expected > 0 && c.delivered == c.expected && c.lost == 0 && c.misdelivered == 0 && c.leaks == 0, "\(c)")
+        #expect(result.users.allSatisfy { $0.counts.expected > 0 }, "\(result.users.map { ($0.user, $0.counts.expected) })")
+        #expect(result.passed, "\(result.thresholds.filter { !$0.passed })")
+    }
+
     @Test("the same scenario against the reference backend finds nothing wrong")
     func referenceBackend() async throws {
         let metrics = LiveMetrics()
