@@ -12,8 +12,6 @@ struct PushSender: Sendable {
         var apnsTopic: String
         /// The FCM project in `/v1/projects/{project}/messages:send`.
         var fcmProject: String
-        /// Sent as `authorization: bearer …` to every provider endpoint.
-        var providerToken: String
         /// Attempts per push, the first included.
         var maxAttempts: Int
         /// First backoff; doubled per retry, with jitter.
@@ -30,20 +28,22 @@ struct PushSender: Sendable {
 
     let client: HTTPClient
     let settings: Settings
+    /// The `authorization` each platform's endpoint gets.
+    let credentials: ProviderCredentials
     /// The push service's base URL; in the embedded setup it is known only once it listens.
     let baseURL: @Sendable () async throws -> String
     let counters: BackendCounters
 
     func send(_ notification: NativeNotification, to handle: String) async -> Result {
-        let request: HTTPClientRequest
-        do {
-            request = try await makeRequest(notification, handle: handle)
-        } catch {
-            counters.update { $0.pnsFailed += 1 }
-            return .failed(reason: "\(error)")
-        }
         var lastFailure = "no attempt"
         for attempt in 0..<max(1, settings.maxAttempts) {
+            let request: HTTPClientRequest
+            do {
+                request = try await makeRequest(notification, handle: handle)
+            } catch {
+                counters.update { $0.pnsFailed += 1 }
+                return .failed(reason: "\(error)")
+            }
             if attempt > 0 {
                 counters.update { $0.pnsRetried += 1 }
                 let base = settings.backoff.nanosecondCount << min(attempt - 1, 16)
@@ -68,6 +68,10 @@ struct PushSender: Sendable {
                 return .unregistered
             case .retry:
                 lastFailure = "status \(status)"
+            case .renewCredentials:
+                // A refused or expired token: the next attempt presents a new one.
+                credentials.invalidate(notification.platform)
+                lastFailure = "status \(status)"
             case .fail:
                 counters.update { $0.pnsFailed += 1 }
                 return .failed(reason: "status \(status)")
@@ -78,13 +82,14 @@ struct PushSender: Sendable {
     }
 
     private enum Verdict {
-        case accepted, unregistered, retry, fail
+        case accepted, unregistered, retry, renewCredentials, fail
     }
 
     private func classify(_ status: Int, platform: Platform) -> Verdict {
         switch (platform, status) {
         case (_, 200...299): .accepted
         case (.apns, 410), (.wns, 410), (.wns, 404), (.fcm, 404): .unregistered
+        case (.apns, 403), (.fcm, 401), (.wns, 401): .renewCredentials
         // Throttled (WNS says it with 406) or a transient server failure.
         case (_, 429), (.wns, 406), (_, 500), (_, 502), (_, 503), (_, 504): .retry
         default: .fail
@@ -97,7 +102,7 @@ struct PushSender: Sendable {
 
     private func makeRequest(_ notification: NativeNotification, handle: String) async throws -> HTTPClientRequest {
         let base = try await baseURL().trimmingSuffix("/")
-        let authorization = "bearer \(settings.providerToken)"
+        let authorization = try await credentials.authorization(for: notification.platform)
         var request: HTTPClientRequest
         var body: Data
         switch notification.platform {

@@ -14,10 +14,17 @@ public final class PushService: Sendable {
         public var faults: FaultSettings
         /// How long a push that names no expiration is held for an offline device.
         public var defaultStoreDuration: Duration
+        /// Which senders' credentials the provider endpoints accept.
+        public var providerAuth: ProviderAuthConfiguration
 
-        public init(faults: FaultSettings = .init(), defaultStoreDuration: Duration = .seconds(30 * 86_400)) {
+        public init(
+            faults: FaultSettings = .init(),
+            defaultStoreDuration: Duration = .seconds(30 * 86_400),
+            providerAuth: ProviderAuthConfiguration = .init()
+        ) {
             self.faults = faults
             self.defaultStoreDuration = defaultStoreDuration
+            self.providerAuth = providerAuth
         }
     }
 
@@ -67,6 +74,7 @@ public final class PushService: Sendable {
 
     public let configuration: Configuration
     let faults: FaultInjector
+    let authority: ProviderAuthority
     private let shards: [Shard]
     private let counters = Mutex(PushServiceStats())
     private let nextConnectionID = Atomic<UInt64>(1)
@@ -83,6 +91,7 @@ public final class PushService: Sendable {
     public init(configuration: Configuration = .init(), now: @escaping @Sendable () -> Int64 = WallClock.nanoseconds) {
         self.configuration = configuration
         self.faults = FaultInjector(settings: configuration.faults)
+        self.authority = ProviderAuthority(configuration: configuration.providerAuth, now: { now() / 1_000_000_000 })
         self.shards = (0..<64).map { _ in Shard() }
         self.now = now
     }

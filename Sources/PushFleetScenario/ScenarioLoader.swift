@@ -100,7 +100,8 @@ public enum ScenarioLoader {
         if let node = top["faults"], let items = r.sequence(node, "faults", "fault steps") {
             scenario.faults = items.enumerated().compactMap { readFault($1, "faults[\($0)]", r) }
         }
-        if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl", "store"]) {
+        if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl", "store", "tls"]) {
+            if let tls = embedded["tls"] { scenario.embedded.tls = readTLS(tls, r) }
             if let ttl = embedded["registration_ttl"], let value = r.duration(ttl, "embedded.registration_ttl") {
                 scenario.embedded.registrationTTL = value
             }
@@ -113,6 +114,30 @@ public enum ScenarioLoader {
             }
         }
         return scenario
+    }
+
+    /// `tls: on`, or `{listen: HOST:PORT, names: [..], ca_file: PATH}`.
+    private static func readTLS(_ node: Node, _ r: NodeReader) -> Scenario.EmbeddedOptions.TLS? {
+        var tls = Scenario.EmbeddedOptions.TLS()
+        if case .scalar = node {
+            guard let on = r.bool(node, "embedded.tls") else { return nil }
+            return on ? tls : nil
+        }
+        guard let map = r.mapping(node, "embedded.tls", allowed: ["listen", "names", "ca_file"]) else { return nil }
+        if let listen = map["listen"], let text = r.string(listen, "embedded.tls.listen") {
+            let parts = text.split(separator: ":")
+            if parts.count < 2 || Int(parts.last ?? "").map({ !(0...65535).contains($0) }) ?? true {
+                r.report(listen, "embedded.tls.listen", "expected HOST:PORT (port 0 for any free port), got '\(text)'")
+            }
+            tls.listen = text
+        }
+        if let names = map["names"], let items = r.sequence(names, "embedded.tls.names", "host names") {
+            tls.names = items.enumerated().compactMap { r.string($1, "embedded.tls.names[\($0)]") }
+            let problems = TLSNames.problems(tls.names)
+            if !problems.isEmpty { r.report(names, "embedded.tls.names", problems.joined(separator: "; ")) }
+        }
+        if let file = map["ca_file"] { tls.caFile = r.string(file, "embedded.tls.ca_file") }
+        return tls
     }
 
     private static func readTarget(_ node: Node, _ r: NodeReader) -> Scenario.Target? {
