@@ -142,6 +142,14 @@ public struct EmbeddedSystem: Sendable {
         }
     }
 
+    /// A TLS listener for the push service with a CA and certificate made now for `names`; the
+    /// CA's PEM is written to `caFile` when given, for clients outside this process.
+    public static func tlsListener(listen: String, names: [String], caFile: String?) throws -> MockPushServer.TLS {
+        let identity = try TLSIdentity.generate(names: names)
+        if let caFile { try identity.writeAuthority(to: caFile) }
+        return MockPushServer.TLS(listen: try ListenAddress(parsing: listen), identity: identity)
+    }
+
     public struct ServerStoppedError: Error, CustomStringConvertible {
         public init() {}
         public var description: String { "the embedded servers stopped before the work was done" }

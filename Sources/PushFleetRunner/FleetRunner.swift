@@ -77,6 +77,10 @@ public struct FleetRunner: Sendable {
             if let credentials = scenario.fleet.names.credentials {
                 configuration.backend.users = UserDirectory(passwords: credentials.map { ($0.user, $0.password) })
             }
+            if let tls = scenario.embedded.tls {
+                configuration.pushServer.tls = try EmbeddedSystem.tlsListener(listen: tls.listen, names: tls.names, caFile: tls.caFile)
+                configuration.backendUsesTLS = true
+            }
             let faults = configuration.backend.faults
             return try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
                 try await play(
@@ -88,7 +92,8 @@ public struct FleetRunner: Sendable {
         case .external(let backend, .url(let pushService)):
             return try await play(Endpoints(backend: backend, pushService: pushService), stop: stop)
         case .external(let backend, .embedded(let listen)):
-            let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen)))
+            let tls = try scenario.embedded.tls.map { try EmbeddedSystem.tlsListener(listen: $0.listen, names: $0.names, caFile: $0.caFile) }
+            let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen), tls: tls))
             let group = ServiceGroup(configuration: .init(services: server.makeServices(logger: logger).map { .init(service: $0) }, logger: logger))
             return try await withThrowingTaskGroup(of: RunResult?.self) { tasks in
                 tasks.addTask {

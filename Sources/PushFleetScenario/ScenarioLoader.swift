@@ -598,6 +598,9 @@ public enum ScenarioLoader {
         {
             r.report(node("faults"), "faults", "backend: restart and backend_latency need the embedded backend (target: embedded)")
         }
+        if scenario.embedded.tls != nil, case .external(_, .url) = scenario.target {
+            r.report(node("embedded"), "embedded.tls", "TLS is the embedded push service's; the target's pns is external")
+        }
         if scenario.embedded.store != .memory, scenario.target != .embedded {
             r.report(node("embedded"), "embedded.store", "the store is the embedded backend's; the target is an external backend")
         }

@@ -121,6 +121,13 @@ final class HTTPVersionSniffHandler<Output: Sendable>: ChannelInboundHandler, Re
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The server allows half-closure, so a client that leaves before its first request
+        // (a failed verification, a probe) is an event, not an inactive channel: close it.
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            finish(.failure(ChannelError.eof))
+            context.close(promise: nil)
+            return
+        }
         if case TLSUserEvent.handshakeCompleted = event, let connection,
             let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
         {
