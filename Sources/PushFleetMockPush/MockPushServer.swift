@@ -159,7 +159,7 @@ public struct MockPushServer: Sendable {
     }
 
     private func http2Channel(_ responder: @escaping HTTPChannelHandler.Responder, limits: ServerLimits) -> HTTP2Channel {
-        HTTP2Channel(responder: responder, configuration: .init(idleTimeout: limits.idleTimeout, streamConfiguration: limits.http1Configuration()))
+        HTTP2Channel(responder: responder, configuration: .init(idleTimeout: limits.idleTimeout, streamConfiguration: limits.http2StreamConfiguration()))
     }
 
     private func application(
