@@ -85,9 +85,13 @@ struct TLSBench: AsyncParsableCommand {
                 }
                 return rows
             }
-            defer { tasks.cancelAll() }
-            guard let rows = try await tasks.next() ?? nil else { throw BenchFailure("the push service stopped") }
+            guard let rows = try await tasks.next() ?? nil else {
+                tasks.cancelAll()
+                throw BenchFailure("the push service stopped")
+            }
+            // Let the servers stop on their own rather than cancel them mid-shutdown.
             await group.triggerGracefulShutdown()
+            _ = try? await tasks.next()
             return rows
         }
         var lines = [
