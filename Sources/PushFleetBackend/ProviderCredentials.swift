@@ -39,7 +39,12 @@ final class ProviderCredentials: Sendable {
     private let baseURL: @Sendable () async throws -> String
     private let cache = Mutex<[Platform: Task<Cached, any Error>]>([:])
     private let apnsKeys: Task<JWTKeyCollection, any Error>
-    private let googleKeys: Task<JWTKeyCollection, any Error>
+    /// The service account's key, one per process: an RSA key costs tens of milliseconds to make
+    /// (seconds in a debug build), and every backend instance (a restart makes one) would pay it.
+    private static let googleKeys = Task<JWTKeyCollection, any Error> {
+        let key = try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
+        return await JWTKeyCollection().add(rsa: key, digestAlgorithm: .sha256)
+    }
 
     init(settings: Settings, client: HTTPClient, baseURL: @escaping @Sendable () async throws -> String) {
         self.settings = settings
@@ -50,11 +55,8 @@ final class ProviderCredentials: Sendable {
             let key = try apnsPEM.map { try ES256PrivateKey(pem: $0) } ?? ES256PrivateKey()
             return await JWTKeyCollection().add(ecdsa: key)
         }
-        // An RSA key costs tens of milliseconds to make: made once, on first use.
-        self.googleKeys = Task {
-            let key = try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
-            return await JWTKeyCollection().add(rsa: key, digestAlgorithm: .sha256)
-        }
+        // Started now, so that it is ready by the first FCM send.
+        _ = Self.googleKeys
     }
 
     /// The `authorization` header value for a push to `platform`.
@@ -110,7 +112,7 @@ final class ProviderCredentials: Sendable {
                 var exp: Int64
                 func verify(using algorithm: some JWTAlgorithm) async throws {}
             }
-            let assertion = try await googleKeys.value.sign(
+            let assertion = try await Self.googleKeys.value.sign(
                 Assertion(
                     iss: "pushfleet-backend@\(settings.fcmProject).iam.gserviceaccount.com",
                     scope: "https://www.googleapis.com/auth/firebase.messaging",

@@ -64,7 +64,7 @@ struct MalformedInputTests {
         Case(method: .GET, path: "/device?platform=apns", auth: nil),
         Case(method: .GET, path: "/device?platform=sms&token=abcd", auth: nil),
         Case(method: .GET, path: "/3/device/abcd", auth: nil),
-        Case(method: .POST, path: "/v1/projects/p/messages:send", body: json("[]"), headers: [("authorization", fcmCredentials)], auth: nil),
+        Case(method: .POST, path: "/v1/projects/demo/messages:send", body: json("[]"), headers: [("authorization", fcmCredentials)], auth: nil),
         Case(method: .POST, path: "/wns/a*b", body: json("x"), headers: [("authorization", wnsCredentials), ("X-WNS-Type", "wns/raw")], auth: nil),
         Case(method: .GET, path: "/nowhere", auth: nil),
     ]

@@ -32,6 +32,12 @@ struct ProviderAuthRulesTests {
         #expect(APNsProviderToken.inspect(noIssuedAt, now: Self.now) == .failure(.invalid))
         let shortSignature = TestCredentials.jwt(header: ["alg": "ES256", "kid": "K"], claims: ["iss": "T", "iat": Self.now]) { _ in Data(count: 8) }
         #expect(APNsProviderToken.inspect(shortSignature, now: Self.now) == .failure(.invalid))
+        // Times far outside any clock are refused where they enter, never subtracted.
+        for extreme in [Int64.min, Int64.max, -EpochSeconds.limit - 1] {
+            #expect(APNsProviderToken.inspect(Self.token(issuedAt: extreme), now: Self.now) == .failure(.invalid))
+        }
+        let huge = TestCredentials.jwt(header: ["alg": "ES256", "kid": "K"], claims: ["iss": "T", "iat": 1e300]) { _ in Data(count: 64) }
+        #expect(APNsProviderToken.inspect(huge, now: Self.now) == .failure(.invalid))
         for garbage in ["", "abc", "a.b.c", "....", String(repeating: "x.", count: 3000)] {
             #expect(APNsProviderToken.inspect(garbage, now: Self.now) == .failure(.invalid))
         }
@@ -98,6 +104,7 @@ struct ProviderAuthRulesTests {
         #expect(failure(Self.form(TestCredentials.googleAssertion(issuedAt: Self.now + 1000))) == "invalid_grant")
         #expect(failure(Self.form(TestCredentials.googleAssertion(scope: "", issuedAt: Self.now))) == "invalid_scope")
         #expect(failure(Self.form(TestCredentials.googleAssertion(account: "no-at-sign", issuedAt: Self.now))) == "invalid_grant")
+        #expect(failure(Self.form(TestCredentials.googleAssertion(issuedAt: Int64.min + 10, lifetime: Int64.max))) == "invalid_grant")
         let es256 = TestCredentials.jwt(header: ["alg": "ES256"], claims: ["iss": "a@b"]) { _ in Data(count: 64) }
         #expect(failure(Self.form(es256)) == "invalid_grant")
 

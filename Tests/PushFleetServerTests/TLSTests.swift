@@ -201,7 +201,10 @@ struct TLSTests {
         try await TLSTestSystem.run(providerAuth: .init(serviceAccounts: [account])) { tls in
             let push = tls.system.pushService
             #expect(try await TestCredentials.googleTokenResponse(pushService: push, assertion: TestCredentials.googleAssertion()).status == 200)
-            let forged = TestCredentials.googleAssertion(key: try _RSA.Signing.PrivateKey(keySize: .bits2048))
+            // Another signature over the same claims (a byte of the real one changed).
+            var parts = TestCredentials.googleAssertion().split(separator: ".").map(String.init)
+            parts[2] = (parts[2].first == "A" ? "B" : "A") + parts[2].dropFirst()
+            let forged = parts.joined(separator: ".")
             let refused = try await TestCredentials.googleTokenResponse(pushService: push, assertion: forged)
             #expect(refused.status == 400 && refused.text.contains("Invalid JWT Signature"))
             let stranger = try await TestCredentials.googleTokenResponse(

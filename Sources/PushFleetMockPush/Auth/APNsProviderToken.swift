@@ -65,7 +65,10 @@ struct APNsProviderToken: Equatable, Sendable {
 }
 
 /// A NumericDate claim: whole seconds since the epoch, written as an integer or a number.
+/// Checked where it enters: within ±10¹² s (tens of millennia), so differences of two never
+/// overflow.
 struct EpochSeconds: Codable, Equatable, Sendable {
+    static let limit: Int64 = 1_000_000_000_000
     var seconds: Int64
 
     init(_ seconds: Int64) {
@@ -74,15 +77,16 @@ struct EpochSeconds: Codable, Equatable, Sendable {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
+        let value: Double
         if let whole = try? container.decode(Int64.self) {
-            seconds = whole
+            value = Double(whole)
         } else {
-            let value = try container.decode(Double.self)
-            guard value.isFinite, abs(value) < 1e15 else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a usable time")
-            }
-            seconds = Int64(value.rounded(.down))
+            value = try container.decode(Double.self)
         }
+        guard value.isFinite, abs(value) <= Double(Self.limit) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a usable time")
+        }
+        seconds = Int64(value.rounded(.down))
     }
 
     func encode(to encoder: any Encoder) throws {

@@ -440,7 +440,7 @@ final class HostileBackend: Sendable {
             request.headers.add(name: "apns-push-type", value: pushType)
             request.headers.add(name: "apns-topic", value: "com.example.hostile")
         case .fcm:
-            request = HTTPClientRequest(url: "\(pushService)/v1/projects/hostile/messages:send")
+            request = HTTPClientRequest(url: "\(pushService)/v1/projects/demo/messages:send")
             var message = (try? JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any]) ?? [:]
             message["token"] = handle
             body = String(decoding: (try? JSONSerialization.data(withJSONObject: ["message": message])) ?? Data(), as: UTF8.self)
