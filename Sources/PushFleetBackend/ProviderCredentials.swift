@@ -41,9 +41,12 @@ final class ProviderCredentials: Sendable {
     private let apnsKeys: Task<JWTKeyCollection, any Error>
     /// The service account's key, one per process: an RSA key costs tens of milliseconds to make
     /// (seconds in a debug build), and every backend instance (a restart makes one) would pay it.
+    /// Made on a thread of its own: seconds of blocking would stall Swift's small pool.
     private static let googleKeys = Task<JWTKeyCollection, any Error> {
-        let key = try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
-        return await JWTKeyCollection().add(rsa: key, digestAlgorithm: .sha256)
+        let backing = try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try _RSA.Signing.PrivateKey(keySize: .bits2048) }) }
+        }
+        return await JWTKeyCollection().add(rsa: try Insecure.RSA.PrivateKey(backing: backing), digestAlgorithm: .sha256)
     }
 
     init(settings: Settings, client: HTTPClient, baseURL: @escaping @Sendable () async throws -> String) {

@@ -84,8 +84,8 @@ struct ProviderAuthRulesTests {
     }
 
     @Test("Google's JWT-bearer grant: RS256 assertion for the token endpoint, at most an hour, with scopes")
-    func googleAssertion() throws {
-        let good = try GoogleOAuth.check(form: Self.form(TestCredentials.googleAssertion(issuedAt: Self.now)), now: Self.now).get()
+    func googleAssertion() async throws {
+        let good = try GoogleOAuth.check(form: Self.form(try await TestCredentials.googleAssertion(issuedAt: Self.now)), now: Self.now).get()
         #expect(good.account == "sender@demo.iam.gserviceaccount.com")
         #expect(good.scopes == ["https://www.googleapis.com/auth/firebase.messaging"])
         #expect(GoogleOAuth.project(ofAccount: good.account) == "demo")
@@ -98,13 +98,13 @@ struct ProviderAuthRulesTests {
         #expect(failure(Self.form("x", grant: "password")) == "unsupported_grant_type")
         #expect(failure(["grant_type": GoogleOAuth.grantType]) == "invalid_request")
         #expect(failure(Self.form("not-a-jwt")) == "invalid_grant")
-        #expect(failure(Self.form(TestCredentials.googleAssertion(audience: "https://example.com/token", issuedAt: Self.now))) == "invalid_grant")
-        #expect(failure(Self.form(TestCredentials.googleAssertion(issuedAt: Self.now, lifetime: 3601))) == "invalid_grant")
-        #expect(failure(Self.form(TestCredentials.googleAssertion(issuedAt: Self.now - 4000))) == "invalid_grant")
-        #expect(failure(Self.form(TestCredentials.googleAssertion(issuedAt: Self.now + 1000))) == "invalid_grant")
-        #expect(failure(Self.form(TestCredentials.googleAssertion(scope: "", issuedAt: Self.now))) == "invalid_scope")
-        #expect(failure(Self.form(TestCredentials.googleAssertion(account: "no-at-sign", issuedAt: Self.now))) == "invalid_grant")
-        #expect(failure(Self.form(TestCredentials.googleAssertion(issuedAt: Int64.min + 10, lifetime: Int64.max))) == "invalid_grant")
+        #expect(failure(Self.form(try await TestCredentials.googleAssertion(audience: "https://example.com/token", issuedAt: Self.now))) == "invalid_grant")
+        #expect(failure(Self.form(try await TestCredentials.googleAssertion(issuedAt: Self.now, lifetime: 3601))) == "invalid_grant")
+        #expect(failure(Self.form(try await TestCredentials.googleAssertion(issuedAt: Self.now - 4000))) == "invalid_grant")
+        #expect(failure(Self.form(try await TestCredentials.googleAssertion(issuedAt: Self.now + 1000))) == "invalid_grant")
+        #expect(failure(Self.form(try await TestCredentials.googleAssertion(scope: "", issuedAt: Self.now))) == "invalid_scope")
+        #expect(failure(Self.form(try await TestCredentials.googleAssertion(account: "no-at-sign", issuedAt: Self.now))) == "invalid_grant")
+        #expect(failure(Self.form(try await TestCredentials.googleAssertion(issuedAt: Int64.min + 10, lifetime: Int64.max))) == "invalid_grant")
         let es256 = TestCredentials.jwt(header: ["alg": "ES256"], claims: ["iss": "a@b"]) { _ in Data(count: 64) }
         #expect(failure(Self.form(es256)) == "invalid_grant")
 

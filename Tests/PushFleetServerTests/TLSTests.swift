@@ -41,7 +41,7 @@ struct TLSTests {
             // FCM: the service-account grant at Google's token path, then the v1 send.
             let fcmDevice = try await TestDevice.connect(pushService: tls.system.pushService, platform: .fcm)
             try await tls.withClient(host: "fcm.googleapis.com") { client, base in
-                let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(TestCredentials.googleAssertion())"
+                let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(try await TestCredentials.googleAssertion())"
                 let granted = try await client.send(
                     .POST, "\(base)/token", headers: [("content-type", "application/x-www-form-urlencoded")], body: Data(form.utf8)
                 )
@@ -196,23 +196,24 @@ struct TLSTests {
     @Test("a configured service account: its signature verified, another key refused, the token's project and scopes checked")
     func googleServiceAccount() async throws {
         let account = ProviderAuthConfiguration.ServiceAccount(
-            email: "sender@demo.iam.gserviceaccount.com", projectID: "demo", publicKeyPEM: TestCredentials.googleKey.publicKey.pemRepresentation
+            email: "sender@demo.iam.gserviceaccount.com", projectID: "demo",
+            publicKeyPEM: try await TestCredentials.googleKey().publicKey.pemRepresentation
         )
         try await TLSTestSystem.run(providerAuth: .init(serviceAccounts: [account])) { tls in
             let push = tls.system.pushService
-            #expect(try await TestCredentials.googleTokenResponse(pushService: push, assertion: TestCredentials.googleAssertion()).status == 200)
+            #expect(try await TestCredentials.googleTokenResponse(pushService: push, assertion: try await TestCredentials.googleAssertion()).status == 200)
             // Another signature over the same claims (a byte of the real one changed).
-            var parts = TestCredentials.googleAssertion().split(separator: ".").map(String.init)
+            var parts = try await TestCredentials.googleAssertion().split(separator: ".").map(String.init)
             parts[2] = (parts[2].first == "A" ? "B" : "A") + parts[2].dropFirst()
             let forged = parts.joined(separator: ".")
             let refused = try await TestCredentials.googleTokenResponse(pushService: push, assertion: forged)
             #expect(refused.status == 400 && refused.text.contains("Invalid JWT Signature"))
             let stranger = try await TestCredentials.googleTokenResponse(
-                pushService: push, assertion: TestCredentials.googleAssertion(account: "x@other.iam.gserviceaccount.com")
+                pushService: push, assertion: try await TestCredentials.googleAssertion(account: "x@other.iam.gserviceaccount.com")
             )
             #expect(stranger.status == 400 && stranger.text.contains("invalid_grant"))
             let narrow = try await TestCredentials.googleTokenResponse(
-                pushService: push, assertion: TestCredentials.googleAssertion(scope: "https://www.googleapis.com/auth/userinfo.email")
+                pushService: push, assertion: try await TestCredentials.googleAssertion(scope: "https://www.googleapis.com/auth/userinfo.email")
             )
             let access = try JSONDecoder().decode([String: TestCredentials.TokenValue].self, from: narrow.body)["access_token"]?.text
             let send = try await TestHTTP.request(

@@ -16,8 +16,9 @@ enum TestCredentials {
     static let apnsToken = apnsToken(issuedAt: Int64(Date().timeIntervalSince1970))
     static let apnsAuthorization = "bearer \(apnsToken)"
 
-    /// An RSA key made once (it costs tens of milliseconds).
-    static let googleKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    /// An RSA key made once, off Swift's pool (seconds in a debug build would stall the pool).
+    private static let googleKeyTask = Task { try await offPool { try _RSA.Signing.PrivateKey(keySize: .bits2048) } }
+    static func googleKey() async throws -> _RSA.Signing.PrivateKey { try await googleKeyTask.value }
 
     static func base64URL(_ data: some DataProtocol) -> String {
         Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
@@ -50,10 +51,10 @@ enum TestCredentials {
         scope: String = "https://www.googleapis.com/auth/firebase.messaging",
         audience: String = "https://oauth2.googleapis.com/token",
         issuedAt: Int64 = Int64(Date().timeIntervalSince1970),
-        lifetime: Int64 = 3600,
-        key: _RSA.Signing.PrivateKey = googleKey
-    ) -> String {
-        jwt(
+        lifetime: Int64 = 3600
+    ) async throws -> String {
+        let key = try await googleKey()
+        return jwt(
             header: ["alg": "RS256", "typ": "JWT"],
             claims: ["iss": account, "scope": scope, "aud": audience, "iat": issuedAt, "exp": issuedAt + lifetime]
         ) { data in
@@ -71,7 +72,7 @@ enum TestCredentials {
 
     /// `Bearer <access token>` for FCM sends to project `demo`.
     static func fcmAuthorization(pushService: String, account: String = "sender@demo.iam.gserviceaccount.com") async throws -> String {
-        let response = try await googleTokenResponse(pushService: pushService, assertion: googleAssertion(account: account))
+        let response = try await googleTokenResponse(pushService: pushService, assertion: try await googleAssertion(account: account))
         guard response.status == 200, let token = try response.json([String: TokenValue].self)["access_token"]?.text else {
             throw UnexpectedStatus(call: "POST /token", response: response)
         }
