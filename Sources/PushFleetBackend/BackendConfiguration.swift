@@ -33,7 +33,15 @@ public struct BackendConfiguration: Sendable {
     public var limits: Limits
     public var apnsTopic: String
     public var fcmProject: String
-    public var providerToken: String
+    /// The APNs signing key's id and team, and the key (a `.p8` file's PEM; nil: made at start).
+    public var apnsKeyID = "PFKEY00001"
+    public var apnsTeamID = "PFTEAM0001"
+    public var apnsKeyPEM: String?
+    /// The WNS client (package SID and secret) the backend authenticates as.
+    public var wnsClientID = "ms-app://s-1-15-2-pushfleet-backend"
+    public var wnsClientSecret = "pushfleet-backend-secret"
+    /// CA certificates (PEM) to trust for an https push service, beside the system's.
+    public var pushServiceTrustRootsPEM: String?
     /// Connections to the push service the backend keeps (its pool size).
     public var pushServiceConnections: Int
     /// Attempts per push to the push service, the first included.
@@ -63,7 +71,6 @@ public struct BackendConfiguration: Sendable {
         limits: Limits = .init(),
         apnsTopic: String = "com.pushfleet.app",
         fcmProject: String = "pushfleet",
-        providerToken: String = "pushfleet-provider-token",
         pushServiceConnections: Int = 64,
         pushAttempts: Int = 4,
         pushBackoff: Duration = .milliseconds(20),
@@ -78,7 +85,6 @@ public struct BackendConfiguration: Sendable {
         self.limits = limits
         self.apnsTopic = apnsTopic
         self.fcmProject = fcmProject
-        self.providerToken = providerToken
         self.pushServiceConnections = pushServiceConnections
         self.pushAttempts = pushAttempts
         self.pushBackoff = pushBackoff

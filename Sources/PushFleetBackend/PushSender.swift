@@ -12,8 +12,6 @@ struct PushSender: Sendable {
         var apnsTopic: String
         /// The FCM project in `/v1/projects/{project}/messages:send`.
         var fcmProject: String
-        /// Sent as `authorization: bearer …` to every provider endpoint.
-        var providerToken: String
         /// Attempts per push, the first included.
         var maxAttempts: Int
         /// First backoff; doubled per retry, with jitter.
@@ -30,23 +28,25 @@ struct PushSender: Sendable {
 
     let client: HTTPClient
     let settings: Settings
+    /// The `authorization` each platform's endpoint gets.
+    let credentials: ProviderCredentials
     /// The push service's base URL; in the embedded setup it is known only once it listens.
     let baseURL: @Sendable () async throws -> String
     let counters: BackendCounters
 
     func send(_ notification: NativeNotification, to handle: String) async -> Result {
-        let request: HTTPClientRequest
-        do {
-            request = try await makeRequest(notification, handle: handle)
-        } catch let error as RequestError where error.handleIsUnusable {
-            // A handle no push could ever reach is as dead as one the push service refused.
-            return .unregistered
-        } catch {
-            counters.update { $0.pnsFailed += 1 }
-            return .failed(reason: "\(error)")
-        }
         var lastFailure = "no attempt"
         for attempt in 0..<max(1, settings.maxAttempts) {
+            let request: HTTPClientRequest
+            do {
+                request = try await makeRequest(notification, handle: handle)
+            } catch let error as RequestError where error.handleIsUnusable {
+                // A handle no push could ever reach is as dead as one the push service refused.
+                return .unregistered
+            } catch {
+                counters.update { $0.pnsFailed += 1 }
+                return .failed(reason: "\(error)")
+            }
             if attempt > 0 {
                 counters.update { $0.pnsRetried += 1 }
                 let base = settings.backoff.nanosecondCount << min(attempt - 1, 16)
@@ -73,6 +73,10 @@ struct PushSender: Sendable {
                 return .unregistered
             case .retry:
                 lastFailure = "status \(status)"
+            case .renewCredentials:
+                // A refused or expired token: the next attempt presents a new one.
+                credentials.invalidate(notification.platform)
+                lastFailure = "status \(status)"
             case .fail:
                 counters.update { $0.pnsFailed += 1 }
                 return .failed(reason: "status \(status)")
@@ -83,7 +87,7 @@ struct PushSender: Sendable {
     }
 
     enum Verdict: Equatable {
-        case accepted, unregistered, retry, fail
+        case accepted, unregistered, retry, renewCredentials, fail
     }
 
     /// What an answer of the push service means for the registration. A dead handle is one the
@@ -98,6 +102,7 @@ struct PushSender: Sendable {
         case (.apns, 400) where decoded(APNsRefusal.self, body)?.reason == "BadDeviceToken": .unregistered
         case (.fcm, 400) where decoded(FCMRefusal.self, body)?.error.message.contains("not a valid FCM registration token") == true:
             .unregistered
+        case (.apns, 403), (.fcm, 401), (.wns, 401): .renewCredentials
         // Throttled (WNS says it with 406) or a transient server failure.
         case (_, 429), (.wns, 406), (_, 500), (_, 502), (_, 503), (_, 504): .retry
         default: .fail
@@ -116,7 +121,7 @@ struct PushSender: Sendable {
 
     private func makeRequest(_ notification: NativeNotification, handle: String) async throws -> HTTPClientRequest {
         let base = try await baseURL().trimmingSuffix("/")
-        let authorization = "bearer \(settings.providerToken)"
+        let authorization = try await credentials.authorization(for: notification.platform)
         var request: HTTPClientRequest
         var body: Data
         switch notification.platform {

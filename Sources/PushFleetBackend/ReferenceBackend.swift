@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import NIOSSL
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -43,6 +44,11 @@ public final class ReferenceBackend: Sendable {
             concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.pushServiceConnections
         )
         clientConfiguration.timeout = .init(connect: .seconds(5), read: .seconds(30))
+        if let roots = configuration.pushServiceTrustRootsPEM {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.certificates((try? NIOSSLCertificate.fromPEMBytes(Array(roots.utf8))) ?? [])]
+            clientConfiguration.tlsConfiguration = tls
+        }
         let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
         self.client = client
         self.sender = PushSender(
@@ -50,10 +56,18 @@ public final class ReferenceBackend: Sendable {
             settings: .init(
                 apnsTopic: configuration.apnsTopic,
                 fcmProject: configuration.fcmProject,
-                providerToken: configuration.providerToken,
                 maxAttempts: configuration.pushAttempts,
                 backoff: configuration.pushBackoff,
                 requestTimeout: .seconds(30)
+            ),
+            credentials: ProviderCredentials(
+                settings: .init(
+                    apnsKeyID: configuration.apnsKeyID, apnsTeamID: configuration.apnsTeamID, apnsKeyPEM: configuration.apnsKeyPEM,
+                    fcmProject: configuration.fcmProject, wnsClientID: configuration.wnsClientID,
+                    wnsClientSecret: configuration.wnsClientSecret
+                ),
+                client: client,
+                baseURL: pushServiceURL
             ),
             baseURL: pushServiceURL,
             counters: counters

@@ -316,8 +316,23 @@ public struct Scenario: Sendable, Equatable {
         /// The embedded backend sends through the notification hub the embedded push service
         /// serves, instead of to the push service directly.
         public var hub = false
+        /// The embedded push service also listens with TLS, and the embedded backend sends to it
+        /// over HTTP/2 with provider credentials; nil for cleartext only.
+        public var tls: TLS?
 
         public init() {}
+
+        /// The embedded push service's TLS listener.
+        public struct TLS: Sendable, Equatable {
+            /// HOST:PORT; port 0 for any free port.
+            public var listen = "127.0.0.1:0"
+            /// Names the generated certificate is for.
+            public var names = TLSNames.defaults
+            /// Where to write the generated CA (PEM), for clients outside the run; nil: not written.
+            public var caFile: String?
+
+            public init() {}
+        }
     }
 
     /// Every platform a send of this traffic can reach.

@@ -20,17 +20,21 @@ public struct EmbeddedSystem: Sendable {
         /// (`pushServer.hub`, made with the backend's registration TTL when not given), as the
         /// seeds' backend sends through its hub.
         public var throughHub = false
+        /// The backend sends to the push service's TLS listener (HTTP/2), trusting its CA.
+        public var backendUsesTLS: Bool
 
         public init(
             backend: BackendConfiguration = .init(),
             pushService: PushService.Configuration = .init(),
             pushServer: MockPushServer.Configuration = .init(),
-            externalPushServiceURL: String? = nil
+            externalPushServiceURL: String? = nil,
+            backendUsesTLS: Bool = false
         ) {
             self.backend = backend
             self.pushService = pushService
             self.pushServer = pushServer
             self.externalPushServiceURL = externalPushServiceURL
+            self.backendUsesTLS = backendUsesTLS
         }
     }
 
@@ -42,6 +46,8 @@ public struct EmbeddedSystem: Sendable {
         public var pushService: String
         /// The push service's HTTP/2 cleartext base URL, when one was asked for.
         public var pushServiceHTTP2: String?
+        /// The push service's TLS base URL (`https://`), when one was asked for.
+        public var pushServiceTLS: String?
     }
 
     public let configuration: Configuration
@@ -53,9 +59,9 @@ public struct EmbeddedSystem: Sendable {
     public init(configuration: Configuration) {
         var configuration = configuration
         // The device gateway holds a socket per device: half of the descriptors; the backend
-        // and the h2c port share the rest.
+        // and the h2c and TLS ports share the rest.
         let embeddedPush = configuration.externalPushServiceURL == nil
-        let h2 = embeddedPush && configuration.pushServer.http2Listen != nil
+        let h2 = embeddedPush && (configuration.pushServer.http2Listen != nil || configuration.pushServer.tls != nil)
         configuration.backend.server = configuration.backend.server.resolved(share: embeddedPush ? (h2 ? 0.25 : 0.5) : 1)
         configuration.pushServer.limits = configuration.pushServer.limits.resolved(share: 0.5)
         configuration.pushServer.http2Limits = configuration.pushServer.http2Limits.resolved(share: 0.25)
@@ -64,6 +70,11 @@ public struct EmbeddedSystem: Sendable {
             configuration.pushServer.hub = hub
             configuration.backend.hub = hub.connectionString()
             configuration.backend.hubAtPushService = true
+        }
+        if let limits = configuration.pushServer.tls?.limits { configuration.pushServer.tls?.limits = limits.resolved(share: 0.25) }
+        let tlsBackend = embeddedPush && configuration.backendUsesTLS && configuration.pushServer.tls != nil
+        if tlsBackend, let authority = configuration.pushServer.tls?.identity.authorityPEM {
+            configuration.backend.pushServiceTrustRootsPEM = authority
         }
         // One signing key for every restart, as a deployment configures one: tokens issued before
         // a restart stay valid after it.
@@ -79,6 +90,7 @@ public struct EmbeddedSystem: Sendable {
         let external = configuration.externalPushServiceURL
         self.backend = RestartableBackend(configuration: configuration.backend) {
             if let external { return external }
+            if tlsBackend { return "https://\(try await pushServer!.boundTLS.value().authority)" }
             return try await pushServer!.bound.value().httpURL
         }
     }
@@ -102,7 +114,10 @@ public struct EmbeddedSystem: Sendable {
             return Endpoints(backend: backendURL, pushService: configuration.externalPushServiceURL ?? "")
         }
         let http2 = configuration.pushServer.http2Listen == nil ? nil : try await pushServer.boundHTTP2.value().httpURL
-        return Endpoints(backend: backendURL, pushService: try await pushServer.bound.value().httpURL, pushServiceHTTP2: http2)
+        let tls = configuration.pushServer.tls == nil ? nil : "https://\(try await pushServer.boundTLS.value().authority)"
+        return Endpoints(
+            backend: backendURL, pushService: try await pushServer.bound.value().httpURL, pushServiceHTTP2: http2, pushServiceTLS: tls
+        )
     }
 
     /// Runs the system for the duration of `body`, then shuts it down gracefully.
@@ -136,6 +151,14 @@ public struct EmbeddedSystem: Sendable {
             _ = try? await tasks.next()
             return value
         }
+    }
+
+    /// A TLS listener for the push service with a CA and certificate made now for `names`; the
+    /// CA's PEM is written to `caFile` when given, for clients outside this process.
+    public static func tlsListener(listen: String, names: [String], caFile: String?) throws -> MockPushServer.TLS {
+        let identity = try TLSIdentity.generate(names: names)
+        if let caFile { try identity.writeAuthority(to: caFile) }
+        return MockPushServer.TLS(listen: try ListenAddress(parsing: listen), identity: identity)
     }
 
     public struct ServerStoppedError: Error, CustomStringConvertible {

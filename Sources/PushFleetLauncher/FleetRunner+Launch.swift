@@ -37,6 +37,10 @@ extension FleetRunner {
             if let credentials = scenario.fleet.names.credentials {
                 configuration.backend.users = UserDirectory(passwords: credentials.map { ($0.user, $0.password) })
             }
+            if let tls = scenario.embedded.tls {
+                configuration.pushServer.tls = try EmbeddedSystem.tlsListener(listen: tls.listen, names: tls.names, caFile: tls.caFile)
+                configuration.backendUsesTLS = true
+            }
             let faults = configuration.backend.faults
             let latency = BackendLatencyControl(
                 current: { .init(send: faults.settings.sendLatency, fetch: faults.settings.fetchLatency) },
@@ -55,7 +59,8 @@ extension FleetRunner {
         case .external(let backend, .url(let pushService)):
             return try await run(against: SystemUnderTest(backend: backend, pushService: pushService), stop: stop)
         case .external(let backend, .embedded(let listen)):
-            let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen)))
+            let tls = try scenario.embedded.tls.map { try EmbeddedSystem.tlsListener(listen: $0.listen, names: $0.names, caFile: $0.caFile) }
+            let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen), tls: tls))
             let group = ServiceGroup(configuration: .init(services: server.makeServices(logger: logger).map { .init(service: $0) }, logger: logger))
             return try await withThrowingTaskGroup(of: RunResult?.self) { tasks in
                 tasks.addTask {

@@ -19,7 +19,24 @@ struct APNsEndpoint {
         router.post("/3/device/:token") { request, context in
             await handle(request, token: context.parameters.get("token") ?? "")
         }
+        // Apple's answers for requests that reach no device.
+        router.post("/3/device") { request, _ in
+            reject(.badRequest, "MissingDeviceToken", id: request.headers[.apnsID] ?? UUID().uuidString)
+        }
+        router.post("/3/**") { request, _ in
+            reject(.notFound, "BadPath", id: request.headers[.apnsID] ?? UUID().uuidString)
+        }
+        for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
+            router.on("/3/device/:token", method: method) { request, _ in
+                reject(.methodNotAllowed, "MethodNotAllowed", id: request.headers[.apnsID] ?? UUID().uuidString)
+            }
+        }
     }
+
+    /// Headers a request may carry once; Apple answers `DuplicateHeaders` otherwise.
+    static let singleHeaders: [HTTPField.Name] = [
+        .apnsID, .apnsTopic, .apnsPushType, .apnsPriority, .apnsExpiration, .apnsCollapseID, .authorization,
+    ]
 
     private struct Reason: Encodable {
         var reason: String
@@ -41,13 +58,19 @@ struct APNsEndpoint {
         let headers = request.headers
         let id = headers[.apnsID] ?? UUID().uuidString
         guard UUID(uuidString: id) != nil else { return reject(.badRequest, "BadMessageId", id: UUID().uuidString) }
-        guard let authorization = headers[.authorization] else {
-            return reject(.forbidden, "MissingProviderToken", id: id)
+        guard Self.singleHeaders.allSatisfy({ headers[values: $0].count <= 1 }) else {
+            return reject(.badRequest, "DuplicateHeaders", id: id)
         }
-        guard authorization.lowercased().hasPrefix("bearer "), authorization.count > 7 else {
-            return reject(.forbidden, "InvalidProviderToken", id: id)
+        let bundles: [String]
+        switch await service.authority.authenticateAPNs(authorization: headers[.authorization], connection: ConnectionState.current) {
+        case .authorized(let allowed): bundles = allowed
+        case .rejected(let status, let reason): return reject(status, reason, id: id)
         }
-        guard let topic = headers[.apnsTopic], !topic.isEmpty else { return reject(.badRequest, "MissingTopic", id: id) }
+        // A certificate for a single bundle names the topic itself; a token names none.
+        let certificate = ConnectionState.current?.peerCertificateDER != nil
+        guard let topic = headers[.apnsTopic].flatMap({ $0.isEmpty ? nil : $0 }) ?? (certificate && bundles.count == 1 ? bundles[0] : nil)
+        else { return reject(.badRequest, "MissingTopic", id: id) }
+        guard APNsTopics.isAllowed(topic, bundles: bundles) else { return reject(.badRequest, "TopicDisallowed", id: id) }
         let pushType = headers[.apnsPushType] ?? "alert"
         guard Self.pushTypes.contains(pushType) else { return reject(.badRequest, "InvalidPushType", id: id) }
         if let priority = headers[.apnsPriority], !["1", "5", "10"].contains(priority) {

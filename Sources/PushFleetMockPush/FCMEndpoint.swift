@@ -21,13 +21,20 @@ struct FCMEndpoint {
     }
 
     private struct ErrorBody: Encodable {
+        /// FCM's own error code, or (for authentication) Google's `ErrorInfo`.
         struct Detail: Encodable {
             var type = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
-            var errorCode: String
+            var errorCode: String?
+            var reason: String?
+            var domain: String?
 
             enum CodingKeys: String, CodingKey {
                 case type = "@type"
-                case errorCode
+                case errorCode, reason, domain
+            }
+
+            static func errorInfo(_ reason: String) -> Detail {
+                Detail(type: "type.googleapis.com/google.rpc.ErrorInfo", reason: reason, domain: "googleapis.com")
             }
         }
 
@@ -47,11 +54,43 @@ struct FCMEndpoint {
 
     /// Google's error shape: HTTP code, canonical status, and the FCM error code in details.
     private func reject(_ status: HTTPResponse.Status, _ canonical: String, _ errorCode: String, _ message: String) -> Response {
-        service.recordRejection("fcm:\(errorCode)")
-        let body = ErrorBody(
-            error: .init(code: status.code, message: message, status: canonical, details: [.init(errorCode: errorCode)])
-        )
-        return .json(body, status: status)
+        reject(status, canonical, label: errorCode, message, detail: .init(errorCode: errorCode))
+    }
+
+    private func reject(
+        _ status: HTTPResponse.Status, _ canonical: String, label: String, _ message: String, detail: ErrorBody.Detail
+    ) -> Response {
+        service.recordRejection("fcm:\(label)")
+        return .json(ErrorBody(error: .init(code: status.code, message: message, status: canonical, details: [detail])), status: status)
+    }
+
+    /// Google's answers for a request whose OAuth access token does not allow the send.
+    private func authenticate(_ request: Request, project: String) -> Response? {
+        let unauthenticated = "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential."
+        let grant: GoogleOAuth.Grant
+        switch service.authority.googleGrant(authorization: request.headers[.authorization]) {
+        case .valid(let valid):
+            grant = valid
+        case .expired:
+            return reject(.unauthorized, "UNAUTHENTICATED", label: "ACCESS_TOKEN_EXPIRED", unauthenticated, detail: .errorInfo("ACCESS_TOKEN_EXPIRED"))
+        case .unknown:
+            let reason = request.headers[.authorization] == nil ? "CREDENTIALS_MISSING" : "ACCESS_TOKEN_TYPE_UNSUPPORTED"
+            return reject(.unauthorized, "UNAUTHENTICATED", label: reason, unauthenticated, detail: .errorInfo(reason))
+        }
+        guard grant.maySendMessages else {
+            return reject(
+                .forbidden, "PERMISSION_DENIED", label: "ACCESS_TOKEN_SCOPE_INSUFFICIENT", "Request had insufficient authentication scopes.",
+                detail: .errorInfo("ACCESS_TOKEN_SCOPE_INSUFFICIENT")
+            )
+        }
+        if let own = grant.project, own != project {
+            return reject(
+                .forbidden, "PERMISSION_DENIED", label: "IAM_PERMISSION_DENIED",
+                "Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/\(project.prefix(100))' (or it may not exist).",
+                detail: .errorInfo("IAM_PERMISSION_DENIED")
+            )
+        }
+        return nil
     }
 
     private func invalid(_ message: String) -> Response {
@@ -60,14 +99,7 @@ struct FCMEndpoint {
 
     func handle(_ request: Request, project: String) async -> Response {
         var request = request
-        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
-            authorization.count > 7
-        else {
-            return reject(
-                .unauthorized, "UNAUTHENTICATED", "THIRD_PARTY_AUTH_ERROR",
-                "Request is missing required authentication credential."
-            )
-        }
+        if let refusal = authenticate(request, project: project) { return refusal }
         guard let body = try? await request.collectBody(limit: Self.maxRequest) else {
             return invalid("Request payload size exceeds the limit.")
         }

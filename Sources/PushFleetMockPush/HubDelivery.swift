@@ -14,10 +14,12 @@ struct HubDelivery: PushDelivery {
 
     func deliver(_ push: NativePush) async -> DeliveryAnswer {
         var fields = HTTPFields()
-        for header in push.headers {
+        for header in push.headers where header.name.lowercased() != "authorization" {
             guard let name = HTTPField.Name(header.name) else { return .failed("invalid header name \(header.name)") }
             fields.append(HTTPField(name: name, value: header.value))
         }
+        // The hub's own credentials for every platform, as a real hub holds them.
+        fields[.authorization] = "bearer \(service.authority.inProcessBearer)"
         let path: String
         switch push.platform {
         case .apple:

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import HummingbirdHTTP2
@@ -8,10 +9,33 @@ public import PushFleetHub
 public import PushFleetServerSupport
 public import ServiceLifecycle
 
-/// The mock push service as servers: HTTP/1.1 (provider endpoints, admin, and the WebSocket
-/// device gateway) and, optionally, HTTP/2 cleartext with prior knowledge for the provider
-/// endpoints (as APNs speaks HTTP/2).
+/// The mock push service as servers: HTTP/1.1 (provider endpoints, OAuth, admin, and the
+/// WebSocket device gateway); optionally HTTP/2 cleartext with prior knowledge; and optionally
+/// TLS with HTTP/2 and HTTP/1.1 on one port, as the real services' hosts speak. Every listener
+/// serves the same router (``makeRouter()``).
 public struct MockPushServer: Sendable {
+    /// A TLS listener: the certificate it presents, and whether it asks for client certificates
+    /// (APNs certificate-based authentication).
+    public struct TLS: Sendable {
+        public var listen: ListenAddress
+        public var identity: TLSIdentity
+        /// `.optional(trustRootsPEM:)` asks clients for a certificate without requiring one.
+        public var clientCertificates: TLSIdentity.ClientCertificates
+        public var limits: ServerLimits
+
+        public init(
+            listen: ListenAddress,
+            identity: TLSIdentity,
+            clientCertificates: TLSIdentity.ClientCertificates = .optional(trustRootsPEM: nil),
+            limits: ServerLimits = .init()
+        ) {
+            self.listen = listen
+            self.identity = identity
+            self.clientCertificates = clientCertificates
+            self.limits = limits
+        }
+    }
+
     public struct Configuration: Sendable {
         public var listen: ListenAddress
         /// Where to also serve HTTP/2 cleartext; nil for none.
@@ -26,6 +50,8 @@ public struct MockPushServer: Sendable {
         public var adminToken: String?
         /// The notification hub served at `/{hub}/…`; nil for none.
         public var hub: NotificationHub.Settings?
+        /// Where to also serve TLS; nil for none.
+        public var tls: TLS?
 
         public init(
             listen: ListenAddress = .init(host: "127.0.0.1", port: 0),
@@ -34,10 +60,12 @@ public struct MockPushServer: Sendable {
             limits: ServerLimits = .init(),
             http2Limits: ServerLimits? = nil,
             adminToken: String? = MockPushServer.randomToken(),
-            hub: NotificationHub.Settings? = nil
+            hub: NotificationHub.Settings? = nil,
+            tls: TLS? = nil
         ) {
             self.adminToken = adminToken
             self.hub = hub
+            self.tls = tls
             self.listen = listen
             self.http2Listen = http2Listen
             self.backlog = backlog
@@ -54,6 +82,10 @@ public struct MockPushServer: Sendable {
     public let bound = Readiness<ListenAddress>()
     /// The bound HTTP/2 address, when one was asked for.
     public let boundHTTP2 = Readiness<ListenAddress>()
+    /// The bound TLS address, when one was asked for.
+    public let boundTLS = Readiness<ListenAddress>()
+    /// Open connections on every listener, for what requests learn of theirs.
+    let connections = ConnectionRegistry()
 
     public init(service: PushService, configuration: Configuration = .init()) {
         self.service = service
@@ -61,8 +93,10 @@ public struct MockPushServer: Sendable {
         self.hub = configuration.hub.map { NotificationHub(settings: $0, delivery: HubDelivery(service: service, fcmProject: "pushfleet")) }
     }
 
+    /// The one router every listener serves: whatever is mounted here is reachable on each.
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
+        OAuthEndpoints(authority: service.authority).register(on: router)
         APNsEndpoint(service: service).register(on: router)
         FCMEndpoint(service: service).register(on: router)
         WNSEndpoint(service: service).register(on: router)
@@ -76,59 +110,91 @@ public struct MockPushServer: Sendable {
     /// The services to run (in a `ServiceGroup`, or one by one with `runService()`).
     public func makeServices(logger: Logger) -> [any Service] {
         let router = makeRouter()
-        let gateway = DeviceGateway(service: service)
-        let bound = self.bound
+        let connections = self.connections
         let limits = configuration.limits
-        let http1 = Application(
-            router: router,
-            server: HTTPServerBuilder { responder in
+        var services: [any Service] = [
+            application(router, configuration.listen, limits, name: "pushfleet-mock-push", bound: bound, logger: logger) { responder in
                 GuardedChildChannel(
-                    HTTP1WebSocketUpgradeChannel(
-                        responder: responder,
-                        configuration: .init(http1: limits.http1Configuration(), ws: .init(maxFrameSize: DeviceGateway.maxInboundMessage)),
-                        // Synchronous: decided on the event loop, with no task per upgrade.
-                        shouldUpgrade: { @Sendable (head: HTTPRequest, _: any Channel, _: Logger) throws in gateway.shouldUpgrade(head) }
-                    ),
-                    headerTimeout: limits.headerTimeout
+                    webSocketChannel(connections.tracking(responder), limits: limits),
+                    headerTimeout: limits.headerTimeout,
+                    connections: connections
                 )
-            },
+            }
+        ]
+        if let h2 = configuration.http2Listen {
+            let h2Limits = configuration.http2Limits
+            services.append(
+                application(router, h2, h2Limits, name: "pushfleet-mock-push-h2", bound: boundHTTP2, logger: logger) { responder in
+                    GuardedChildChannel(
+                        http2Channel(connections.tracking(responder), limits: h2Limits),
+                        headerTimeout: h2Limits.headerTimeout,
+                        connections: connections
+                    )
+                }
+            )
+        }
+        if let tls = configuration.tls {
+            services.append(
+                application(router, tls.listen, tls.limits, name: "pushfleet-mock-push-tls", bound: boundTLS, logger: logger) { responder in
+                    let tracked = connections.tracking(responder)
+                    var anyClient = false
+                    if case .optional(nil) = tls.clientCertificates { anyClient = true }
+                    return GuardedChildChannel(
+                        try TLSServerChannel(
+                            configuration: try tls.identity.serverConfiguration(clientCertificates: tls.clientCertificates),
+                            acceptAnyClientCertificate: anyClient,
+                            http1: webSocketChannel(tracked, limits: tls.limits),
+                            http2: http2Channel(tracked, limits: tls.limits),
+                            connections: connections
+                        ),
+                        headerTimeout: tls.limits.headerTimeout,
+                        connections: connections,
+                        isTLS: true
+                    )
+                }
+            )
+        }
+        return services
+    }
+
+    /// HTTP/1.1 with the device gateway's WebSocket upgrade.
+    private func webSocketChannel(_ responder: @escaping HTTPChannelHandler.Responder, limits: ServerLimits) -> HTTP1WebSocketUpgradeChannel {
+        let gateway = DeviceGateway(service: service)
+        return HTTP1WebSocketUpgradeChannel(
+            responder: responder,
+            configuration: .init(http1: limits.http1Configuration(), ws: .init(maxFrameSize: DeviceGateway.maxInboundMessage)),
+            // Synchronous: decided on the event loop, with no task per upgrade.
+            shouldUpgrade: { @Sendable (head: HTTPRequest, _: any Channel, _: Logger) throws in gateway.shouldUpgrade(head) }
+        )
+    }
+
+    private func http2Channel(_ responder: @escaping HTTPChannelHandler.Responder, limits: ServerLimits) -> HTTP2Channel {
+        HTTP2Channel(responder: responder, configuration: .init(idleTimeout: limits.idleTimeout, streamConfiguration: limits.http2StreamConfiguration()))
+    }
+
+    private func application(
+        _ router: Router<BasicRequestContext>,
+        _ listen: ListenAddress,
+        _ limits: ServerLimits,
+        name: String,
+        bound: Readiness<ListenAddress>,
+        logger: Logger,
+        channel: @escaping @Sendable (@escaping HTTPChannelHandler.Responder) throws -> any ServerChildChannel
+    ) -> some Service {
+        Application(
+            router: router,
+            server: HTTPServerBuilder(channel),
             configuration: .init(
-                address: .hostname(configuration.listen.host, port: configuration.listen.port),
-                serverName: "pushfleet-mock-push",
+                address: .hostname(listen.host, port: listen.port),
+                serverName: name,
                 backlog: configuration.backlog,
                 availableConnectionsDelegate: limits.connectionsDelegate
             ),
             onServerRunning: { channel in
-                bound.succeed(Self.boundAddress(channel, fallback: configuration.listen))
+                bound.succeed(Self.boundAddress(channel, fallback: listen))
             },
             logger: logger
         )
-        guard let h2 = configuration.http2Listen else { return [http1] }
-        let boundHTTP2 = self.boundHTTP2
-        let h2Limits = configuration.http2Limits
-        let http2 = Application(
-            router: router,
-            server: HTTPServerBuilder { responder in
-                GuardedChildChannel(
-                    HTTP2Channel(
-                        responder: responder,
-                        configuration: .init(idleTimeout: h2Limits.idleTimeout, streamConfiguration: h2Limits.http1Configuration())
-                    ),
-                    headerTimeout: h2Limits.headerTimeout
-                )
-            },
-            configuration: .init(
-                address: .hostname(h2.host, port: h2.port),
-                serverName: "pushfleet-mock-push-h2",
-                backlog: configuration.backlog,
-                availableConnectionsDelegate: configuration.http2Limits.connectionsDelegate
-            ),
-            onServerRunning: { channel in
-                boundHTTP2.succeed(Self.boundAddress(channel, fallback: h2))
-            },
-            logger: logger
-        )
-        return [http1, http2]
     }
 
     /// 128 random bits as hex.

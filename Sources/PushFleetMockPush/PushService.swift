@@ -18,11 +18,19 @@ public final class PushService: Sendable {
         /// so without a bound every new token would keep its push in memory for good; past it, a
         /// push for an offline device is not held (`heldFull`).
         public var maxHeldPushes: Int
+        /// Which senders' credentials the provider endpoints accept.
+        public var providerAuth: ProviderAuthConfiguration
 
-        public init(faults: FaultSettings = .init(), defaultStoreDuration: Duration = .seconds(30 * 86_400), maxHeldPushes: Int = 250_000) {
+        public init(
+            faults: FaultSettings = .init(),
+            defaultStoreDuration: Duration = .seconds(30 * 86_400),
+            maxHeldPushes: Int = 250_000,
+            providerAuth: ProviderAuthConfiguration = .init()
+        ) {
             self.faults = faults
             self.defaultStoreDuration = defaultStoreDuration
             self.maxHeldPushes = maxHeldPushes
+            self.providerAuth = providerAuth
         }
     }
 
@@ -72,6 +80,7 @@ public final class PushService: Sendable {
 
     public let configuration: Configuration
     let faults: FaultInjector
+    let authority: ProviderAuthority
     private let shards: [Shard]
     private let counters = Mutex(PushServiceStats())
     private let nextConnectionID = Atomic<UInt64>(1)
@@ -91,6 +100,7 @@ public final class PushService: Sendable {
     public init(configuration: Configuration = .init(), now: @escaping @Sendable () -> Int64 = WallClock.nanoseconds) {
         self.configuration = configuration
         self.faults = FaultInjector(settings: configuration.faults)
+        self.authority = ProviderAuthority(configuration: configuration.providerAuth, now: { now() / 1_000_000_000 })
         self.shards = (0..<64).map { _ in Shard() }
         self.now = now
     }

@@ -5,7 +5,10 @@ import PushFleetCore
 import PushFleetServerSupport
 import PushFleetWire
 
-/// WNS: `POST /wns/{channel}` — the channel URL a Windows device hands to its backend.
+/// WNS: `POST /wns/{channel}`, or a channel URI of WNS's own form (`/w/?token=…`, `/?token=…`),
+/// the URL a Windows device hands to its backend. `POST /wns/channels` mints a channel URI for a
+/// device, as the device's WNS client does; the URI leads back to the host and port it was asked
+/// on, so over TLS with a hosts entry it reads `https://<region>.notify.windows.com/w/?token=…`.
 struct WNSEndpoint {
     static let maxPayload = 5000
     static let types: Set<String> = ["wns/toast", "wns/tile", "wns/badge", "wns/raw"]
@@ -13,9 +16,36 @@ struct WNSEndpoint {
     let service: PushService
 
     func register(on router: Router<BasicRequestContext>) {
+        router.post("/wns/channels") { request, _ in
+            mintChannel(request)
+        }
         router.post("/wns/:channel") { request, context in
             await handle(request, channel: context.parameters.get("channel") ?? "")
         }
+        for path in ["/", "/w/"] {
+            router.post(RouterPath(stringLiteral: path)) { request, _ in
+                await handle(request, channel: request.uri.queryParameters["token"].map(String.init) ?? "")
+            }
+        }
+    }
+
+    private struct Channel: Encodable {
+        var channelUri: String
+        var token: String
+        /// Milliseconds since the epoch; WNS channels live 30 days.
+        var expiresAt: Int64
+    }
+
+    /// `POST /wns/channels[?token=ID]`: a channel URI for the device `ID` (a new id if none).
+    private func mintChannel(_ request: Request) -> Response {
+        let given = request.uri.queryParameters["token"].map(String.init)
+        let token = given ?? "pf" + String(UInt64.random(in: 1...UInt64.max), radix: 36) + String(UInt64.random(in: 1...UInt64.max), radix: 36)
+        guard TokenRules.isValidWNS(token[...]) else { return reject(.badRequest, "invalid channel id") }
+        let tls = ConnectionState.current?.isTLS ?? false
+        let authority = request.head.authority ?? "localhost"
+        let uri = tls ? "https://\(authority)/w/?token=\(token)" : "http://\(authority)/wns/\(token)"
+        let expiresAt = Saturating.add(WallClock.nanoseconds() / 1_000_000, 30 * 86_400_000)
+        return .json(Channel(channelUri: uri, token: token, expiresAt: expiresAt))
     }
 
     private func reject(_ status: HTTPResponse.Status, _ reason: String) -> Response {
@@ -26,9 +56,21 @@ struct WNSEndpoint {
     func handle(_ request: Request, channel: String) async -> Response {
         var request = request
         let headers = request.headers
-        guard let authorization = headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
-            authorization.count > 7
-        else { return reject(.unauthorized, "missing or malformed access token") }
+        switch service.authority.wnsGrant(authorization: headers[.authorization]) {
+        case .valid:
+            break
+        case .expired:
+            service.recordRejection("wns:401")
+            return .empty(
+                status: .unauthorized,
+                headers: [
+                    .wwwAuthenticate: "Bearer error=\"invalid_request\",error_description=\"Token has expired\"",
+                    .wnsErrorDescription: "Token has expired",
+                ]
+            )
+        case .unknown:
+            return reject(.unauthorized, "The cloud service did not present a valid authentication ticket.")
+        }
         guard let type = headers[.wnsType], Self.types.contains(type) else {
             return reject(.badRequest, "X-WNS-Type must be one of \(Self.types.sorted().joined(separator: ", "))")
         }

@@ -140,7 +140,8 @@ public enum ScenarioLoader {
         if let node = top["faults"], let items = r.sequence(node, "faults", "fault steps") {
             scenario.faults = items.enumerated().compactMap { readFault($1, "faults[\($0)]", r) }
         }
-        if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl", "store", "hub"]) {
+        if let node = top["embedded"], let embedded = r.mapping(node, "embedded", allowed: ["registration_ttl", "store", "hub", "tls"]) {
+            if let tls = embedded["tls"] { scenario.embedded.tls = readTLS(tls, r) }
             if let ttl = embedded["registration_ttl"], let value = r.duration(ttl, "embedded.registration_ttl") {
                 if Scenario.EmbeddedOptions.lifetimeRange.contains(value) {
                     scenario.embedded.registrationTTL = value
@@ -160,6 +161,30 @@ public enum ScenarioLoader {
             }
         }
         return scenario
+    }
+
+    /// `tls: on`, or `{listen: HOST:PORT, names: [..], ca_file: PATH}`.
+    private static func readTLS(_ node: Node, _ r: NodeReader) -> Scenario.EmbeddedOptions.TLS? {
+        var tls = Scenario.EmbeddedOptions.TLS()
+        if case .scalar = node {
+            guard let on = r.bool(node, "embedded.tls") else { return nil }
+            return on ? tls : nil
+        }
+        guard let map = r.mapping(node, "embedded.tls", allowed: ["listen", "names", "ca_file"]) else { return nil }
+        if let listen = map["listen"], let text = r.string(listen, "embedded.tls.listen") {
+            let parts = text.split(separator: ":")
+            if parts.count < 2 || Int(parts.last ?? "").map({ !(0...65535).contains($0) }) ?? true {
+                r.report(listen, "embedded.tls.listen", "expected HOST:PORT (port 0 for any free port), got '\(text)'")
+            }
+            tls.listen = text
+        }
+        if let names = map["names"], let items = r.sequence(names, "embedded.tls.names", "host names") {
+            tls.names = items.enumerated().compactMap { r.string($1, "embedded.tls.names[\($0)]") }
+            let problems = TLSNames.problems(tls.names)
+            if !problems.isEmpty { r.report(names, "embedded.tls.names", problems.joined(separator: "; ")) }
+        }
+        if let file = map["ca_file"] { tls.caFile = r.string(file, "embedded.tls.ca_file") }
+        return tls
     }
 
     private static func readTarget(_ node: Node, _ r: NodeReader) -> Scenario.Target? {
@@ -637,6 +662,9 @@ public enum ScenarioLoader {
             r.report(node("embedded"), "embedded.hub", "the hub is the embedded backend's way to send; the target is an external backend")
         }
         validateAPI(scenario, node: node, r)
+        if scenario.embedded.tls != nil, case .external(_, .url) = scenario.target {
+            r.report(node("embedded"), "embedded.tls", "TLS is the embedded push service's; the target's pns is external")
+        }
         if scenario.embedded.store != .memory, scenario.target != .embedded {
             r.report(node("embedded"), "embedded.store", "the store is the embedded backend's; the target is an external backend")
         }

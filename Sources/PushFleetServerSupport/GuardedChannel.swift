@@ -6,20 +6,27 @@ import NIOHTTPTypes
 
 /// Wraps a server child channel with ``FirstRequestGuard`` at the socket end of its pipeline, and
 /// answers and closes a connection the inner channel left open (Hummingbird's WebSocket-upgrade
-/// channel does that when the first request does not parse).
+/// channel does that when the first request does not parse). With a registry, the connection is
+/// tracked there while it is open (see ``ConnectionState``).
 public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
     public typealias Value = Inner.Value
     let inner: Inner
     let headerTimeout: Duration
+    let connections: ConnectionRegistry?
+    let isTLS: Bool
 
-    public init(_ inner: Inner, headerTimeout: Duration) {
+    public init(_ inner: Inner, headerTimeout: Duration, connections: ConnectionRegistry? = nil, isTLS: Bool = false) {
         self.inner = inner
         self.headerTimeout = headerTimeout
+        self.connections = connections
+        self.isTLS = isTLS
     }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let headerTimeout = headerTimeout
+        _ = connections?.register(channel, isTLS: isTLS)
         return channel.eventLoop.makeCompletedFuture {
+            // A TLS channel puts its TLS handler before this one, so the guard sees plaintext.
             try channel.pipeline.syncOperations.addHandler(FirstRequestGuard(headerTimeout: headerTimeout), position: .first)
         }.flatMap {
             inner.setup(channel: channel, logger: logger)

@@ -15,7 +15,7 @@ import ServiceLifecycle
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks; each prints its figures in one table.",
-        subcommands: [DeliveryBench.self, FleetBench.self, OmissionBench.self, HTTPBench.self]
+        subcommands: [DeliveryBench.self, FleetBench.self, OmissionBench.self, HTTPBench.self, TLSBench.self]
     )
 
     /// Prints a titled two-column table of figures.

@@ -56,6 +56,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The embedded hub's name (its path: /{hub}/registrations, /{hub}/messages, …).") var hubName = "pushfleet"
     @Option(help: "The embedded hub's DefaultFullSharedAccessSignature key (default: random, printed at start).") var hubKey: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+    @OptionGroup(title: "TLS and provider credentials") var tls: ServeTLSOptions
 
     func validate() throws {
         _ = try parsed()
@@ -116,6 +117,7 @@ struct Serve: AsyncParsableCommand {
         if let faults {
             pushService.faults = try Self.faultSettings(faults)
         }
+        pushService.providerAuth = try tls.providerAuth()
         if let pnsUrl {
             guard let url = URL(string: pnsUrl), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
                 throw ValidationError("--pns-url must be an http(s) URL, got '\(pnsUrl)'")
@@ -136,7 +138,8 @@ struct Serve: AsyncParsableCommand {
             }
         case "off":
             guard adminToken == nil else { throw ValidationError("--admin-token makes no sense with --admin-auth off") }
-            guard ([pushListen] + (h2Listen.map { [$0] } ?? [])).allSatisfy(\.isLoopback) else {
+            let tlsListen = try tls.pnsTlsListen.map { try address($0, "pns-tls-listen") }
+            guard ([pushListen] + [h2Listen, tlsListen].compactMap { $0 }).allSatisfy(\.isLoopback) else {
                 throw ValidationError("--admin-auth off needs the push service on loopback only (--pns-listen 127.0.0.1:PORT)")
             }
         default:
@@ -162,7 +165,8 @@ struct Serve: AsyncParsableCommand {
             limits: limits,
             http2Limits: limits,
             adminToken: token,
-            hub: hubSettings
+            hub: hubSettings,
+            tls: try tls.server(limits: limits)
         )
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -200,6 +204,10 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw ValidationError("--store \(parsed.configuration.backend.store): \(error)")
         }
+        var authorityFiles: (ca: String, bundle: String)?
+        if let identity = parsed.configuration.pushServer.tls?.identity, identity.authorityPEM != nil {
+            authorityFiles = try ServeTLSOptions.writeAuthority(identity, to: tls.caPath)
+        }
         let system = EmbeddedSystem(configuration: parsed.configuration)
         let group = ServiceGroup(
             configuration: .init(
@@ -214,6 +222,9 @@ struct Serve: AsyncParsableCommand {
                 "backend:      \(endpoints.backend)  (store: \(parsed.configuration.backend.store))", "push service: \(endpoints.pushService)",
             ]
             if let h2 = endpoints.pushServiceHTTP2 { lines.append("push h2c:     \(h2)") }
+            if let url = endpoints.pushServiceTLS, let identity = parsed.configuration.pushServer.tls?.identity {
+                lines += ServeTLSOptions.instructions(url: url, names: identity.names, ca: authorityFiles?.ca, bundle: authorityFiles?.bundle)
+            }
             lines.append("device gateway: \(endpoints.pushService.replacingOccurrences(of: "http", with: "ws"))/device")
             if pnsUrl == nil {
                 lines.append(

@@ -64,10 +64,14 @@ struct MalformedInputTests {
         Case(method: .GET, path: "/device?platform=apns", auth: nil),
         Case(method: .GET, path: "/device?platform=sms&token=abcd", auth: nil),
         Case(method: .GET, path: "/3/device/abcd", auth: nil),
-        Case(method: .POST, path: "/v1/projects/p/messages:send", body: json("[]"), headers: [("authorization", "Bearer t")], auth: nil),
-        Case(method: .POST, path: "/wns/a*b", body: json("x"), headers: [("authorization", "Bearer t"), ("X-WNS-Type", "wns/raw")], auth: nil),
+        Case(method: .POST, path: "/v1/projects/demo/messages:send", body: json("[]"), headers: [("authorization", fcmCredentials)], auth: nil),
+        Case(method: .POST, path: "/wns/a*b", body: json("x"), headers: [("authorization", wnsCredentials), ("X-WNS-Type", "wns/raw")], auth: nil),
         Case(method: .GET, path: "/nowhere", auth: nil),
     ]
+
+    /// Stand-ins in cases for access tokens fetched from the system under test.
+    static let fcmCredentials = "<fcm access token>"
+    static let wnsCredentials = "<wns access token>"
 
     @Test("bad requests to the backend get a 4xx", arguments: backendCases)
     func backend(_ item: Case) async throws {
@@ -81,9 +85,17 @@ struct MalformedInputTests {
 
     private func check(_ item: Case, toBackend: Bool) async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
+            var headers: [(String, String)] = []
+            for (name, value) in item.headers {
+                switch value {
+                case Self.fcmCredentials: headers.append((name, try await TestCredentials.fcmAuthorization(pushService: system.pushService)))
+                case Self.wnsCredentials: headers.append((name, try await TestCredentials.wnsAuthorization(pushService: system.pushService)))
+                default: headers.append((name, value))
+                }
+            }
             let response = try await TestHTTP.request(
                 item.method, (toBackend ? system.backend : system.pushService) + item.path, auth: item.admin ? system.admin : item.auth,
-                body: item.body, headers: item.headers
+                body: item.body, headers: headers
             )
             #expect((400..<500).contains(response.status), "\(item) answered \(response.status): \(response.text)")
             if item.admin { #expect(response.status == 400, "\(item) answered \(response.status): \(response.text)") }
@@ -100,13 +112,18 @@ struct MalformedInputTests {
             #expect(apns.status == 200, "\(apns.text)")
             let wns = try await TestHTTP.request(
                 .POST, "\(system.pushService)/wns/channel-9", body: Data("x".utf8),
-                headers: [("authorization", "Bearer t"), ("X-WNS-Type", "wns/raw"), ("X-WNS-Cache-Policy", "cache"), ("X-WNS-TTL", "10000000000")]
+                headers: [
+                    ("authorization", try await TestCredentials.wnsAuthorization(pushService: system.pushService)), ("X-WNS-Type", "wns/raw"),
+                    ("X-WNS-Cache-Policy", "cache"), ("X-WNS-TTL", "10000000000"),
+                ]
             )
             #expect(wns.status == 200, "\(wns.text)")
             let fcm = try await TestHTTP.request(
                 .POST, "\(system.pushService)/v1/projects/demo/messages:send",
                 body: Self.json(#"{"message":{"token":"fcm_tok","data":{"a":"b"},"android":{"ttl":"100000d"}}}"#),
-                headers: [("authorization", "Bearer t"), ("content-type", "application/json")]
+                headers: [
+                    ("authorization", try await TestCredentials.fcmAuthorization(pushService: system.pushService)), ("content-type", "application/json"),
+                ]
             )
             #expect(fcm.status == 200, "\(fcm.text)")
             let faults = try await TestHTTP.request(.PUT, "\(system.pushService)/admin/faults", auth: system.admin, body: Self.json(#"{"latency":{"kind":"fixed","ms":1e13}}"#))

@@ -26,7 +26,7 @@ struct MockPushTests {
             let device = try await TestDevice.connect(pushService: system.pushService, platform: .apns, token: token)
             let h2 = try await Curl.run([
                 "--http2-prior-knowledge", "-sS", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
-                "-X", "POST", "-H", "authorization: bearer t", "-H", "apns-topic: com.example.app",
+                "-X", "POST", "-H", "authorization: \(TestCredentials.apnsAuthorization)", "-H", "apns-topic: com.example.app",
                 "-d", #"{"aps":{"alert":"over h2"}}"#, "\(system.pushServiceHTTP2!)/3/device/\(token)",
             ])
             #expect(h2 == "2 200")
@@ -53,7 +53,8 @@ struct MockPushTests {
             )
             #expect(noAuth.status == 403 && noAuth.text.contains("MissingProviderToken"))
             let noTopic = try await TestHTTP.request(
-                .POST, "\(system.pushService)/3/device/\(token)", body: Data("{}".utf8), headers: [("authorization", "bearer t")]
+                .POST, "\(system.pushService)/3/device/\(token)", body: Data("{}".utf8),
+                headers: [("authorization", TestCredentials.apnsAuthorization)]
             )
             #expect(noTopic.status == 400 && noTopic.text.contains("MissingTopic"))
             let stats = try await system.pushStats()
@@ -66,12 +67,13 @@ struct MockPushTests {
     func fcmAndWNSErrors() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
             let url = "\(system.pushService)/v1/projects/demo/messages:send"
-            let auth = [("authorization", "Bearer t")]
+            let auth = [("authorization", try await TestCredentials.fcmAuthorization(pushService: system.pushService))]
             let ok = try await TestHTTP.request(.POST, url, body: Data(#"{"message":{"token":"abc","data":{"k":"v"}}}"#.utf8), headers: auth)
             #expect(ok.status == 200)
             #expect(try ok.json([String: String].self)["name"]?.hasPrefix("projects/demo/messages/") == true)
             let fcmCases: [(String, [(String, String)], Int, String)] = [
-                (#"{"message":{"token":"abc"}}"#, [], 401, "THIRD_PARTY_AUTH_ERROR"),
+                (#"{"message":{"token":"abc"}}"#, [], 401, "CREDENTIALS_MISSING"),
+                (#"{"message":{"token":"abc"}}"#, [("authorization", "Bearer t")], 401, "ACCESS_TOKEN_TYPE_UNSUPPORTED"),
                 (#"{"message":{"data":{}}}"#, auth, 400, "INVALID_ARGUMENT"),
                 (#"{"message":{"token":"a b"}}"#, auth, 400, "INVALID_ARGUMENT"),
                 (#"{"message":{"token":"abc","data":{"n":1}}}"#, auth, 400, "INVALID_ARGUMENT"),
@@ -83,17 +85,19 @@ struct MockPushTests {
                 #expect(response.status == status, "\(body.prefix(60))")
                 let error = (try JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["error"] as? [String: Any]
                 #expect(error?["code"] as? Int == status)
-                #expect((error?["details"] as? [[String: Any]])?.first?["errorCode"] as? String == code)
+                let detail = (error?["details"] as? [[String: Any]])?.first
+                #expect((detail?["errorCode"] ?? detail?["reason"]) as? String == code)
             }
 
             let wns = "\(system.pushService)/wns/channel-1"
-            let toast = [("authorization", "Bearer t"), ("X-WNS-Type", "wns/toast"), ("content-type", "text/xml")]
+            let wnsAuth = try await TestCredentials.wnsAuthorization(pushService: system.pushService)
+            let toast = [("authorization", wnsAuth), ("X-WNS-Type", "wns/toast"), ("content-type", "text/xml")]
             let accepted = try await TestHTTP.request(.POST, wns, body: Data("<toast/>".utf8), headers: toast)
             #expect(accepted.status == 200)
             #expect(accepted.headers.first(name: "X-WNS-Status") == "received")
             #expect(try await TestHTTP.request(.POST, wns, body: Data("<toast/>".utf8), headers: [("X-WNS-Type", "wns/toast")]).status == 401)
             #expect(
-                try await TestHTTP.request(.POST, wns, body: Data("x".utf8), headers: [("authorization", "Bearer t"), ("X-WNS-Type", "wns/x")])
+                try await TestHTTP.request(.POST, wns, body: Data("x".utf8), headers: [("authorization", wnsAuth), ("X-WNS-Type", "wns/x")])
                     .status == 400
             )
             #expect(try await TestHTTP.request(.POST, wns, body: Data(repeating: 65, count: 5001), headers: toast).status == 413)
@@ -195,13 +199,13 @@ struct MockPushTests {
             let throttled = try await system.apnsPush(token: token)
             #expect(throttled.status == 429 && throttled.text.contains("TooManyRequests"))
             let fcm = try await TestHTTP.request(
-                .POST, "\(system.pushService)/v1/projects/p/messages:send", body: Data(#"{"message":{"token":"abc"}}"#.utf8),
-                headers: [("authorization", "Bearer t")]
+                .POST, "\(system.pushService)/v1/projects/demo/messages:send", body: Data(#"{"message":{"token":"abc"}}"#.utf8),
+                headers: [("authorization", try await TestCredentials.fcmAuthorization(pushService: system.pushService))]
             )
             #expect(fcm.status == 429 && fcm.text.contains("QUOTA_EXCEEDED"))
             let wns = try await TestHTTP.request(
                 .POST, "\(system.pushService)/wns/abc", body: Data("x".utf8),
-                headers: [("authorization", "Bearer t"), ("X-WNS-Type", "wns/raw")]
+                headers: [("authorization", try await TestCredentials.wnsAuthorization(pushService: system.pushService)), ("X-WNS-Type", "wns/raw")]
             )
             #expect(wns.status == 406)
 

@@ -97,6 +97,7 @@ final class HostileBackend: Sendable {
 
     let behaviour: Behaviour
     let pushService: String
+    private let credentials = TestCredentials.Cache()
     let bound = Readiness<ListenAddress>()
     /// Its own client, shut down with the backend: the shared one keeps idle connections for
     /// ten minutes, and a push service shutting down gracefully would wait for them.
@@ -439,7 +440,7 @@ final class HostileBackend: Sendable {
             request.headers.add(name: "apns-push-type", value: pushType)
             request.headers.add(name: "apns-topic", value: "com.example.hostile")
         case .fcm:
-            request = HTTPClientRequest(url: "\(pushService)/v1/projects/hostile/messages:send")
+            request = HTTPClientRequest(url: "\(pushService)/v1/projects/demo/messages:send")
             var message = (try? JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any]) ?? [:]
             message["token"] = handle
             body = String(decoding: (try? JSONSerialization.data(withJSONObject: ["message": message])) ?? Data(), as: UTF8.self)
@@ -449,7 +450,8 @@ final class HostileBackend: Sendable {
             request.headers.add(name: "X-WNS-Cache-Policy", value: "cache")
         }
         request.method = .POST
-        request.headers.add(name: "authorization", value: "bearer hostile")
+        guard let authorization = try? await credentials.authorization(for: platform, pushService: pushService) else { return true }
+        request.headers.add(name: "authorization", value: authorization)
         request.headers.add(name: "content-type", value: platform == .wns && pushType == "wns/toast" ? "text/xml" : "application/json")
         request.body = .bytes(ByteBuffer(string: body))
         guard let response = try? await client.execute(request, timeout: .seconds(10)) else { return true }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOSSL
 import HummingbirdWSClient
 import Logging
 import PushFleetCore
@@ -27,13 +28,16 @@ final class TestDevice: Sendable {
         }
     }
 
-    /// Connects one device on `/device` and waits until the gateway confirms it online.
-    static func connect(pushService: String, platform: Platform, token: String? = nil) async throws -> TestDevice {
+    /// Connects one device on `/device` and waits until the gateway confirms it online (over
+    /// TLS for an `https://` push service, trusting what `tls` trusts).
+    static func connect(
+        pushService: String, platform: Platform, token: String? = nil, tls: TLSConfiguration? = nil
+    ) async throws -> TestDevice {
         let address = DeviceAddress(platform: platform, token: token ?? randomToken(for: platform))
         let device = TestDevice(address: address)
-        let url = pushService.replacingOccurrences(of: "http://", with: "ws://")
+        let url = pushService.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(of: "https://", with: "wss://")
             + "/device?platform=\(platform.rawValue)&token=\(address.token)"
-        device.start(url: url)
+        device.start(url: url, tls: tls)
         try await device.waitFor(timeout: .seconds(10)) { $0.notices.contains { $0.type == .subscribed } }
         return device
     }
@@ -46,11 +50,11 @@ final class TestDevice: Sendable {
         return device
     }
 
-    private func start(url: String) {
+    private func start(url: String, tls: TLSConfiguration? = nil) {
         let task = Task { [self] in
             do {
                 try await WebSocketClient.connect(
-                    url: url, configuration: .init(maxFrameSize: 16 * 1024 * 1024), logger: Logger(label: "test-device")
+                    url: url, configuration: .init(maxFrameSize: 16 * 1024 * 1024), tlsConfiguration: tls, logger: Logger(label: "test-device")
                 ) { inbound, outbound, _ in
                     self.writer.succeed(outbound)
                     for try await message in inbound.messages(maxSize: 16 * 1024 * 1024) {

@@ -122,7 +122,7 @@ struct TestSystem: Sendable {
         headers: [(String, String)] = [],
         base: String? = nil
     ) async throws -> TestResponse {
-        let defaults = [("authorization", "bearer test"), ("apns-topic", "com.example.app")]
+        let defaults = [("authorization", TestCredentials.apnsAuthorization), ("apns-topic", "com.example.app")]
         let names = Set(headers.map { $0.0.lowercased() })
         return try await TestHTTP.request(
             .POST, "\(base ?? pushService)/3/device/\(token)", body: Data(body.utf8),

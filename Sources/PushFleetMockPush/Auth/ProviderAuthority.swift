@@ -1,0 +1,158 @@
+import Foundation
+import HTTPTypes
+import JWTKit
+import PushFleetServerSupport
+
+/// Authenticates senders for every platform: checks APNs provider tokens and client
+/// certificates, mints and checks Google's and WNS's access tokens. The pure rules are in
+/// ``APNsProviderToken``, ``APNsTokenSession``, ``GoogleOAuth`` and ``WNSOAuth``; this type holds
+/// the keys and the minted tokens and does the signature checks.
+final class ProviderAuthority: Sendable {
+    let configuration: ProviderAuthConfiguration
+    /// Seconds since the epoch.
+    let now: @Sendable () -> Int64
+    let googleTokens = AccessTokenStore<GoogleOAuth.Grant>(prefix: "ya29.pf-")
+    let wnsTokens = AccessTokenStore<WNSOAuth.Grant>(prefix: "EwB.pf-")
+    /// Nil when no APNs key is configured: tokens are then checked for structure and claims only.
+    /// (Key collections are actors, filled once; the task hands over the filled one.)
+    private let apnsKeys: Task<JWTKeyCollection, Never>?
+    private let googleKeys: [String: Task<JWTKeyCollection, Never>]
+    /// The credential of the push service's own notification hub, which calls the endpoints in
+    /// process (a real hub holds APNs, FCM and WNS credentials of its own). Random per process and
+    /// never sent on a wire, so no outside sender can present it.
+    let inProcessBearer = "pf-hub-" + (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
+
+    enum APNsOutcome: Equatable {
+        /// Allowed; `bundles` are the bundle ids its topics may name (empty: any).
+        case authorized(bundles: [String])
+        case rejected(HTTPResponse.Status, String)
+    }
+
+    /// Keys that do not parse are left out (the configuration's loaders checked them already),
+    /// so tokens signed with them are refused.
+    init(configuration: ProviderAuthConfiguration, now: @escaping @Sendable () -> Int64) {
+        self.configuration = configuration
+        self.now = now
+        if configuration.apnsKeys.isEmpty {
+            apnsKeys = nil
+        } else {
+            let parsed = configuration.apnsKeys.compactMap { key in
+                (try? ES256PublicKey(pem: key.publicKeyPEM)).map { (JWKIdentifier(string: key.keyID), $0) }
+            }
+            apnsKeys = Task {
+                let keys = JWTKeyCollection()
+                for (kid, key) in parsed { await keys.add(ecdsa: key, kid: kid) }
+                return keys
+            }
+        }
+        var googleKeys: [String: Task<JWTKeyCollection, Never>] = [:]
+        for account in configuration.serviceAccounts {
+            guard let publicKey = try? Insecure.RSA.PublicKey(pem: account.publicKeyPEM) else { continue }
+            googleKeys[account.email] = Task { await JWTKeyCollection().add(rsa: publicKey, digestAlgorithm: .sha256) }
+        }
+        self.googleKeys = googleKeys
+    }
+
+    // MARK: APNs
+
+    /// The sender of an APNs request: its connection's client certificate, else the bearer token.
+    func authenticateAPNs(authorization: String?, connection: ConnectionState?) async -> APNsOutcome {
+        if let der = connection?.peerCertificateDER {
+            // Apple ignores the authorization header on a certificate-authenticated connection.
+            guard let bundles = APNsTopics.bundles(ofCertificate: der) else { return .rejected(.forbidden, "BadCertificate") }
+            return .authorized(bundles: bundles)
+        }
+        guard let authorization else { return .rejected(.forbidden, "MissingProviderToken") }
+        if Self.bearer(authorization) == inProcessBearer { return .authorized(bundles: []) }
+        guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+            return .rejected(.forbidden, "InvalidProviderToken")
+        }
+        let text = String(authorization.dropFirst(7))
+        let now = now()
+        let session = connection ?? ConnectionState(isTLS: false)
+        switch session.withAttachment(APNsTokenSession(), { $0.step(for: text, now: now) }) {
+        case .accepted:
+            return .authorized(bundles: configuration.apnsTopics)
+        case .expired:
+            return .rejected(.forbidden, "ExpiredProviderToken")
+        case .verify:
+            break
+        }
+        let token: APNsProviderToken
+        switch APNsProviderToken.inspect(text, now: now) {
+        case .success(let inspected): token = inspected
+        case .failure(let failure): return .rejected(.forbidden, failure.rawValue)
+        }
+        if let apnsKeys {
+            guard let key = configuration.apnsKeys.first(where: { $0.keyID == token.identity.keyID }),
+                key.teamID == nil || key.teamID == token.identity.teamID,
+                (try? await apnsKeys.value.verify(text, as: APNsProviderToken.Claims.self)) != nil
+            else { return .rejected(.forbidden, "InvalidProviderToken") }
+        }
+        switch session.withAttachment(APNsTokenSession(), { $0.adopt(token) }) {
+        case .adopted: return .authorized(bundles: configuration.apnsTopics)
+        case .tooManyUpdates: return .rejected(.tooManyRequests, "TooManyProviderTokenUpdates")
+        case .otherTeam: return .rejected(.forbidden, "InvalidProviderToken")
+        }
+    }
+
+    // MARK: Google
+
+    /// Answers a token request: an access token and its lifetime, or Google's error.
+    func issueGoogleToken(form: [String: String]) async -> Result<(token: String, expiresIn: Int64), GoogleOAuth.Failure> {
+        let now = now()
+        let assertion: GoogleOAuth.Assertion
+        switch GoogleOAuth.check(form: form, now: now) {
+        case .success(let checked): assertion = checked
+        case .failure(let failure): return .failure(failure)
+        }
+        var project = GoogleOAuth.project(ofAccount: assertion.account)
+        if !configuration.serviceAccounts.isEmpty {
+            guard let account = configuration.serviceAccounts.first(where: { $0.email == assertion.account }),
+                let keys = googleKeys[account.email]
+            else { return .failure(.invalidGrant("Invalid grant: account not found")) }
+            guard (try? await keys.value.verify(assertion.text, as: GoogleOAuth.Claims.self)) != nil else { return .failure(.signature) }
+            project = account.projectID ?? project
+        }
+        let lifetime = configuration.googleTokenLifetime.components.seconds
+        let grant = GoogleOAuth.Grant(account: assertion.account, scopes: assertion.scopes, project: project)
+        guard let token = googleTokens.mint(grant, lifetime: lifetime, now: now) else {
+            return .failure(GoogleOAuth.Failure(error: "temporarily_unavailable", error_description: "Too many live access tokens."))
+        }
+        // Google answers a second less than the token's life, as clients refresh ahead of it.
+        return .success((token, max(1, lifetime - 1)))
+    }
+
+    func googleGrant(authorization: String?) -> AccessTokenStore<GoogleOAuth.Grant>.Lookup {
+        guard let token = Self.bearer(authorization) else { return .unknown }
+        if token == inProcessBearer { return .valid(.init(account: "hub", scopes: Array(GoogleOAuth.messagingScopes), project: nil)) }
+        return googleTokens.lookup(token, now: now())
+    }
+
+    // MARK: WNS
+
+    func issueWNSToken(form: [String: String]) -> Result<(token: String, expiresIn: Int64), WNSOAuth.Failure> {
+        switch WNSOAuth.check(form: form, clients: configuration.wnsClients) {
+        case .failure(let failure):
+            return .failure(failure)
+        case .success(let grant):
+            let lifetime = configuration.wnsTokenLifetime.components.seconds
+            guard let token = wnsTokens.mint(grant, lifetime: lifetime, now: now()) else {
+                return .failure(WNSOAuth.Failure(error: "temporarily_unavailable", error_description: "Too many live access tokens."))
+            }
+            return .success((token, lifetime))
+        }
+    }
+
+    func wnsGrant(authorization: String?) -> AccessTokenStore<WNSOAuth.Grant>.Lookup {
+        guard let token = Self.bearer(authorization) else { return .unknown }
+        if token == inProcessBearer { return .valid(.init(clientID: "hub")) }
+        return wnsTokens.lookup(token, now: now())
+    }
+
+    /// The token of an `Authorization: Bearer …` header (scheme case-insensitive).
+    static func bearer(_ authorization: String?) -> String? {
+        guard let authorization, authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return nil }
+        return String(authorization.dropFirst(7))
+    }
+}
