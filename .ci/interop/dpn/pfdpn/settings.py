@@ -23,12 +23,12 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.TokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
 }
-# WNS: devices hand the backend channel URLs on the mock push service. Its OAuth step needs a
-# token endpoint; the mock accepts any bearer token, so a data: URL stands in for Microsoft's.
+# WNS: devices hand the backend channel URLs on the mock push service; the OAuth step goes to the
+# mock's token endpoint (login.live.com's /accesstoken.srf), whose tokens it then requires.
 PUSH_NOTIFICATIONS_SETTINGS = {
     "WNS_PACKAGE_SECURITY_ID": "ms-app://pushfleet-interop",
     "WNS_SECRET_KEY": "pushfleet-interop",
-    "WNS_ACCESS_URL": os.environ.get("PFDPN_WNS_ACCESS_URL", 'data:application/json,{"access_token":"pushfleet-interop","token_type":"bearer"}'),
+    "WNS_ACCESS_URL": os.environ["PFDPN_WNS_ACCESS_URL"],
 }
 LOGGING = {"version": 1, "disable_existing_loggers": False, "handlers": {}, "root": {"level": "ERROR"}}
 # Test users only: a cheap hasher, so a fleet's logins measure the backend, not PBKDF2.
