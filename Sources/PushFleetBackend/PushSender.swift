@@ -154,17 +154,31 @@ struct PushSender: Sendable {
         return request
     }
 
-    /// A WNS handle is a channel URL on the push service, or a bare channel id. A URL anywhere
-    /// else is refused: posting to whatever URL a client registered would let any client make
-    /// the backend send requests to hosts of its choosing.
+    /// A WNS handle is a channel URL on the push service, a channel URI of WNS's own form
+    /// (`https://<region>.notify.windows.com/w/?token=…`, as devices get them from the push
+    /// service over TLS), or a bare channel id. Any other URL is refused: posting to whatever URL
+    /// a client registered would let any client make the backend send requests to hosts of its
+    /// choosing. WNS-form URIs are delivered to the push service's own `/wns/{channel}`.
     static func channelURL(_ handle: String, base: String) throws -> String {
-        if handle.hasPrefix("http://") || handle.hasPrefix("https://") {
-            guard handle.hasPrefix(base + "/wns/") else {
-                throw RequestError(description: "channel URL is not on the push service", handleIsUnusable: true)
-            }
-            return handle
+        guard handle.hasPrefix("http://") || handle.hasPrefix("https://") else {
+            return "\(base)/wns/\(pathSegment(handle))"
         }
-        return "\(base)/wns/\(pathSegment(handle))"
+        if handle.hasPrefix(base + "/wns/") { return handle }
+        if let channel = wnsFormChannel(handle, base: base) { return "\(base)/wns/\(pathSegment(channel))" }
+        throw RequestError(description: "channel URL is not on the push service", handleIsUnusable: true)
+    }
+
+    /// The channel of a URI in WNS's form on a WNS host or on the push service's own host.
+    private static func wnsFormChannel(_ handle: String, base: String) -> String? {
+        guard let uri = URLComponents(string: handle), uri.scheme == "https" || uri.scheme == "http",
+            let host = uri.host?.lowercased(), uri.user == nil, uri.password == nil,
+            uri.path == "/w/" || uri.path == "/w" || uri.path == "/" || uri.path.isEmpty,
+            let items = uri.queryItems, items.count == 1, items[0].name == "token",
+            let channel = items[0].value, !channel.isEmpty
+        else { return nil }
+        let ownHost = URLComponents(string: base)?.host?.lowercased()
+        guard host.hasSuffix(".notify.windows.com") || host == ownHost else { return nil }
+        return channel
     }
 
     static func pathSegment(_ text: String) -> String {

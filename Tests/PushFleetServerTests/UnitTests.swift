@@ -95,5 +95,16 @@ struct UnitTests {
         #expect(NativeNotification.alert(platform: .mpns, from: "a", message: "m") == nil)
         #expect(throws: (any Error).self) { try PushSender.channelURL("http://evil.example/wns/x", base: "http://127.0.0.1:1") }
         #expect(try PushSender.channelURL("http://127.0.0.1:1/wns/x", base: "http://127.0.0.1:1") == "http://127.0.0.1:1/wns/x")
+        // WNS's own form, as the push service mints channel URIs over TLS: delivered to its /wns/{channel}.
+        let base = "http://127.0.0.1:1"
+        #expect(try PushSender.channelURL("https://wns2-pf.notify.windows.com/w/?token=AwY%2Bx", base: base) == "\(base)/wns/AwY%2Bx")
+        #expect(try PushSender.channelURL("https://127.0.0.1:4443/?token=c1", base: base) == "\(base)/wns/c1")
+        for refused in [
+            "https://evil.example/w/?token=c1", "https://notify.windows.com.evil.example/w/?token=c1",
+            "https://wns2-pf.notify.windows.com/other?token=c1", "https://wns2-pf.notify.windows.com/w/?token=",
+            "https://wns2-pf.notify.windows.com/w/?token=a&to=http://evil", "https://u:p@wns2-pf.notify.windows.com/w/?token=c1",
+        ] {
+            #expect(throws: (any Error).self, "\(refused)") { try PushSender.channelURL(refused, base: base) }
+        }
     }
 }
