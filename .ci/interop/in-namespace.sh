@@ -70,3 +70,38 @@ stats=$(curl -s http://127.0.0.1:8081/stats)
 "$venv/bin/python" -c 'import json,sys; s=json.loads(sys.argv[1]); sys.exit(0 if s["apns"] > 0 and s["fcm"] > 0 and not s["failed"] else 1)' "$stats" \
   || { echo "the backend did not send on both platforms: $stats" >&2; exit 1; }
 grep -q '^result,passed$' "$work/report/summary.csv"
+
+# Two more HTTP/2 stacks: Node's own http2 (what node-apn and apns2 use) and Java's HttpClient,
+# each trusting the CA its runtime's way, each sending to a device on the gateway that must get
+# every push. Skipped, and said so, where the runtime is not installed.
+probe() { # $1: name, $2: device token, $3: count, then the command
+  local name=$1 token=$2 count=$3; shift 3
+  rm -f "$work/$name.ready"
+  "$venv/bin/python" "$here/runtimes/device.py" "ws://127.0.0.1:8090/device?platform=apns&token=$token" \
+    "runtime probe $name" "$count" 20 "$work/$name.ready" >"$work/$name.seen" &
+  local device=$!
+  for _ in $(seq 1 100); do [ -e "$work/$name.ready" ] && break; sleep 0.1; done
+  "$@" || { echo "$name: the client failed" >&2; kill "$device" 2>/dev/null; exit 1; }
+  wait "$device"
+  local seen; seen=$(cat "$work/$name.seen")
+  echo "$name: the device received $seen/$count"
+  [ "$seen" = "$count" ] || { echo "$name: the device missed pushes" >&2; exit 1; }
+}
+key="$work/AuthKey_INTEROP001.p8"
+if command -v node >/dev/null 2>&1; then
+  echo "== Node http2 client, APNs token auth over TLS"
+  probe node "$(printf 'a1%.0s' $(seq 1 32))" 40 \
+    env NODE_EXTRA_CA_CERTS="$work/ca.pem" node "$here/runtimes/apns-node.js" "$key" INTEROP001 TEAMINTROP com.example.interop "$(printf 'a1%.0s' $(seq 1 32))" 40
+else
+  echo "== Node not installed: its http2 probe skipped"
+fi
+if command -v java >/dev/null 2>&1 && command -v keytool >/dev/null 2>&1; then
+  echo "== Java HttpClient over HTTP/2, APNs token auth over TLS"
+  keytool -importcert -noprompt -alias pushfleet -file "$work/ca.pem" -keystore "$work/trust.p12" \
+    -storepass interop -storetype PKCS12 >/dev/null 2>&1
+  probe java "$(printf 'b2%.0s' $(seq 1 32))" 40 \
+    java -Djavax.net.ssl.trustStore="$work/trust.p12" -Djavax.net.ssl.trustStorePassword=interop \
+      "$here/runtimes/APNsJava.java" "$key" INTEROP001 TEAMINTROP com.example.interop "$(printf 'b2%.0s' $(seq 1 32))" 40
+else
+  echo "== Java not installed: its HttpClient probe skipped"
+fi

@@ -37,6 +37,8 @@ struct APNsTokenSession: Equatable, Sendable {
     /// Makes a verified token the connection's current one, if the rules allow it.
     mutating func adopt(_ token: APNsProviderToken) -> Adoption {
         if let current {
+            // Streams of one connection verify a new token concurrently; each adopts it.
+            if current.text == token.text { return .adopted }
             guard current.identity.teamID == token.identity.teamID else { return .otherTeam }
             guard token.identity.issuedAt - current.identity.issuedAt >= Self.minimumUpdateInterval else { return .tooManyUpdates }
         }
