@@ -350,11 +350,12 @@ struct OmissionBench: AsyncParsableCommand {
 
         // A fleet with no device steps: only the sender runs, so the target is the whole path.
         let profile = LoadProfile.constant(Rate(perSecond: Double(rate)), for: try DurationText.parse(duration))
-        let scenario = Scenario(
+        var scenario = Scenario(
             name: "bench-omission", target: .external(backend: url, pushService: .url(url)), fleet: .init(users: 10), lifecycle: [],
             traffic: [.init(name: "open", kind: .plain, platforms: [.apns], profile: profile, maxInFlight: 1_000_000)],
             deadline: .seconds(5), grace: .zero
         )
+        scenario.api = ScenarioLoader.preset("appbackend")
         var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: "", version: PushFleet.version, logger: logger) {
             FileHandleOutput.standardError($0)
         }
