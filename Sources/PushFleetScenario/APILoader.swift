@@ -489,7 +489,7 @@ struct APILoader {
             var optional = false
             var locationNode = value
             if let map = value.mapping, map[Node("optional")] != nil {
-                guard let read = r.mapping(value, itemPath, allowed: ["json", "header", "body", "optional"]) else { continue }
+                guard let read = r.mapping(value, itemPath, allowed: ["json", "header", "cookie", "body", "optional"]) else { continue }
                 optional = read["optional"].flatMap { r.bool($0, "\(itemPath).optional") } ?? false
                 locationNode = .mapping(Node.Mapping(map.filter { $0.key.string != "optional" }.map { ($0.key, $0.value) }))
             }
@@ -508,7 +508,7 @@ struct APILoader {
         return extractions
     }
 
-    /// `"/pointer"`, `body`, `{json: P}`, `{header: NAME}`, `{body: true}`, or a list of those.
+    /// `"/pointer"`, `body`, `{json: P}`, `{header: NAME}`, `{cookie: NAME}`, `{body: true}`, or a list of those.
     private func readLocations(_ node: Node, _ keyPath: String, headers: Bool) -> [ValueLocation] {
         if let items = node.sequence { return items.enumerated().compactMap { readLocation($1, "\(keyPath)[\($0)]", headers: headers) } }
         if let map = node.mapping, let json = map[Node("json")]?.sequence, map.count == 1 {
@@ -522,7 +522,7 @@ struct APILoader {
             if text == "body" { return .body }
             return pointer(text, node, keyPath).map { .json($0) }
         }
-        let keys = headers ? ["json", "header", "body"] : ["json", "body"]
+        let keys = headers ? ["json", "header", "cookie", "body"] : ["json", "body"]
         guard let map = r.mapping(node, keyPath, allowed: keys), map.count == 1, let (key, value) = map.first else {
             if node.mapping?.count ?? 0 > 1 { r.report(node, keyPath, "give one of \(keys.joined(separator: ", "))") }
             return nil
@@ -530,6 +530,13 @@ struct APILoader {
         switch key {
         case "json": return r.string(value, "\(keyPath).json").flatMap { pointer($0, value, "\(keyPath).json") }.map { .json($0) }
         case "header": return r.string(value, "\(keyPath).header").map { .header($0) }
+        case "cookie":
+            guard let name = r.string(value, "\(keyPath).cookie") else { return nil }
+            guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"()<>@,;:\\\"/[]?={}".unicodeScalars.contains($0) }) else {
+                r.report(value, "\(keyPath).cookie", "'\(name)' is not a cookie name (a token: no spaces, separators or '=')")
+                return nil
+            }
+            return .cookie(name)
         default: return r.bool(value, "\(keyPath).body") == true ? .body : nil
         }
     }

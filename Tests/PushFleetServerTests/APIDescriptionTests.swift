@@ -95,6 +95,38 @@ struct APIDescriptionTests {
         #expect(throws: TemplateError.self) { try JSONPointer("token") }
     }
 
+    @Test("session logins: a cookie's value is read from Set-Cookie, the last one for its name, quotes and attributes left out")
+    func cookies() throws {
+        let headers: [(name: String, value: String)] = [
+            ("Set-Cookie", "csrftoken=c1; Path=/; SameSite=Lax"), ("Content-Type", "application/json"),
+            ("set-cookie", "sessionid=\"s 1\" ; HttpOnly; Path=/"), ("Set-Cookie", "sessionidx=wrong"),
+            ("Set-Cookie", "csrftoken=c2; Path=/"), ("Set-Cookie", "gone=; Max-Age=0"),
+        ]
+        let body: [UInt8] = []
+        #expect(ValueReader.read(.cookie("sessionid"), headers: headers, body: body) == .text("s 1"))
+        #expect(ValueReader.read(.cookie("csrftoken"), headers: headers, body: body) == .text("c2"))
+        #expect(ValueReader.read(.cookie("gone"), headers: headers, body: body) == nil)
+        #expect(ValueReader.read(.cookie("session"), headers: headers, body: body) == nil)
+
+        let login = """
+            login:
+              method: POST
+              path: /accounts/login/
+              form: { username: "{{user}}", password: "{{password}}" }
+              extract: { session: { cookie: sessionid }, csrf: [{ cookie: csrftoken }, { header: X-CSRFToken }] }
+            headers: { Cookie: "sessionid={{session}}; csrftoken={{csrf}}", X-CSRFToken: "{{csrf}}" }
+            register: { method: PUT, path: "/me/devices/{{device.push_token}}", json: { platform: "{{device.platform}}" } }
+            send:
+              plain: { method: POST, path: /messages, json: { to: "{{to}}", text: "{{message}}" } }
+            """
+        #expect(issues(Self.scenario(login)).isEmpty, "\(issues(Self.scenario(login)))")
+        let api = try #require(try ScenarioLoader.parse(Self.scenario(login), file: "api.yaml").api)
+        let extraction = try #require(api.login?.requests.first?.extract)
+        #expect(extraction.map(\.sources) == [[.cookie("sessionid")], [.cookie("csrftoken"), .header("X-CSRFToken")]])
+        let bad = issues(Self.scenario(login.replacingOccurrences(of: "{ cookie: sessionid }", with: "{ cookie: \"session id\" }")))
+        #expect(bad.count == 1 && bad[0].contains("'session id' is not a cookie name"), "\(bad)")
+    }
+
     @Test("a push is read by its platform's layout: rich id first, then secure id, then the nonce anywhere")
     func reading() throws {
         let api = try #require(ScenarioLoader.preset("appbackend"))

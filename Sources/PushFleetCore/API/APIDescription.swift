@@ -264,6 +264,9 @@ public enum ValueLocation: Sendable, Equatable, CustomStringConvertible {
     case json(JSONPointer)
     /// A response header.
     case header(String)
+    /// The value of a cookie the answer sets (`Set-Cookie: NAME=value; …`): a session or CSRF
+    /// cookie, sent back as `Cookie: NAME={{var}}`.
+    case cookie(String)
     /// The whole body as text.
     case body
 
@@ -271,6 +274,7 @@ public enum ValueLocation: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .json(let pointer): "json \(pointer.source.isEmpty ? "\"\"" : pointer.source)"
         case .header(let name): "header \(name)"
+        case .cookie(let name): "cookie \(name)"
         case .body: "the whole body"
         }
     }

@@ -128,6 +128,16 @@ public enum ValueReader {
         case .header(let name):
             let lower = name.lowercased()
             return headers.first { $0.name.lowercased() == lower }.map { .text($0.value) }
+        case .cookie(let name):
+            // The last Set-Cookie for the name wins, as in a browser; the value ends at the first ';'.
+            let set = headers.last { header in
+                header.name.lowercased() == "set-cookie" && header.value.drop { $0 == " " }.hasPrefix(name + "=")
+            }?.value.drop { $0 == " " }.dropFirst(name.count + 1).prefix { $0 != ";" }
+            guard let found = set else { return nil }
+            var value = String(found.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            // An emptied cookie is how a server deletes it: nothing to keep.
+            return value.isEmpty ? nil : .text(value)
         case .body:
             return body.isEmpty ? nil : .text(String(decoding: body, as: UTF8.self))
         }
