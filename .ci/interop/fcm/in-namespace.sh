@@ -2,7 +2,7 @@
 # Runs inside fresh network and mount namespaces (see .ci/interop-backends): its own loopback, and
 # an /etc/hosts of its own that sends Google's hosts to the mock push service, whose CA the
 # backend trusts through REQUESTS_CA_BUNDLE. Nothing here reaches outside the namespace.
-# Runs `api check` and the fleet, which must pass; then the fleet against a copy of fcm-django with a
+# Runs `api check` and the fleet (JWT logins, then session cookies), which must pass; then the fleet against a copy of fcm-django with a
 # planted bug (a user's last device is left out of every send), which must fail with exactly the
 # pushes the bug dropped counted lost.
 set -euo pipefail
@@ -95,6 +95,17 @@ if [ "$status" -ne 0 ] || ! grep -q '^result,passed$' "$work/report/summary.csv"
   exit 1
 fi
 grep -q '^http\.unregister,closed,[1-9]' "$work/report/operations.csv" || { echo "no device departed through DELETE" >&2; exit 1; }
+
+echo "== the fleet again, logged in by session: Django's session and CSRF cookies on every request"
+status=0
+"$pf" run "$here/scenario-session.yaml" --quiet --out "$work/report-session" >"$work/run-session.out" 2>&1 || status=$?
+headline "$work/report-session"
+if [ "$status" -ne 0 ] || ! grep -q '^result,passed$' "$work/report-session/summary.csv"; then
+  cat "$work/run-session.out" >&2
+  tail -30 "$work/state/backend.log" >&2
+  echo "the session-login run against fcm-django did not pass (exit $status)" >&2
+  exit 1
+fi
 stop_backend
 
 echo "== fcm-django with a planted bug: a user's last device is left out of every send"

@@ -10,6 +10,7 @@ router.register(r"devices", FCMDeviceAuthorizedViewSet)
 
 urlpatterns = [
     path("api/token/", TokenObtainPairView.as_view()),
+    path("accounts/login/", views.session_login),
     path("push/", views.push),
     path("content/<int:pk>/", views.content),
     path("", include(router.urls)),

@@ -1,4 +1,7 @@
-from django.contrib.auth import get_user_model
+from django.contrib.auth import authenticate, get_user_model, login
+from django.http import HttpResponse, JsonResponse
+from django.middleware.csrf import get_token
+from django.views.decorators.csrf import csrf_exempt
 from fcm_django.models import FCMDevice
 from firebase_admin.messaging import Message, Notification
 from rest_framework.decorators import api_view
@@ -37,3 +40,17 @@ def content(request, pk):
     if found is None:
         return Response({"detail": "not found"}, status=404)
     return Response({"payload": found.payload})
+
+
+@csrf_exempt
+def session_login(request):
+    """A form login that starts a session, as a web or hybrid app's would: 204 with the session
+    cookie and the CSRF cookie that later unsafe requests must echo in X-CSRFToken."""
+    if request.method != "POST":
+        return JsonResponse({"detail": "POST only"}, status=405)
+    user = authenticate(request, username=request.POST.get("username"), password=request.POST.get("password"))
+    if user is None:
+        return JsonResponse({"detail": "wrong credentials"}, status=401)
+    login(request, user)
+    get_token(request)
+    return HttpResponse(status=204)
