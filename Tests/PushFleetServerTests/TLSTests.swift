@@ -145,6 +145,54 @@ struct TLSTests {
         }
     }
 
+    /// The push-service inputs of the servers' fuzz corpus (Fuzz/corpus/servers: first byte '1'
+    /// HTTP/1.1, '2' HTTP/2), each over TLS with the matching ALPN offer.
+    @Test("the servers' fuzz corpus over TLS: HTTP/1.1 inputs get well-formed answers and no 5xx, and the TLS port keeps serving")
+    func fuzzCorpusOverTLS() async throws {
+        let folder = CLITests.root.appendingPathComponent("Fuzz/corpus/servers")
+        let inputs = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted().compactMap { name -> (String, Bool, [UInt8])? in
+            guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(name).path), let first = data.first else { return nil }
+            switch first % 3 {
+            case 1: return (name, false, Array(data.dropFirst()))
+            case 2: return (name, true, Array(data.dropFirst()))
+            default: return nil
+            }
+        }
+        #expect(inputs.count > 30)
+        try await TLSTestSystem.run { tls in
+            let client = try tls.clientTLS()
+            var answered = 0
+            for batch in stride(from: 0, to: inputs.count, by: 16).map({ Array(inputs[$0..<min($0 + 16, inputs.count)]) }) {
+                let outcomes = try await withThrowingTaskGroup(of: (String, Bool, TLSRawExchange.Outcome).self) { group in
+                    for (name, http2, bytes) in batch {
+                        group.addTask {
+                            let outcome = try await TLSRawExchange.run(
+                                port: tls.port, tls: client, serverName: "api.push.apple.com", alpn: http2 ? ["h2"] : ["http/1.1"],
+                                bytes: bytes, wait: .seconds(2)
+                            )
+                            return (name, http2, outcome)
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                for (name, http2, outcome) in outcomes where !http2 && !outcome.answer.isEmpty {
+                    answered += 1
+                    let text = String(decoding: outcome.answer, as: UTF8.self)
+                    #expect(text.hasPrefix("HTTP/1.1 "), "\(name): \(text.prefix(200))")
+                    let status = Int(text.dropFirst(9).prefix(3)) ?? 0
+                    #expect(status < 500 || status == 507, "\(name): \(text.prefix(300))")
+                }
+            }
+            #expect(answered > 10)
+            // Still serving, on both versions, and the cleartext port too.
+            for http1Only in [false, true] {
+                let health = try await tls.withClient(http1Only: http1Only) { client, base in try await client.send(.GET, "\(base)/health").status }
+                #expect(health == 200)
+            }
+            #expect(try await TestHTTP.request(.GET, tls.system.pushService + "/health").status == 200)
+        }
+    }
+
     @Test("APNs provider tokens over one HTTP/2 connection: updates at most every 20 minutes, an hour's life, configured keys verify")
     func apnsTokensPerConnection() async throws {
         let other = P256.Signing.PrivateKey()
