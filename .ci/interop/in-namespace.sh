@@ -15,17 +15,7 @@ mount --bind "$work/hosts" /etc/hosts
 
 # Credentials as Apple and Google hand them out: an ES256 .p8 key, a service-account JSON.
 openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt -out "$work/AuthKey_INTEROP001.p8"
-openssl genrsa 2048 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/sa-key.pem"
-"$venv/bin/python" - "$work" <<'PY'
-import json, sys
-work = sys.argv[1]
-json.dump({
-    "type": "service_account", "project_id": "pushfleet-interop", "private_key_id": "0123456789abcdef",
-    "private_key": open(f"{work}/sa-key.pem").read(),
-    "client_email": "sender@pushfleet-interop.iam.gserviceaccount.com", "client_id": "1",
-    "token_uri": "https://oauth2.googleapis.com/token",
-}, open(f"{work}/service-account.json", "w"))
-PY
+bash "$here/service-account.sh" "$work" pushfleet-interop "$venv/bin/python"
 
 echo "== mock push service with TLS on :443 (keys verified)"
 "$pf" serve --backend-listen 127.0.0.1:8080 --pns-listen 127.0.0.1:8090 --pns-tls-listen 127.0.0.1:443 \

@@ -18,17 +18,7 @@ echo "127.0.0.1 fcm.googleapis.com oauth2.googleapis.com" >>"$work/hosts"
 mount --bind "$work/hosts" /etc/hosts
 
 # A service account as Google hands it out; the mock verifies the OAuth assertions it signs.
-openssl genrsa 2048 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/sa-key.pem"
-"$py" - "$work" <<'PY'
-import json, sys
-work = sys.argv[1]
-json.dump({
-    "type": "service_account", "project_id": "pushfleet-fcm-django", "private_key_id": "0123456789abcdef",
-    "private_key": open(f"{work}/sa-key.pem").read(),
-    "client_email": "sender@pushfleet-fcm-django.iam.gserviceaccount.com", "client_id": "1",
-    "token_uri": "https://oauth2.googleapis.com/token",
-}, open(f"{work}/service-account.json", "w"))
-PY
+bash "$here/../service-account.sh" "$work" pushfleet-fcm-django "$py"
 
 "$pf" serve --backend-listen 127.0.0.1:8080 --pns-listen 127.0.0.1:8090 --pns-tls-listen 127.0.0.1:443 \
   --tls-ca-out "$work/ca.pem" --fcm-service-account "$work/service-account.json" --log-level warning \
