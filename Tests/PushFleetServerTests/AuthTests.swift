@@ -83,6 +83,9 @@ struct AuthTests {
         }
         #expect(throws: UserDirectory.FileError.self) { try UserDirectory(fileContents: "alice:plain:pw") }
         #expect(throws: UserDirectory.FileError.self) { try UserDirectory(fileContents: "alice:sha256:salt:zz") }
+        // A multi-byte character among the digits (a fuzz finding: it crashed the parser), a sign.
+        #expect(throws: UserDirectory.FileError.self) { try UserDirectory(fileContents: "bob:sha256:00:" + String(repeating: "0", count: 62) + "Х") }
+        #expect(throws: UserDirectory.FileError.self) { try UserDirectory(fileContents: "bob:sha256:00:+f" + String(repeating: "0", count: 62)) }
     }
 }
 
