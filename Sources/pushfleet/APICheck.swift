@@ -111,10 +111,14 @@ enum APICheck {
             out += "\(ok ? "pass" : "FAIL")  \(operation): \(counts.passed) answered as expected or handled by a rule, \(counts.failed) not\n"
         }
         let d = result.delivery
+        // A send that failed after its rules ran out leaves its pairs indeterminate: not a pass.
         let exact = d.expected > 0 && d.delivered == d.expected && d.lost == 0 && d.misdelivered == 0 && d.unverified == 0 && d.leaks == 0
-        passed = passed && exact && result.devices.ready == result.devices.planned
+            && d.indeterminate == 0 && d.duplicates == 0 && d.stale == 0
+        let sendsFailed = Int(result.counters["sends.failed"] ?? 0)
+        passed = passed && exact && sendsFailed == 0 && result.devices.ready == result.devices.planned
+        if sendsFailed > 0 { out += "FAIL  sends: \(sendsFailed) failed\n" }
         out += "\(result.devices.ready == result.devices.planned ? "pass" : "FAIL")  devices ready: \(result.devices.ready)/\(result.devices.planned)\n"
-        out += "\(exact ? "pass" : "FAIL")  pushes: expected \(d.expected), delivered \(d.delivered), late \(d.late), lost \(d.lost), misdelivered \(d.misdelivered), unverified \(d.unverified)\n"
+        out += "\(exact ? "pass" : "FAIL")  pushes: expected \(d.expected), delivered \(d.delivered), late \(d.late), lost \(d.lost), misdelivered \(d.misdelivered), unverified \(d.unverified), indeterminate \(d.indeterminate), duplicates \(d.duplicates), stale \(d.stale)\n"
         for error in result.errors { out += "      error \(error.errorClass): \(error.count)\n" }
         out += passed ? "api check passed\n" : "api check FAILED\n"
         return (out, passed)
