@@ -4,6 +4,7 @@ import Foundation
 import JWTKit
 import NIOCore
 import NIOHTTP1
+import PushFleetHub
 import PushFleetWire
 import Synchronization
 
@@ -148,7 +149,7 @@ final class ProviderCredentials: Sendable {
         var request = HTTPClientRequest(url: try await baseURL().trimmingSuffix("/") + path)
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
-        let body = form.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.formEncode($0.value))" }.joined(separator: "&")
+        let body = form.sorted { $0.key < $1.key }.map { "\($0.key)=\(SharedAccessSignature.formEncode($0.value))" }.joined(separator: "&")
         request.body = .bytes(ByteBuffer(string: body))
         let response = try await client.execute(request, timeout: .seconds(30))
         let bytes = try await response.body.collect(upTo: 64 * 1024)
@@ -157,9 +158,5 @@ final class ProviderCredentials: Sendable {
         }
         let lifetime = min(max(answer.expires_in ?? 3600, 1), 7 * 86_400)
         return Cached(header: "Bearer \(answer.access_token)", renewAt: Int64(Date().timeIntervalSince1970) + max(1, lifetime - Self.refreshMargin))
-    }
-
-    private static func formEncode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~"))) ?? text
     }
 }

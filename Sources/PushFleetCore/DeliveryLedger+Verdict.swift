@@ -300,10 +300,11 @@ extension DeliveryLedger {
         var result: [Int: Int64] = [:]
         let byDevice = Dictionary(grouping: rejections.indices, by: { rejections[$0].device })
         for (device, indices) in byDevice {
+            // Earliest knowledge first: the first tell that applies to a refusal is the one it counts from.
             let told: [(send: Int, start: Int64, known: Int64)] = indices.compactMap { index in
                 guard case .send(let send) = resolve(rejections[index].attribution) else { return nil }
                 return (send.id, send.start, max(send.end, rejections[index].time))
-            }
+            }.sorted { $0.known < $1.known }
             guard !told.isEmpty else { continue }
             let registrations = transitions[device].filter(\.eligible)
             for index in indices {
@@ -314,10 +315,10 @@ extension DeliveryLedger {
                 case .unknown: own = (nil, rejection.time - deadline, rejection.time)
                 case .otherRun: continue
                 }
-                let known = told.filter { tell in
+                let known = told.first { tell in
                     tell.send != own.id && tell.known < own.start
                         && !registrations.contains { $0.time > tell.start && $0.start < own.end }
-                }.map(\.known).min()
+                }?.known
                 if let known { result[index] = known }
             }
         }

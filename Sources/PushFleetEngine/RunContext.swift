@@ -24,8 +24,8 @@ final class RunContext: Sendable {
     let names: FleetNames
     /// What login gave each user.
     let users: UserValues
-    /// Steps whose requests use what login gives (`"\(APIStepKind)"`).
-    let stepsNeedingLogin: Set<String>
+    /// Steps whose requests use what login gives.
+    let stepsNeedingLogin: Set<APIStepKind>
     let deviceSettings: DeviceLifecycle.Settings
     private let events: AsyncStream<RunEvent>.Continuation
     /// Random per run; in every nonce and device token, so nothing of another run is credited.
@@ -91,7 +91,7 @@ final class RunContext: Sendable {
                 step.requests.contains { request in
                     request.variables.contains { if case .stored(.user, _) = $0 { true } else { false } }
                 }
-            }.map { "\($0.kind)" }
+            }.map(\.kind)
         )
         let steps = scenario.lifecycle
         self.deviceSettings = DeviceLifecycle.Settings(

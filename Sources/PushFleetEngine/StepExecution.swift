@@ -243,7 +243,7 @@ extension RunContext {
 
     /// Whether a step's requests use what login gives.
     func needsLogin(_ step: APIStep) -> Bool {
-        api.login != nil && stepsNeedingLogin.contains("\(step.kind)")
+        api.login != nil && stepsNeedingLogin.contains(step.kind)
     }
 
     /// Logs a user in (the description's login step); true when there is nothing to log in to.

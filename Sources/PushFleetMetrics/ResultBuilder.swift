@@ -94,7 +94,7 @@ package struct ResultBuilder {
             return RunResult(
                 info: info,
                 devices: .init(
-                    planned: plan.devices.count, ready: state.live.devicesReady, failed: plan.devices.count - state.live.devicesReady,
+                    planned: plan.devices.count, ready: state.live.devicesReady, failed: failedDevices,
                     byPlatform: Dictionary(grouping: plan.devices, by: { $0.platform.rawValue }).mapValues(\.count)
                 ),
                 operations: operations,

@@ -109,6 +109,9 @@ extension APIRequest {
     /// Reads the request's extractions from an answer.
     public func extract(headers: [(name: String, value: String)], body: some Collection<UInt8>) -> ExtractedValues {
         var result = ExtractedValues(values: [], missing: nil)
+        guard !extract.isEmpty else { return result }
+        // One copy of the answer for every extraction, not one per JSON source.
+        let body = Array(body)
         for extraction in extract {
             if let value = extraction.sources.lazy.compactMap({ ValueReader.read($0, headers: headers, body: body) }).first {
                 result.values.append((extraction.variable, value))
