@@ -64,14 +64,17 @@ public struct EmbeddedSystem: Sendable {
         let h2 = embeddedPush && (configuration.pushServer.http2Listen != nil || configuration.pushServer.tls != nil)
         configuration.backend.server = configuration.backend.server.resolved(share: embeddedPush ? (h2 ? 0.25 : 0.5) : 1)
         configuration.pushServer.limits = configuration.pushServer.limits.resolved(share: 0.5)
-        configuration.pushServer.http2Limits = configuration.pushServer.http2Limits.resolved(share: 0.25)
+        // With both the h2c and the TLS port on, they split their quarter.
+        let both = configuration.pushServer.http2Listen != nil && configuration.pushServer.tls != nil
+        let h2Share = both ? 0.125 : 0.25
+        configuration.pushServer.http2Limits = configuration.pushServer.http2Limits.resolved(share: h2Share)
         if configuration.throughHub, embeddedPush {
             let hub = configuration.pushServer.hub ?? NotificationHub.Settings(registrationTTL: configuration.backend.registrationTTL)
             configuration.pushServer.hub = hub
             configuration.backend.hub = hub.connectionString()
             configuration.backend.hubAtPushService = true
         }
-        if let limits = configuration.pushServer.tls?.limits { configuration.pushServer.tls?.limits = limits.resolved(share: 0.25) }
+        if let limits = configuration.pushServer.tls?.limits { configuration.pushServer.tls?.limits = limits.resolved(share: h2Share) }
         let tlsBackend = embeddedPush && configuration.backendUsesTLS && configuration.pushServer.tls != nil
         if tlsBackend, let authority = configuration.pushServer.tls?.identity.authorityPEM {
             configuration.backend.pushServiceTrustRootsPEM = authority
