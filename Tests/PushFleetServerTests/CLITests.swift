@@ -144,6 +144,31 @@ struct CLITests {
         try wrong.write(to: directory.appendingPathComponent("wrong.yaml"), atomically: true, encoding: .utf8)
         let failed = try await Self.run(["api", "check", "wrong.yaml", "--quiet"], in: directory)
         #expect(failed.status == 99 && failed.output.contains("FAIL  pushes: expected 2, delivered 0, late 0, lost 2"), "\(failed.output)")
+        // Plain sends work; every secure send fails once its rule runs out (the backend's 200 is
+        // not the 201 described, retried once): the plain pushes alone must not make it pass.
+        let halfWorking = Self.scenario().replacingOccurrences(
+            of: "  - { kind: secure, rate: 20/s, duration: 2s }",
+            with: "  - { kind: plain, platforms: [apns, fcm], rate: 20/s, duration: 2s }\n  - { kind: secure, rate: 20/s, duration: 2s }"
+        ) + """
+
+            api:
+              register:
+                - { name: post, method: POST, path: /api/register, extract: { registration_id: "" } }
+                - { name: put, method: PUT, path: "/api/register/{{registration_id}}", json: { Platform: "{{device.platform}}", Handle: "{{device.push_token}}" } }
+              headers: { Authorization: "{{basic_auth}}" }
+              send:
+                plain: { requests: [{ method: POST, path: /api/notifications, query: { pns: "{{platform}}", to_tag: "{{to}}" }, json: "{{message}}" }], per_platform: true }
+                secure: { method: POST, path: /api/notifications/secure, query: { to_tag: "{{to}}" }, json: "{{message}}", expect: [201], on: { 200: { then: retry } } }
+              fetch:
+                secure: { path: "/api/notifications/{{id}}", content: /Payload }
+              receive:
+                apns: { secure_id: /secureId }
+                fcm: { secure_id: /message/data/secureId }
+            """
+        #expect(halfWorking.contains("kind: plain"))
+        try halfWorking.write(to: directory.appendingPathComponent("half.yaml"), atomically: true, encoding: .utf8)
+        let half = try await Self.run(["api", "check", "half.yaml", "--quiet"], in: directory)
+        #expect(half.status == 99 && half.output.contains("FAIL  sends: 1 failed") && half.output.contains("api check FAILED"), "\(half.output)")
         let explained = try await Self.run(["validate", "--explain", "wrong.yaml"], in: directory)
         #expect(explained.status == 0)
         #expect(explained.output.contains("POST /api/notifications/secure?to_tag=nobody-user2"), "\(explained.output)")
