@@ -1,0 +1,67 @@
+import PushFleetCore
+import Yams
+
+extension ScenarioLoader {
+    /// What the sections read must agree on, reported where they disagree.
+    static func validate(_ scenario: Scenario, root: Node, reader r: NodeReader) {
+        let top = root.mapping
+        func node(_ key: String) -> Node? { top?[Node(key)] }
+        let steps = scenario.lifecycle
+        func require(_ step: Scenario.LifecycleStep, for other: Scenario.LifecycleStep) {
+            if steps.contains(other) && !steps.contains(step) {
+                r.report(node("lifecycle"), "lifecycle", "'\(other.rawValue)' needs '\(step.rawValue)'")
+            }
+        }
+        require(.register, for: .connect)
+        require(.connect, for: .receive)
+        require(.receive, for: .fetchSecure)
+        require(.receive, for: .fetchRich)
+        var names = Set<String>()
+        for (index, traffic) in scenario.traffic.enumerated() {
+            let path = "traffic[\(index)]"
+            let item = node("traffic")?.sequence?[index]
+            if !names.insert(traffic.name).inserted { r.report(item, "\(path).name", "duplicate sender name '\(traffic.name)'") }
+            if traffic.kind == .secure && !steps.contains(.fetchSecure) {
+                r.report(item, "\(path).kind", "secure sends carry only an id; add fetch_secure to lifecycle to attribute them")
+            }
+            if !steps.contains(.receive) {
+                r.report(item, path, "traffic needs devices that receive; add connect and receive to lifecycle")
+            }
+            for party in [traffic.from, traffic.to] {
+                let users: [String]
+                switch party {
+                case .user(let name): users = [name]
+                case .group(let group): users = group
+                default: users = []
+                }
+                for user in users where scenario.fleet.names.userIndex(user, users: scenario.fleet.users) == nil {
+                    r.report(item, path, "no user '\(user)' in a fleet of \(scenario.fleet.users) (users are \(scenario.fleet.names.user(0))…\(scenario.fleet.names.user(scenario.fleet.users - 1)))")
+                }
+            }
+        }
+        if case .external(_, .url(let pns)) = scenario.target, pns.hasPrefix("https:"), scenario.fleet.pushChannel == .perDevice,
+            scenario.lifecycle.contains(.connect)
+        {
+            r.report(node("target"), "target.pns", "devices' own sockets speak plain ws://; give an http:// push service or use push_channel: multiplexed")
+        }
+        let pushFaults = scenario.faults.contains { $0.drop != nil || $0.throttle != nil || $0.latency != nil || $0.unregisteredRatio != nil || $0.disconnect != nil }
+        if pushFaults, case .external(_, .url) = scenario.target {
+            r.report(node("faults"), "faults", "faults need the embedded push service (or one with its /admin API); the target's pns is external")
+        }
+        if scenario.faults.contains(where: { $0.backend != nil || $0.backendSendLatency != nil || $0.backendFetchLatency != nil }),
+            scenario.target != .embedded
+        {
+            r.report(node("faults"), "faults", "backend: restart and backend_latency need the embedded backend (target: embedded)")
+        }
+        if scenario.embedded.hub, scenario.target != .embedded {
+            r.report(node("embedded"), "embedded.hub", "the hub is the embedded backend's way to send; the target is an external backend")
+        }
+        validateAPI(scenario, node: node, r)
+        if scenario.embedded.tls != nil, case .external(_, .url) = scenario.target {
+            r.report(node("embedded"), "embedded.tls", "TLS is the embedded push service's; the target's pns is external")
+        }
+        if scenario.embedded.store != .memory, scenario.target != .embedded {
+            r.report(node("embedded"), "embedded.store", "the store is the embedded backend's; the target is an external backend")
+        }
+    }
+}
