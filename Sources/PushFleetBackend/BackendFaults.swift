@@ -6,19 +6,9 @@ import Synchronization
 /// Latency the embedded backend adds to its own answers, for fault scenarios ("slow fetches"):
 /// sends are the `POST`s under `/api/notifications`, fetches the `GET`s. Shared by every backend
 /// built from one configuration, so it survives a restart.
-public final class BackendFaults: Sendable {
-    public struct Settings: Sendable, Equatable {
-        public var sendLatency: LatencyDistribution?
-        public var fetchLatency: LatencyDistribution?
-
-        public init(sendLatency: LatencyDistribution? = nil, fetchLatency: LatencyDistribution? = nil) {
-            self.sendLatency = sendLatency
-            self.fetchLatency = fetchLatency
-        }
-    }
-
+public final class BackendFaults: BackendLatencyControl {
     private struct State {
-        var settings = Settings()
+        var settings = BackendLatency()
         var rng: SplitMix64
     }
 
@@ -30,23 +20,18 @@ public final class BackendFaults: Sendable {
         state = Mutex(State(rng: SplitMix64(seed: seed)))
     }
 
-    public var settings: Settings { state.withLock { $0.settings } }
+    public var latency: BackendLatency { state.withLock { $0.settings } }
 
-    /// Problems with the settings (each latency within 0…1h), empty when usable. Draws are
-    /// clamped to that range whatever the settings say.
-    public static func problems(_ settings: Settings) -> [String] {
-        (settings.sendLatency?.problems() ?? []) + (settings.fetchLatency?.problems() ?? [])
-    }
-
-    public func replace(with settings: Settings) {
+    /// Draws are clamped to 0…1h whatever the settings say (``BackendLatency/problems``).
+    public func replace(with settings: BackendLatency) {
         state.withLock { $0.settings = settings }
-        active.store(settings.sendLatency != nil || settings.fetchLatency != nil, ordering: .relaxed)
+        active.store(settings.send != nil || settings.fetch != nil, ordering: .relaxed)
     }
 
     func delay(for request: Request) -> Duration? {
         guard active.load(ordering: .relaxed), request.uri.path.hasPrefix("/api/notifications") else { return nil }
         return state.withLock { state in
-            let latency = request.method == .get ? state.settings.fetchLatency : request.method == .post ? state.settings.sendLatency : nil
+            let latency = request.method == .get ? state.settings.fetch : request.method == .post ? state.settings.send : nil
             return latency?.draw { state.rng.nextUnit() }
         }
     }

@@ -3,7 +3,7 @@ package import Foundation
 package import NIOCore
 package import NIOHTTP1
 import NIOPosix
-import PushFleetCore
+package import PushFleetCore
 
 /// One HTTP exchange with the backend, timed on the monotonic clock.
 package struct HTTPExchange: Sendable {
@@ -38,6 +38,8 @@ package struct TransportError: Error, Sendable {
 package struct BackendClient: Sendable {
     package let baseURL: String
     private let transport: Transport
+    /// Times every exchange: the run's clock, so a fleet on a manual clock is timed on it.
+    private let clock: any RunClock
 
     private enum Transport: Sendable {
         case pool(FleetHTTPClient)
@@ -46,9 +48,10 @@ package struct BackendClient: Sendable {
 
     package init(
         baseURL: String, connections: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-        sourceAddresses: [SocketAddress] = []
+        sourceAddresses: [SocketAddress] = [], clock: any RunClock = .system
     ) {
         self.baseURL = baseURL
+        self.clock = clock
         if baseURL.hasPrefix("http://"), let origin = Origin(baseURL) {
             transport = .pool(
                 FleetHTTPClient(host: origin.host, port: origin.port, maxConnections: connections, group: group, sourceAddresses: sourceAddresses)
@@ -87,12 +90,12 @@ package struct BackendClient: Sendable {
     package func exchange(
         _ method: HTTPMethod, _ path: String, headers: [(String, String)], body: ByteBuffer?, timeout: Duration
     ) async -> Result<HTTPExchange, TransportError> {
-        let start = MonotonicClock.nanoseconds()
+        let start = clock.now()
         do {
             switch transport {
             case .pool(let pool):
                 let answer = try await pool.execute(method, path, headers: headers, body: body, timeout: timeout)
-                return .success(HTTPExchange(status: answer.status, body: answer.body, start: start, end: MonotonicClock.nanoseconds(), headers: answer.headers))
+                return .success(HTTPExchange(status: answer.status, body: answer.body, start: start, end: clock.now(), headers: answer.headers))
             case .tls(let client):
                 var request = HTTPClientRequest(url: baseURL + path)
                 request.method = method
@@ -101,11 +104,11 @@ package struct BackendClient: Sendable {
                 let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
                 let buffer = try await response.body.collect(upTo: 8 * 1024 * 1024)
                 return .success(
-                    HTTPExchange(status: Int(response.status.code), body: buffer, start: start, end: MonotonicClock.nanoseconds(), headers: response.headers)
+                    HTTPExchange(status: Int(response.status.code), body: buffer, start: start, end: clock.now(), headers: response.headers)
                 )
             }
         } catch {
-            return .failure(TransportError(label: Self.label(for: error), start: start, end: MonotonicClock.nanoseconds()))
+            return .failure(TransportError(label: Self.label(for: error), start: start, end: clock.now()))
         }
     }
 

@@ -15,11 +15,14 @@ public struct FleetPlan: Sendable {
     public var users: Int
     public var devices: [Device]
     public var devicesOfUser: [[Int]]
+    /// The run id in every token; empty in plans that only validate or count.
+    public var runID: String
 
     /// - Parameter runID: put into every token, so that a push service that outlives a run
     ///   never hands one run's pushes to the next run's devices; empty in plans that only
     ///   validate or count.
     public init(scenario: Scenario, runID: String = "") {
+        self.runID = runID
         var rng = SplitMix64(seed: scenario.seed ^ 0xF1EE7)
         let fleet = scenario.fleet
         let platforms = fleet.platforms.sorted { $0.key < $1.key }

@@ -14,7 +14,9 @@ extension VirtualDevice {
             let socket = try await GatewaySocket.open(
                 host: context.gateway.host, port: context.gateway.port, uri: uri, group: context.eventLoops,
                 source: context.sourceAddress(plan.index), timeout: context.scenario.timeouts.connect
-            ) { inbound, receivedAt in
+            ) { inbound, _ in
+                // Timed on the run's clock, the one every other instant of the run is on.
+                let receivedAt = context.now()
                 switch inbound {
                 case .push(let frame):
                     context.pushArrived(at: receivedAt)

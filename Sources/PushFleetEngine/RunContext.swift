@@ -14,8 +14,11 @@ final class RunContext: Sendable {
     let scenario: Scenario
     let plan: FleetPlan
     let backend: BackendClient
-    /// The push service's base URL (`http://…`).
-    let pushServiceURL: String
+    /// Where the system under test listens, and what the run may do to it.
+    let system: SystemUnderTest
+    /// Every instant of the run is read from here, and every wait made on it.
+    let clock: any RunClock
+    /// The run's first instant on `clock`.
     let start: Int64
     let logger: Logger
     let probes = ProbePool()
@@ -27,12 +30,10 @@ final class RunContext: Sendable {
     /// Steps whose requests use what login gives.
     let stepsNeedingLogin: Set<APIStepKind>
     let deviceSettings: DeviceLifecycle.Settings
-    private let events: AsyncStream<RunEvent>.Continuation
+    private let events: EventPipe
     /// Random per run; in every nonce and device token, so nothing of another run is credited.
-    let runID: String
+    var runID: String { plan.runID }
     private let nextSend = Atomic<Int>(0)
-    /// Events handed to the recorder so far (the drain waits until it has applied them all).
-    let emitted = Atomic<Int>(0)
     /// Pushes that arrived and are still being handled (fetching their content).
     let pushesInHand = Atomic<Int>(0)
     /// When the last push arrived.
@@ -45,40 +46,27 @@ final class RunContext: Sendable {
     let eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     let deviceWork = DeviceWork()
     let sourceAddresses: [SocketAddress]
-    /// Stops the embedded backend, waits, and starts it again; nil for an external backend.
-    let restartBackend: (@Sendable (Duration) async throws -> Void)?
-    /// The embedded backend's injected latencies; nil for an external backend.
-    let backendLatency: BackendLatencyControl?
-    /// The push service's admin token, when it has one.
-    let pushAdminToken: String?
     let trace: (@Sendable (RequestTrace) -> Void)?
 
     init(
         scenario: Scenario,
         plan: FleetPlan,
-        backend: BackendClient,
-        pushServiceURL: String,
+        system: SystemUnderTest,
+        clock: any RunClock,
         start: Int64,
-        events: AsyncStream<RunEvent>.Continuation,
+        events: EventPipe,
         logger: Logger,
-        runID: String,
         sourceAddresses: [SocketAddress] = [],
-        restartBackend: (@Sendable (Duration) async throws -> Void)? = nil,
-        backendLatency: BackendLatencyControl? = nil,
-        pushAdminToken: String? = nil,
         trace: (@Sendable (RequestTrace) -> Void)? = nil
     ) {
         self.trace = trace
-        self.pushAdminToken = pushAdminToken
-        self.restartBackend = restartBackend
-        self.backendLatency = backendLatency
-        self.runID = runID
+        self.system = system
+        self.clock = clock
         self.sourceAddresses = sourceAddresses
         self.scenario = scenario
         self.plan = plan
-        self.backend = backend
-        self.pushServiceURL = pushServiceURL
-        self.gateway = Origin(pushServiceURL) ?? Origin("http://127.0.0.1")!
+        self.backend = BackendClient(baseURL: system.backend, connections: scenario.fleet.connections, sourceAddresses: sourceAddresses, clock: clock)
+        self.gateway = Origin(system.pushService) ?? Origin("http://127.0.0.1")!
         self.start = start
         self.events = events
         self.logger = logger
@@ -102,9 +90,14 @@ final class RunContext: Sendable {
         )
     }
 
+    /// The push service's base URL (`http://…`).
+    var pushServiceURL: String { system.pushService }
+
+    /// Events handed to the recorder so far (the drain waits until it has applied them all).
+    var emitted: Int { events.emitted }
+
     func emit(_ event: RunEvent) {
-        emitted.add(1, ordering: .relaxed)
-        events.yield(event)
+        events.emit(event)
     }
 
     /// A push reached a device; ``pushHandled()`` follows once its handling has emitted its
@@ -118,7 +111,7 @@ final class RunContext: Sendable {
         pushesInHand.subtract(1, ordering: .relaxed)
     }
 
-    func now() -> Int64 { MonotonicClock.nanoseconds() }
+    func now() -> Int64 { clock.now() }
 
     /// The local address a device's own socket binds to, when the scenario spreads sockets over
     /// several source addresses (past one address's ephemeral ports).
@@ -137,10 +130,10 @@ final class RunContext: Sendable {
     func sleep(until instant: Int64) async -> Bool {
         while true {
             if isStopping || Task.isCancelled { return false }
-            let remaining = instant - now()
-            if remaining <= 0 { return true }
+            let now = now()
+            if instant <= now { return true }
             do {
-                try await Task.sleep(for: .nanoseconds(min(remaining, 50_000_000)))
+                try await clock.sleep(until: min(instant, now + 50_000_000))
             } catch {
                 return false
             }

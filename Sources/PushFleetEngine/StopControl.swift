@@ -1,6 +1,4 @@
 import Synchronization
-import PushFleetClients
-import PushFleetMetrics
 
 /// How a run is asked to end early: the first request stops arrivals and sends and lets work in
 /// flight finish (bounded by the deadline); the second skips the rest. Either way the reports
@@ -12,7 +10,16 @@ public final class StopControl: Sendable {
         public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
     }
 
-    private let state = Mutex<(level: Level, reason: String?)>((.running, nil))
+    private struct State {
+        var level: Level = .running
+        var reason: String?
+        var waiters: [(id: UInt64, level: Level, continuation: CheckedContinuation<Void, Never>)] = []
+        var nextID: UInt64 = 0
+        /// Waiters cancelled before they were registered.
+        var cancelled: Set<UInt64> = []
+    }
+
+    private let state = Mutex(State())
 
     public init() {}
 
@@ -22,10 +29,43 @@ public final class StopControl: Sendable {
     /// Escalates one level per call.
     @discardableResult
     public func escalate(reason: String) -> Level {
-        state.withLock { state in
+        let (level, woken): (Level, [CheckedContinuation<Void, Never>]) = state.withLock { state in
             state.level = state.level == .running ? .stopping : .aborting
             if state.reason == nil { state.reason = reason }
-            return state.level
+            let level = state.level
+            let woken = state.waiters.filter { $0.level <= level }.map(\.continuation)
+            state.waiters.removeAll { $0.level <= level }
+            return (level, woken)
         }
+        for continuation in woken { continuation.resume() }
+        return level
+    }
+
+    /// Returns once the level is at least `level`, or when the task is cancelled.
+    func reached(_ level: Level) async {
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state in
+                    if state.level >= level || state.cancelled.remove(id) != nil { return true }
+                    state.waiters.append((id, level, continuation))
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else {
+                    state.cancelled.insert(id)
+                    return nil
+                }
+                return state.waiters.remove(at: index).continuation
+            }
+            waiter?.resume()
+        }
+        state.withLock { _ = $0.cancelled.remove(id) }
     }
 }

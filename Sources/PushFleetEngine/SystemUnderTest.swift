@@ -16,11 +16,11 @@ public struct SystemUnderTest: Sendable {
     /// start the backend.
     public var restartBackend: (@Sendable (Duration) async throws -> Void)?
     /// The backend's injected latencies; nil when the run did not start the backend.
-    public var backendLatency: BackendLatencyControl?
+    public var backendLatency: (any BackendLatencyControl)?
 
     public init(
         backend: String, pushService: String, pushAdminToken: String? = nil,
-        restartBackend: (@Sendable (Duration) async throws -> Void)? = nil, backendLatency: BackendLatencyControl? = nil
+        restartBackend: (@Sendable (Duration) async throws -> Void)? = nil, backendLatency: (any BackendLatencyControl)? = nil
     ) {
         self.backend = backend
         self.pushService = pushService
@@ -30,23 +30,3 @@ public struct SystemUnderTest: Sendable {
     }
 }
 
-/// Reads and replaces the latency a backend the run started adds to its sends and fetches.
-public struct BackendLatencyControl: Sendable {
-    public struct Settings: Sendable, Equatable {
-        public var send: LatencyDistribution?
-        public var fetch: LatencyDistribution?
-
-        public init(send: LatencyDistribution? = nil, fetch: LatencyDistribution? = nil) {
-            self.send = send
-            self.fetch = fetch
-        }
-    }
-
-    public let current: @Sendable () -> Settings
-    public let replace: @Sendable (Settings) -> Void
-
-    public init(current: @escaping @Sendable () -> Settings, replace: @escaping @Sendable (Settings) -> Void) {
-        self.current = current
-        self.replace = replace
-    }
-}

@@ -1,0 +1,203 @@
+import Foundation
+import NIOCore
+import PushFleetClients
+import PushFleetCore
+import PushFleetMetrics
+import PushFleetResults
+import Synchronization
+
+extension FleetRun {
+    // MARK: Arrive
+
+    /// Waits until every device is set up (or the run is stopping), then gives a benchmark its
+    /// moment before traffic.
+    func arrive() async {
+        await setup.waitForAll()
+        if let beforeTraffic = options.beforeTraffic, !context.isStopping { await beforeTraffic() }
+    }
+
+    /// The fleet: every device (and shared channel) is a child of one discarding group, so one
+    /// cancellation reaches all of them. One loop releases devices at their arrival times; a
+    /// device's task starts when it arrives, so a fleet waiting to arrive costs no tasks and no
+    /// wake-ups.
+    func fleet() async {
+        await withDiscardingTaskGroup { group in
+            let count = max(1, min(16, (devices.count + 4999) / 5000))
+            let channels = scenario.fleet.pushChannel == .multiplexed
+                ? (0..<count).map { _ in MuxChannel(pushServiceURL: context.pushServiceURL) } : []
+            for channel in channels { group.addTask { await channel.run(context) } }
+            if channels.isEmpty { group.addTask { await context.deviceWork.run(context) } }
+            if let every = scenario.fleet.reregisterEvery {
+                group.addTask { await renewPeriodically(every: every) }
+            }
+            for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
+                guard await context.sleep(until: context.start + device.plan.arrival) else { break }
+                if !channels.isEmpty { device.joined(channels[device.plan.index % count]) }
+                group.addTask { await device.arrive(context, setup: setup) }
+            }
+        }
+    }
+
+    /// Each device renews its registration every `every` from its arrival: devices are walked
+    /// in the order of their arrival modulo the interval, one round per interval, so one task
+    /// drives them all.
+    func renewPeriodically(every: Duration) async {
+        let interval = every.nanoseconds
+        guard interval > 0, !devices.isEmpty else { return }
+        let byPhase = devices.sorted { $0.plan.arrival % interval < $1.plan.arrival % interval }
+        await withDiscardingTaskGroup { group in
+            var round: Int64 = 0
+            while !context.isStopping {
+                for device in byPhase {
+                    let due = context.start + round * interval + device.plan.arrival % interval
+                    // Its first renewal comes a whole interval after its arrival.
+                    guard due > context.start + device.plan.arrival else { continue }
+                    if due > context.now() + 1_000_000 {
+                        guard await context.sleep(until: due) else { return }
+                    }
+                    group.addTask { await device.renewRegistration(context) }
+                }
+                // A fleet too large to renew this often skips rounds rather than piling them up.
+                round = max(round + 1, (context.now() - context.start) / interval)
+            }
+        }
+    }
+
+    // MARK: Traffic
+
+    /// Plays the senders, the fault steps and the departure from `trafficStart`; returns when the
+    /// last sender is done.
+    func traffic(startingAt trafficStart: Int64) async -> Int64 {
+        context.trafficStart.store(trafficStart, ordering: .relaxed)
+        context.emit(.marker("traffic starts", at: trafficStart))
+        // Ramp stages, marked where each begins so the charts show the load steps.
+        for traffic in scenario.traffic where traffic.profile.stages.count > 1 {
+            var offset = trafficStart + traffic.start.nanoseconds
+            for stage in traffic.profile.stages {
+                context.emit(.marker("\(traffic.name) → \(stage.target)", at: offset))
+                offset += stage.duration.nanoseconds
+            }
+        }
+        guard !context.isStopping else { return context.now() }
+        await withTaskGroup(of: Bool.self) { group in
+            // Faults end with the traffic: a backend restart still under way is no longer waited for.
+            group.addTask {
+                await FaultScheduler(steps: scenario.faults).run(context, trafficStart: trafficStart)
+                return false
+            }
+            for (index, traffic) in scenario.traffic.enumerated() {
+                group.addTask {
+                    await TrafficSender(traffic: traffic, index: index, names: scenario.fleet.names).run(context, trafficStart: trafficStart)
+                    return true
+                }
+            }
+            if let departure = scenario.fleet.departure {
+                group.addTask {
+                    await depart(departure, trafficStart: trafficStart)
+                    return true
+                }
+            }
+            var playing = scenario.traffic.count + (scenario.fleet.departure == nil ? 0 : 1)
+            while playing > 0, let isTraffic = await group.next() {
+                if isTraffic { playing -= 1 }
+            }
+            group.cancelAll()
+        }
+        return context.now()
+    }
+
+    private func depart(_ departure: Scenario.Departure, trafficStart: Int64) async {
+        guard await context.sleep(until: trafficStart + departure.at.nanoseconds) else { return }
+        context.emit(.marker("departure of \(Int(departure.share * 100))% of devices", at: context.now()))
+        var rng = SplitMix64(seed: scenario.seed ^ 0xDE9A)
+        let leaving = devices.filter { _ in rng.nextUnit() < departure.share }
+        await withDiscardingTaskGroup { inner in
+            for device in leaving { inner.addTask { await device.depart(context) } }
+        }
+    }
+
+    // MARK: Drain
+
+    /// Listens for late pushes after the last send until `deadline`, or until every event has
+    /// been applied, no push is being handled, none has arrived for the quiet period, and
+    /// every expected pair is settled: a misdelivery or duplicate arriving after the last
+    /// expected push is still seen.
+    ///
+    /// "Settled" is the ledger's running count of pairs still awaited; the whole ledger is
+    /// judged only to confirm a count of zero (or when the count cannot tell), at most once per
+    /// four times what a judgement costs.
+    func drain(_ stop: StopControl, until deadline: Int64) async {
+        let quiet = scenario.quietPeriod.nanoseconds
+        var nextConfirm: Int64 = 0
+        while context.now() < deadline && stop.level < .aborting {
+            try? await context.clock.sleep(until: min(deadline, context.now() + 20_000_000))
+            let now = context.now()
+            guard context.pushesInHand.load(ordering: .relaxed) == 0,
+                now - context.lastPushArrival.load(ordering: .relaxed) >= quiet
+            else { continue }
+            let emitted = context.emitted
+            let (applied, awaited) = recorder.state.withLock { ($0.applied, $0.ledger.awaited) }
+            guard applied == emitted, awaited ?? 0 == 0, now >= nextConfirm else { continue }
+            let began = context.now()
+            let lost = recorder.state.withLock { state in
+                state.applied == emitted ? state.ledger.verdict(deadline: scenario.deadline, incidentLimit: 0).total.lost : -1
+            }
+            nextConfirm = now + max(100_000_000, 4 * (context.now() - began))
+            if lost == 0 { return }
+        }
+    }
+
+    // MARK: Finish
+
+    func result(_ timeline: Timeline, stop: StopControl) -> RunResult {
+        let provenance = options.provenance
+        let info = RunResult.Info(
+            tool: "pushfleet", version: provenance.version, runID: plan.runID, scenario: scenario.name,
+            scenarioFile: provenance.scenarioFile, scenarioText: provenance.scenarioText, seed: scenario.seed,
+            target: Self.describe(scenario.target), backendURL: context.system.backend, pushServiceURL: context.system.pushService,
+            host: provenance.host.name, cores: provenance.host.cores, memoryBytes: provenance.host.memoryBytes, os: provenance.host.os,
+            startedAt: Self.iso(startedWall), endedAt: Self.iso(context.clock.wallNow()),
+            durationSeconds: Double(context.now() - context.start) / 1e9, aborted: stop.level >= .stopping, abortReason: stop.reason,
+            trafficStartSecond: Double(timeline.trafficStart - context.start) / 1e9,
+            trafficEndSecond: Double(timeline.trafficEnd - context.start) / 1e9
+        )
+        var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
+        if stop.level >= .aborting { builder.listeningEnded = timeline.listeningEnded }
+        let result = builder.build(info: info)
+        options.metrics?.setOutcomes(result.delivery)
+        return result
+    }
+
+    static func describe(_ target: Scenario.Target) -> String {
+        switch target {
+        case .embedded: "embedded"
+        case .external(let backend, .url(let pns)): "backend \(backend), push service \(pns)"
+        case .external(let backend, .embedded(let listen)): "backend \(backend), embedded push service on \(listen)"
+        }
+    }
+
+    /// ISO 8601 with milliseconds, from wall-clock nanoseconds.
+    static func iso(_ wallNanoseconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(wallNanoseconds) / 1e9))
+    }
+
+    // MARK: Sockets
+
+    /// The scenario's source addresses; without any, loopback ones when a loopback push service
+    /// must take more device sockets than one source address has ephemeral ports.
+    static func sourceAddresses(
+        _ scenario: Scenario, _ plan: FleetPlan, pushServiceURL: String, progress: (@Sendable (String) -> Void)?
+    ) -> [SocketAddress] {
+        if !scenario.fleet.sourceAddresses.isEmpty {
+            return scenario.fleet.sourceAddresses.compactMap { try? SocketAddress(ipAddress: $0, port: 0) }
+        }
+        let sockets = scenario.fleet.pushChannel == .perDevice && scenario.lifecycle.contains(.connect) ? plan.devices.count : 0
+        let usable = Int(Double(EphemeralPorts.count()) * 0.9)
+        guard sockets > usable, Origin(pushServiceURL)?.host.hasPrefix("127.") == true else { return [] }
+        let count = (sockets + usable - 1) / usable
+        progress?("\(sockets) device sockets to one loopback address need more than \(usable) ephemeral ports: spreading them over 127.0.0.1–127.0.0.\(count)")
+        return (1...count).compactMap { try? SocketAddress(ipAddress: "127.0.0.\($0)", port: 0) }
+    }
+}

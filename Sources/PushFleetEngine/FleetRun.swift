@@ -1,0 +1,160 @@
+import Foundation
+import Logging
+import NIOCore
+import PushFleetClients
+import PushFleetCore
+import PushFleetMetrics
+import PushFleetResults
+import Synchronization
+
+/// One run, in four named phases inside one task group:
+/// - **arrive**: devices are released at their arrival times and set up (login, connect,
+///   register); the phase ends when every device is ready or failed.
+/// - **traffic**: the senders, faults and departures play their schedules.
+/// - **drain**: the run listens for late pushes until everything expected has settled or the
+///   deadline (and grace) has passed.
+/// - **finish**: listening stops, the fleet winds down, every event is applied, the ledger is
+///   judged and the result built.
+///
+/// Beside the phases, the same group runs the recorder (applying events in batches), the fleet
+/// (device tasks, push channels, renewals), the progress line and the stop watcher. Every
+/// instant and every wait goes through the context's clock.
+struct FleetRun: Sendable {
+    let scenario: Scenario
+    let plan: FleetPlan
+    let options: FleetRunner.Options
+    let context: RunContext
+    let recorder: Recorder
+    let events: EventPipe
+    let devices: [VirtualDevice]
+    /// Each device's own HTTP pool with `http: per_device`.
+    let ownClients: [BackendClient?]
+    let setup: SetupTracker
+    /// Wall-clock nanoseconds at the start, to name when the run happened.
+    let startedWall: Int64
+
+    /// When each phase boundary fell, on the run's clock.
+    struct Timeline {
+        var trafficStart: Int64 = 0
+        var trafficEnd: Int64 = 0
+        var listeningEnded: Int64 = 0
+    }
+
+    /// The tasks that run beside the phases.
+    private enum Role {
+        case recorder, fleet, progress, stopWatch
+    }
+
+    init(scenario: Scenario, plan: FleetPlan, system: SystemUnderTest, options: FleetRunner.Options) {
+        self.scenario = scenario
+        self.plan = plan
+        self.options = options
+        let clock = options.clock
+        startedWall = clock.wallNow()
+        let start = clock.now()
+        recorder = Recorder(users: plan.users, start: start, metrics: options.metrics)
+        options.metrics?.setDevicesPlanned(plan.devices.count)
+        for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform)) }
+        events = EventPipe()
+        let sources = Self.sourceAddresses(scenario, plan, pushServiceURL: system.pushService, progress: options.progress)
+        let context = RunContext(
+            scenario: scenario, plan: plan, system: system, clock: clock, start: start, events: events, logger: options.logger,
+            sourceAddresses: sources, trace: options.trace
+        )
+        self.context = context
+        let ownClients: [BackendClient?] = plan.devices.map { device in
+            guard scenario.fleet.http == .perDevice else { return nil }
+            return BackendClient(
+                baseURL: system.backend, connections: 1, sourceAddresses: context.sourceAddress(device.index).map { [$0] } ?? [], clock: clock
+            )
+        }
+        self.ownClients = ownClients
+        devices = plan.devices.indices.map { VirtualDevice(plan: plan.devices[$0], context: context, http: ownClients[$0]) }
+        setup = SetupTracker(total: devices.count)
+    }
+
+    func play(stop: StopControl) async -> RunResult {
+        var timeline = Timeline()
+        await withTaskGroup(of: Role.self) { group in
+            group.addTask {
+                await events.consume(into: recorder)
+                return .recorder
+            }
+            group.addTask {
+                await fleet()
+                return .fleet
+            }
+            group.addTask {
+                await reportProgress()
+                return .progress
+            }
+            group.addTask {
+                await watch(stop)
+                return .stopWatch
+            }
+
+            await arrive()
+            timeline.trafficStart = context.now()
+            timeline.trafficEnd = await traffic(startingAt: timeline.trafficStart)
+            if context.isStopping { context.emit(.marker("stop requested", at: timeline.trafficEnd)) }
+            let listen = stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace
+            await drain(stop, until: timeline.trafficEnd + listen.nanoseconds)
+            timeline.listeningEnded = context.now()
+
+            // Finish: no new work; an abort also stops recording and closes the fleet's
+            // connections so requests in flight end now rather than at their timeouts.
+            context.stopping.store(true, ordering: .relaxed)
+            for device in devices { device.retireChannel() }
+            if stop.level >= .aborting {
+                events.finish()
+                await shutDownClients()
+            }
+            group.cancelAll()
+            // The recorder ends last: once everything that emits has ended, nothing more comes.
+            var emitting = 3
+            while let role = await group.next() {
+                guard role != .recorder else { continue }
+                emitting -= 1
+                if emitting == 0 { events.finish() }
+            }
+        }
+        if stop.level < .aborting { await shutDownClients() }
+        return result(timeline, stop: stop)
+    }
+
+    private func shutDownClients() async {
+        await context.backend.shutdown()
+        for client in ownClients { await client?.shutdown() }
+    }
+
+    // MARK: Beside the phases
+
+    /// Turns the first stop request into the context's stopping flag and releases the arrival
+    /// phase; returns early when the run ends without one.
+    private func watch(_ stop: StopControl) async {
+        await stop.reached(.stopping)
+        guard !Task.isCancelled else { return }
+        context.stopping.store(true, ordering: .relaxed)
+        setup.releaseAll()
+    }
+
+    private func reportProgress() async {
+        guard let progress = options.progress else { return }
+        var previousSends = 0
+        var next = context.start
+        while true {
+            next += 1_000_000_000
+            do { try await context.clock.sleep(until: next) } catch { return }
+            let live = recorder.live
+            let elapsed = Double(context.now() - context.start) / 1e9
+            progress(
+                String(
+                    format: "[%6.1fs] devices %d/%d ready, %d failed | sends %d (%d/s), dropped %d, failed %d | received %d | errors %d | send p99 %.1fms",
+                    elapsed, live.devicesReady, devices.count, live.devicesFailed, live.sends, live.sends - previousSends, live.sendsDropped,
+                    live.sendFailures, live.received, live.errors, Double(live.sendP99) / 1e6
+                )
+            )
+            previousSends = live.sends
+        }
+    }
+}
