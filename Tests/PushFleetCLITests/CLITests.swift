@@ -5,6 +5,7 @@ import PushFleetReport
 import PushFleetEngine
 import PushFleetLauncher
 import PushFleetResults
+import PushFleetTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -17,7 +18,7 @@ struct CLITests {
     static var binary: String { product("pushfleet") }
 
     /// The repository's root folder.
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = Repository.root
 
     /// An executable of the same build as the tests.
     static func product(_ name: String) -> String {

@@ -2,8 +2,6 @@ import PropertyBased
 import PushFleetCore
 import Testing
 
-@testable import PushFleetEngine
-
 /// The ledger against a small model written apart from it: random timelines of registrations,
 /// sends, receipts, refusals and probes, where the model knows by construction what each event
 /// is (the ledger only sees what a device could see).

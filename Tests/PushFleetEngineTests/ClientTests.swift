@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import PushFleetServerSupport
+import PushFleetTestSupport
 import ServiceLifecycle
 import Synchronization
 import Testing

@@ -6,6 +6,7 @@ import PushFleetLauncher
 import PushFleetResults
 import PushFleetScenario
 import PushFleetServerSupport
+import PushFleetTestSupport
 import PushFleetWire
 import ServiceLifecycle
 import Testing

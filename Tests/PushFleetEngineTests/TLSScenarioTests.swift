@@ -4,6 +4,7 @@ import PushFleetEngine
 import PushFleetLauncher
 import PushFleetResults
 import PushFleetScenario
+import PushFleetTestSupport
 import Testing
 
 /// `embedded.tls` in scenario files: read and checked, and a whole run whose backend sends to

@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 @testable import PushFleetBackend
 import PushFleetEmbedded
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

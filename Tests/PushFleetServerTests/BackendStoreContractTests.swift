@@ -1,6 +1,7 @@
 import Foundation
 import PushFleetCore
 import PushFleetEmbedded
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

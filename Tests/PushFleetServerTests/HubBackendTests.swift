@@ -5,6 +5,7 @@ import PushFleetEmbedded
 import PushFleetHub
 import PushFleetMockPush
 import PushFleetScenario
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

@@ -4,6 +4,7 @@ import PushFleetCore
 import PushFleetEmbedded
 import PushFleetHub
 import PushFleetMockPush
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

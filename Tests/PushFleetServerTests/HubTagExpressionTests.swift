@@ -1,6 +1,7 @@
 import PropertyBased
 import PushFleetCore
 import PushFleetHub
+import PushFleetTestSupport
 import Testing
 
 @Suite("Notification hub tag expressions")

@@ -2,6 +2,7 @@ import Foundation
 import PropertyBased
 import PushFleetCore
 @testable import PushFleetHub
+import PushFleetTestSupport
 import Testing
 
 /// The hub's pure parts, without sockets: SAS tokens, connection strings, Atom XML, templates

@@ -3,6 +3,7 @@ import NIOHTTP1
 import PushFleetEmbedded
 import PushFleetMockPush
 import PushFleetHub
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import NIOHTTP1
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

@@ -4,6 +4,7 @@ import PushFleetCore
 import PushFleetEmbedded
 import PushFleetMockPush
 import PushFleetServerSupport
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import PushFleetCore
 import PushFleetServerSupport
+import PushFleetTestSupport
 import Testing
 
 @testable import PushFleetMockPush

@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import PushFleetBackend
 import PushFleetEmbedded
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

@@ -4,6 +4,7 @@ import PushFleetBackend
 import PushFleetMockPush
 import PushFleetEmbedded
 import PushFleetServerSupport
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOSSL
 import PushFleetMockPush
 import PushFleetServerSupport
+import PushFleetTestSupport
 import PushFleetWire
 import SwiftASN1
 import Testing
@@ -149,7 +150,7 @@ struct TLSTests {
     /// HTTP/1.1, '2' HTTP/2), each over TLS with the matching ALPN offer.
     @Test("the servers' fuzz corpus over TLS: HTTP/1.1 inputs get well-formed answers and no 5xx, and the TLS port keeps serving")
     func fuzzCorpusOverTLS() async throws {
-        let folder = CLITests.root.appendingPathComponent("Fuzz/corpus/servers")
+        let folder = Repository.root.appendingPathComponent("Fuzz/corpus/servers")
         let inputs = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted().compactMap { name -> (String, Bool, [UInt8])? in
             guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(name).path), let first = data.first else { return nil }
             switch first % 3 {

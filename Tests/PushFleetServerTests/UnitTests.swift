@@ -1,6 +1,7 @@
 import Foundation
 import PushFleetCore
 import PushFleetServerSupport
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 

@@ -1,19 +1,19 @@
-import Foundation
+package import Foundation
 
 /// A command-line tool run to its end off Swift's pool, with bytes on stdin; its exit status and
 /// everything it wrote (stdout and stderr together).
-enum ChildProcess {
-    struct Outcome {
-        var status: Int32
-        var output: Data
-        var text: String { String(decoding: output, as: UTF8.self) }
+package enum ChildProcess {
+    package struct Outcome {
+        package var status: Int32
+        package var output: Data
+        package var text: String { String(decoding: output, as: UTF8.self) }
     }
 
     /// - Parameters:
     ///   - holdInput: keep stdin open this long after writing, so the tool reads answers.
     ///   - limit: the tool is stopped (SIGTERM) if still running this long after it started
     ///     (whole seconds).
-    static func run(
+    package static func run(
         _ tool: String, _ arguments: [String], input: Data = Data(), holdInput: Duration = .zero, limit: Duration = .seconds(15)
     ) async throws -> Outcome {
         try await offPool {

@@ -1,12 +1,12 @@
 import Foundation
 
 /// Runs curl, the HTTP/2-cleartext client the tests use (AsyncHTTPClient speaks HTTP/2 over TLS only).
-enum Curl {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+package enum Curl {
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    static func run(_ arguments: [String]) async throws -> String {
+    package static func run(_ arguments: [String]) async throws -> String {
         try await offPool { try runBlocking(arguments) }
     }
 

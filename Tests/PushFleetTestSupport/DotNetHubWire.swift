@@ -1,31 +1,36 @@
-import Foundation
-import NIOHTTP1
-import PushFleetEmbedded
-import PushFleetHub
+package import Foundation
+package import NIOHTTP1
+package import PushFleetEmbedded
+package import PushFleetHub
 import PushFleetMockPush
-import PushFleetWire
+package import PushFleetWire
 
 /// Requests as Microsoft.Azure.NotificationHubs (the .NET SDK the seeds' backend uses) puts
 /// them on the wire: `api-version=2020-06`, a `TrackingId`, and a SAS token over the request
 /// URI normalized its way (scheme http, no port, no query, a trailing slash, lower case,
 /// `HttpUtility.UrlEncode`d). The Host header names the namespace, as it does when a hosts
 /// entry points the namespace at the mock.
-struct DotNetHubWire {
+package struct DotNetHubWire {
     /// The mock's base URL (`http://127.0.0.1:PORT`).
-    let base: String
-    var settings: NotificationHub.Settings
-    var keyName = NotificationHub.Settings.fullAccessKeyName
-    var key: String?
+    package let base: String
+    package var settings: NotificationHub.Settings
+    package var keyName = NotificationHub.Settings.fullAccessKeyName
+    package var key: String?
     /// Seconds the token lives (the SDK's default is 20 minutes); negative for an expired one.
-    var tokenLifetime: Int64 = 1200
+    package var tokenLifetime: Int64 = 1200
 
-    var hostHeader: String { settings.namespaceHost }
+    package init(base: String, settings: NotificationHub.Settings) {
+        self.base = base
+        self.settings = settings
+    }
 
-    func url(_ path: String, query: String = "") -> String {
+    package var hostHeader: String { settings.namespaceHost }
+
+    package func url(_ path: String, query: String = "") -> String {
         "\(base)/\(settings.hubName)/\(path)?api-version=2020-06\(query)"
     }
 
-    func token(for path: String) -> String {
+    package func token(for path: String) -> String {
         let normalized = "http://\(hostHeader)/\(settings.hubName)/\(path)/"
         let key = key ?? settings.rules.first { $0.keyName == keyName }!.key
         return SharedAccessSignature.token(
@@ -33,7 +38,7 @@ struct DotNetHubWire {
         )
     }
 
-    func request(_ method: HTTPMethod, _ path: String, query: String = "", body: Data? = nil, headers: [(String, String)] = []) async throws -> TestResponse {
+    package func request(_ method: HTTPMethod, _ path: String, query: String = "", body: Data? = nil, headers: [(String, String)] = []) async throws -> TestResponse {
         var all = [("Host", hostHeader), ("TrackingId", UUID().uuidString), ("User-Agent", "NHub/2020-06 (api-origin=DotNetSdk;os=Unix;os-version=6.1)")]
         all += headers
         return try await TestHTTP.request(method, url(path, query: query), auth: .raw(token(for: path)), body: body, headers: all)
@@ -42,7 +47,7 @@ struct DotNetHubWire {
     // MARK: The seed backend's calls
 
     /// `CreateRegistrationIdAsync()`: the id is the Location's fourth segment.
-    func createRegistrationID() async throws -> (TestResponse, String?) {
+    package func createRegistrationID() async throws -> (TestResponse, String?) {
         let response = try await request(.POST, "registrationids")
         guard let location = response.headers.first(name: "Location"), let url = URL(string: location) else { return (response, nil) }
         let segments = url.pathComponents
@@ -52,14 +57,14 @@ struct DotNetHubWire {
     }
 
     /// `GetRegistrationsByChannelAsync(handle, 100)`.
-    func registrationsByChannel(_ handle: String) async throws -> TestResponse {
+    package func registrationsByChannel(_ handle: String) async throws -> TestResponse {
         let filter = SharedAccessSignature.formEncode("ChannelUri eq '\(handle)'")
         return try await request(.GET, "registrations", query: "&$filter=\(filter)&$top=100")
     }
 
     /// `CreateOrUpdateRegistrationAsync(description)`: the Atom entry the SDK's DataContract
     /// serializer writes, `RegistrationId` nil, no ETag.
-    func createOrUpdate(id: String, element: String, handleElement: String, handle: String, tags: [String]) async throws -> TestResponse {
+    package func createOrUpdate(id: String, element: String, handleElement: String, handle: String, tags: [String]) async throws -> TestResponse {
         var xml = "<entry xmlns=\"http://www.w3.org/2005/Atom\"><content type=\"application/xml\">"
         xml += "<\(element) xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\" xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\">"
         xml += "<RegistrationId i:nil=\"true\" />"
@@ -71,12 +76,12 @@ struct DotNetHubWire {
     }
 
     /// `DeleteRegistrationAsync(id)` (`If-Match: "*"`) or `DeleteRegistrationAsync(registration)` (its ETag).
-    func deleteRegistration(_ id: String, etag: String = "*") async throws -> TestResponse {
+    package func deleteRegistration(_ id: String, etag: String = "*") async throws -> TestResponse {
         try await request(.DELETE, "registrations/\(id)", headers: [("If-Match", "\"\(etag)\"")])
     }
 
     /// `SendNotificationAsync(notification, tags)`: the tags joined with `||`.
-    func send(format: String, body: String, tags: [String], contentType: String = "application/json", headers: [(String, String)] = []) async throws -> TestResponse {
+    package func send(format: String, body: String, tags: [String], contentType: String = "application/json", headers: [(String, String)] = []) async throws -> TestResponse {
         try await request(
             .POST, "messages", body: Data(body.utf8),
             headers: [("ServiceBusNotification-Format", format), ("ServiceBusNotification-Tags", tags.joined(separator: "||")), ("Content-Type", contentType)] + headers
@@ -84,7 +89,7 @@ struct DotNetHubWire {
     }
 
     /// The `RegistrationId`s and `ETag`s of the entries of an Atom feed or entry.
-    static func entries(_ response: TestResponse) -> [(id: String, etag: String)] {
+    package static func entries(_ response: TestResponse) -> [(id: String, etag: String)] {
         let text = response.text
         var found: [(String, String)] = []
         var rest = text[...]
@@ -103,7 +108,7 @@ struct DotNetHubWire {
 
 extension EmbeddedSystem.Configuration {
     /// The embedded system with a notification hub on its push service.
-    static func withHub(_ settings: NotificationHub.Settings) -> Self {
+    package static func withHub(_ settings: NotificationHub.Settings) -> Self {
         var configuration = Self()
         configuration.pushServer.hub = settings
         return configuration
@@ -113,7 +118,7 @@ extension EmbeddedSystem.Configuration {
 extension TestSystem {
     /// The embedded system with a hub, a client that speaks as the .NET SDK does, and devices
     /// online on the gateway (closed afterwards).
-    static func withHub<T: Sendable>(
+    package static func withHub<T: Sendable>(
         _ settings: NotificationHub.Settings,
         devices platforms: [Platform],
         _ body: @escaping @Sendable (TestSystem, DotNetHubWire, [TestDevice]) async throws -> T

@@ -2,35 +2,42 @@ import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import HTTPTypes
-import Logging
+package import Logging
 import NIOCore
 import NIOHTTP1
-import PushFleetServerSupport
-import ServiceLifecycle
-import Synchronization
+package import PushFleetServerSupport
+package import ServiceLifecycle
+package import Synchronization
 
 /// A deliberately broken backend for testing the checker: a proxy in front of the reference
 /// backend that, for plain sends, misdelivers the first `misdeliver` (also sends them to
 /// another user), drops the next `drop` (answers 200, sends nothing) and duplicates the next
 /// `duplicate`; and lets the first leak probe read someone else's secure payload.
-final class FaultyBackend: Sendable {
-    struct Tally: Sendable, Equatable {
-        var misdelivered = 0
-        var dropped = 0
-        var duplicated = 0
-        var leaked = 0
+package final class FaultyBackend: Sendable {
+    package struct Tally: Sendable, Equatable {
+        package var misdelivered = 0
+        package var dropped = 0
+        package var duplicated = 0
+        package var leaked = 0
+
+        package init(misdelivered: Int = 0, dropped: Int = 0, duplicated: Int = 0, leaked: Int = 0) {
+            self.misdelivered = misdelivered
+            self.dropped = dropped
+            self.duplicated = duplicated
+            self.leaked = leaked
+        }
     }
 
-    let upstream: String
-    let misdeliver: Int
-    let drop: Int
-    let duplicate: Int
-    let tally = Mutex(Tally())
+    package let upstream: String
+    package let misdeliver: Int
+    package let drop: Int
+    package let duplicate: Int
+    package let tally = Mutex(Tally())
     /// Secure ids and their recipients, learnt from the send answers.
     private let recipients = Mutex<[String: String]>([:])
-    let bound = Readiness<ListenAddress>()
+    package let bound = Readiness<ListenAddress>()
 
-    init(upstream: String, misdeliver: Int, drop: Int, duplicate: Int) {
+    package init(upstream: String, misdeliver: Int, drop: Int, duplicate: Int) {
         self.upstream = upstream
         self.misdeliver = misdeliver
         self.drop = drop
@@ -48,7 +55,7 @@ final class FaultyBackend: Sendable {
         }
     }
 
-    func makeService(logger: Logger) -> any Service {
+    package func makeService(logger: Logger) -> any Service {
         let router = Router()
         router.on("**", method: .get) { request, _ in try await self.handle(request) }
         router.on("**", method: .post) { request, _ in try await self.handle(request) }

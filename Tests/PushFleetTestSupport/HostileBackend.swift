@@ -1,21 +1,21 @@
 import AsyncHTTPClient
 import Foundation
-import Hummingbird
+package import Hummingbird
 import HTTPTypes
-import Logging
+package import Logging
 import NIOCore
 import NIOHTTP1
 import PushFleetCore
-import PushFleetServerSupport
+package import PushFleetServerSupport
 import PushFleetWire
-import ServiceLifecycle
+package import ServiceLifecycle
 import Synchronization
 
 /// A backend written apart from the reference one, speaking the seed's contract and pushing
 /// straight to the mock push service, that misbehaves on purpose in one way at a time and
 /// counts exactly what it did wrong: the ground truth the runner's counts must equal.
-final class HostileBackend: Sendable {
-    enum Behaviour: Sendable, CustomStringConvertible {
+package final class HostileBackend: Sendable {
+    package enum Behaviour: Sendable, CustomStringConvertible {
         /// Honest in every way.
         case correct
         /// Also pushes some secure ids to another user's device; answers that user's fetch with
@@ -38,7 +38,7 @@ final class HostileBackend: Sendable {
         /// Refuses every second user's registration with 401.
         case refusesRegistration
 
-        var description: String {
+        package var description: String {
             switch self {
             case .correct: "correct"
             case .foreignRead(let status): "foreign read \(status.map(String.init) ?? "hangs")"
@@ -55,16 +55,18 @@ final class HostileBackend: Sendable {
     }
 
     /// What the backend did, push by push.
-    struct Tally: Sendable, Equatable, CustomStringConvertible {
-        var misdelivered = 0
-        var duplicated = 0
-        var dropped = 0
-        var replayed = 0
-        var unregistered = 0
-        var sentToDeadToken = 0
-        var foreignReadsServed = 0
+    package struct Tally: Sendable, Equatable, CustomStringConvertible {
+        package var misdelivered = 0
+        package var duplicated = 0
+        package var dropped = 0
+        package var replayed = 0
+        package var unregistered = 0
+        package var sentToDeadToken = 0
+        package var foreignReadsServed = 0
 
-        var description: String {
+        package init() {}
+
+        package var description: String {
             "misdelivered \(misdelivered), duplicated \(duplicated), dropped \(dropped), replayed \(replayed), unregistered \(unregistered), sent to dead token \(sentToDeadToken), foreign reads served \(foreignReadsServed)"
         }
     }
@@ -95,10 +97,10 @@ final class HostileBackend: Sendable {
         var sends = 0
     }
 
-    let behaviour: Behaviour
-    let pushService: String
+    package let behaviour: Behaviour
+    package let pushService: String
     private let credentials = TestCredentials.Cache()
-    let bound = Readiness<ListenAddress>()
+    package let bound = Readiness<ListenAddress>()
     /// Its own client, shut down with the backend: the shared one keeps idle connections for
     /// ten minutes, and a push service shutting down gracefully would wait for them.
     private let client = HTTPClient(
@@ -107,21 +109,21 @@ final class HostileBackend: Sendable {
     private let state: Mutex<State>
     private let pushDelay: ClosedRange<Int> = 250...650
 
-    init(behaviour: Behaviour, pushService: String, seed: UInt64) {
+    package init(behaviour: Behaviour, pushService: String, seed: UInt64) {
         self.behaviour = behaviour
         self.pushService = pushService
         self.state = Mutex(State(rng: SplitMix64(seed: seed)))
     }
 
-    var tally: Tally { state.withLock { $0.tally } }
+    package var tally: Tally { state.withLock { $0.tally } }
 
-    func shutdown() async {
+    package func shutdown() async {
         try? await client.shutdown()
     }
 
     /// Starts a new run: the bodies pushed so far become the ones a replay sends; the earlier
     /// run's devices are forgotten (they are offline for good, and would only hold pushes).
-    func nextRun() {
+    package func nextRun() {
         state.withLock { state in
             state.replayFrom = state.pastBodies
             state.tally = Tally()
@@ -142,7 +144,7 @@ final class HostileBackend: Sendable {
 
     // MARK: Server
 
-    func makeService(logger: Logger) -> any Service {
+    package func makeService(logger: Logger) -> any Service {
         let router = Router()
         router.post("/api/register") { request, _ in try self.createRegistration(request) }
         router.put("/api/register/:id") { request, context in try await self.updateRegistration(request, id: context.parameters.get("id") ?? "") }
@@ -165,7 +167,7 @@ final class HostileBackend: Sendable {
         )
     }
 
-    static func user(_ request: Request) throws -> String {
+    package static func user(_ request: Request) throws -> String {
         guard let header = request.headers[.authorization], header.hasPrefix("Basic "),
             let decoded = Data(base64Encoded: String(header.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
             let colon = decoded.firstIndex(of: ":"), decoded[..<colon] == decoded[decoded.index(after: colon)...]

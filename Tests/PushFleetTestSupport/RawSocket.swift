@@ -6,18 +6,18 @@ import Glibc
 
 /// Writes raw bytes to a loopback port and closes: for malformed-protocol tests that no HTTP
 /// client library will produce.
-enum RawSocket {
-    struct Failure: Error {}
+package enum RawSocket {
+    package struct Failure: Error {}
 
     /// A loopback port held bound but not listening: connecting to it is refused, and no other
     /// socket can take it until `close()`.
-    struct Reserved {
-        let fd: Int32
-        let port: Int
-        func close() { _ = Glibc.close(fd) }
+    package struct Reserved {
+        package let fd: Int32
+        package let port: Int
+        package func close() { _ = Glibc.close(fd) }
     }
 
-    static func boundNotListening() -> Reserved? {
+    package static func boundNotListening() -> Reserved? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var address = sockaddr_in()
@@ -34,7 +34,7 @@ enum RawSocket {
         return Reserved(fd: fd, port: Int(UInt16(bigEndian: address.sin_port)))
     }
 
-    static func send(_ text: String, port: Int) async throws {
+    package static func send(_ text: String, port: Int) async throws {
         try await offPool { try sendBlocking(text, port: port) }
     }
 
@@ -49,29 +49,29 @@ enum RawSocket {
         _ = read(fd, &buffer, buffer.count)
     }
 
-    struct Exchange {
-        var response: String
+    package struct Exchange {
+        package var response: String
         /// The server closed the connection (EOF or reset) before `waitFor` ran out.
-        var closed: Bool
-        var seconds: Double
+        package var closed: Bool
+        package var seconds: Double
     }
 
     /// Connects, writes each part after its delay, then reads until the server closes or `waitFor`
     /// runs out. Blocking calls run on a thread of their own.
-    static func exchange(port: Int, _ parts: [(delay: Duration, bytes: [UInt8])], waitFor: Duration = .seconds(5)) async throws -> Exchange {
+    package static func exchange(port: Int, _ parts: [(delay: Duration, bytes: [UInt8])], waitFor: Duration = .seconds(5)) async throws -> Exchange {
         try await offPool { try exchangeBlocking(port: port, parts, waitFor: waitFor) }
     }
 
-    static func exchange(port: Int, _ text: String, waitFor: Duration = .seconds(5)) async throws -> Exchange {
+    package static func exchange(port: Int, _ text: String, waitFor: Duration = .seconds(5)) async throws -> Exchange {
         try await exchange(port: port, [(.zero, Array(text.utf8))], waitFor: waitFor)
     }
 
     /// Opens a connection and leaves it idle; the caller closes the descriptor.
-    static func openIdle(port: Int) throws -> Int32 {
+    package static func openIdle(port: Int) throws -> Int32 {
         try connected(port: port)
     }
 
-    static func closeIdle(_ fd: Int32) {
+    package static func closeIdle(_ fd: Int32) {
         close(fd)
     }
 

@@ -1,8 +1,8 @@
 /// Whole fleet runs take both cores of a test machine: two at once turn each other's pushes late
 /// and their exact counts into noise. Tests that run a fleet take turns through this gate; the
 /// rest of the suite still runs alongside them.
-actor RunGate {
-    static let shared = RunGate()
+package actor RunGate {
+    package static let shared = RunGate()
 
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
@@ -20,7 +20,7 @@ actor RunGate {
     }
 
     /// Runs `body` when no other gated run is under way.
-    static func exclusive<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    package static func exclusive<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         await shared.enter()
         do {
             let result = try await body()

@@ -5,7 +5,7 @@ import Synchronization
 /// A TCP proxy in front of a server that a test can take down: while down it closes every open
 /// connection and every new one at once, counting the attempts, as a push gateway behind a load
 /// balancer looks when it is gone.
-final class TCPProxy: Sendable {
+package final class TCPProxy: Sendable {
     private struct State {
         var down = false
         var attemptsWhileDown = 0
@@ -21,10 +21,10 @@ final class TCPProxy: Sendable {
         self.upstreamPort = upstreamPort
     }
 
-    var attemptsWhileDown: Int { state.withLock { $0.attemptsWhileDown } }
-    var connectionsWhileUp: Int { state.withLock { $0.connectionsWhileUp } }
+    package var attemptsWhileDown: Int { state.withLock { $0.attemptsWhileDown } }
+    package var connectionsWhileUp: Int { state.withLock { $0.connectionsWhileUp } }
 
-    static func start(upstreamPort: Int) async throws -> (TCPProxy, port: Int) {
+    package static func start(upstreamPort: Int) async throws -> (TCPProxy, port: Int) {
         let proxy = TCPProxy(upstreamPort: upstreamPort)
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -36,7 +36,7 @@ final class TCPProxy: Sendable {
         return (proxy, channel.localAddress?.port ?? 0)
     }
 
-    func goDown() {
+    package func goDown() {
         let open = state.withLock { state in
             state.down = true
             defer { state.open.removeAll() }
@@ -45,11 +45,11 @@ final class TCPProxy: Sendable {
         for channel in open { channel.close(promise: nil) }
     }
 
-    func goUp() {
+    package func goUp() {
         state.withLock { $0.down = false }
     }
 
-    func stop() async {
+    package func stop() async {
         goDown()
         try? await listener.withLock({ $0 })?.close()
     }

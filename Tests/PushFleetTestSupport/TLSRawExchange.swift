@@ -1,19 +1,19 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import NIOSSL
+package import NIOSSL
 
 /// Raw bytes over a TLS connection: the handshake with the given ALPN offer, then `bytes`, then
 /// whatever the server sends until it closes or `wait` passes (then the client closes, keeping
 /// what arrived: keep-alive answers do not close).
-enum TLSRawExchange {
-    struct Outcome {
-        var answer: [UInt8]
+package enum TLSRawExchange {
+    package struct Outcome {
+        package var answer: [UInt8]
         /// The server closed (or refused the handshake) within `wait`.
-        var closed: Bool
+        package var closed: Bool
     }
 
-    static func run(port: Int, tls base: TLSConfiguration, serverName: String, alpn: [String], bytes: [UInt8], wait: Duration) async throws -> Outcome {
+    package static func run(port: Int, tls base: TLSConfiguration, serverName: String, alpn: [String], bytes: [UInt8], wait: Duration) async throws -> Outcome {
         var tls = base
         tls.applicationProtocols = alpn
         let context = try NIOSSLContext(configuration: tls)

@@ -1,23 +1,23 @@
-import AsyncHTTPClient
-import Foundation
+package import AsyncHTTPClient
+package import Foundation
 import NIOCore
-import NIOHTTP1
-import NIOSSL
+package import NIOHTTP1
+package import NIOSSL
 import PushFleetEmbedded
-import PushFleetMockPush
-import PushFleetServerSupport
+package import PushFleetMockPush
+package import PushFleetServerSupport
 
 /// The embedded system with the push service's TLS listener on an ephemeral loopback port, and
 /// clients that trust its generated CA.
-struct TLSTestSystem: Sendable {
-    let system: TestSystem
+package struct TLSTestSystem: Sendable {
+    package let system: TestSystem
     /// `https://127.0.0.1:PORT`
-    let tlsURL: String
-    let port: Int
-    let identity: TLSIdentity
-    let caFile: String
+    package let tlsURL: String
+    package let port: Int
+    package let identity: TLSIdentity
+    package let caFile: String
 
-    static func run<T: Sendable>(
+    package static func run<T: Sendable>(
         providerAuth: ProviderAuthConfiguration = .init(),
         clientCertificates: TLSIdentity.ClientCertificates = .optional(trustRootsPEM: nil),
         limits: ServerLimits = .init(),
@@ -43,7 +43,7 @@ struct TLSTestSystem: Sendable {
     }
 
     /// A client configuration that trusts the CA (and presents `certificate` when given).
-    func clientTLS(certificate: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)? = nil) throws -> TLSConfiguration {
+    package func clientTLS(certificate: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)? = nil) throws -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(identity.authorityPEM!.utf8)))
         if let certificate {
@@ -55,7 +55,7 @@ struct TLSTestSystem: Sendable {
 
     /// Runs `body` with an HTTP client of its own that trusts the CA and reaches `host` (checked
     /// against the certificate) on the TLS port.
-    func withClient<T>(
+    package func withClient<T>(
         host: String = "api.push.apple.com",
         http1Only: Bool = false,
         certificate: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)? = nil,
@@ -78,7 +78,7 @@ struct TLSTestSystem: Sendable {
 
 extension HTTPClient {
     /// One request; status, version, headers and body.
-    func send(
+    package func send(
         _ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: Data? = nil
     ) async throws -> (status: Int, version: HTTPVersion, headers: HTTPHeaders, text: String) {
         var request = HTTPClientRequest(url: url)

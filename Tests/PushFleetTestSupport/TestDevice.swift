@@ -1,16 +1,16 @@
 import Foundation
-import NIOSSL
+package import NIOSSL
 import HummingbirdWSClient
 import Logging
 import PushFleetCore
 import PushFleetServerSupport
-import PushFleetWire
+package import PushFleetWire
 import Synchronization
 
 /// A device (or a multiplexing client) holding a real WebSocket to the mock push service's
 /// gateway, recording every frame it receives.
-final class TestDevice: Sendable {
-    let address: DeviceAddress?
+package final class TestDevice: Sendable {
+    package let address: DeviceAddress?
     private let frames = Mutex<[String]>([])
     private let isClosed = Mutex(false)
     private let writer = Readiness<WebSocketOutboundWriter>()
@@ -20,7 +20,7 @@ final class TestDevice: Sendable {
         self.address = address
     }
 
-    static func randomToken(for platform: Platform) -> String {
+    package static func randomToken(for platform: Platform) -> String {
         switch platform {
         case .apns: (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         case .fcm: "fcm-" + UUID().uuidString
@@ -30,7 +30,7 @@ final class TestDevice: Sendable {
 
     /// Connects one device on `/device` and waits until the gateway confirms it online (over
     /// TLS for an `https://` push service, trusting what `tls` trusts).
-    static func connect(
+    package static func connect(
         pushService: String, platform: Platform, token: String? = nil, tls: TLSConfiguration? = nil
     ) async throws -> TestDevice {
         let address = DeviceAddress(platform: platform, token: token ?? randomToken(for: platform))
@@ -43,7 +43,7 @@ final class TestDevice: Sendable {
     }
 
     /// Opens a multiplexed gateway connection with no devices yet.
-    static func multiplexed(pushService: String) async throws -> TestDevice {
+    package static func multiplexed(pushService: String) async throws -> TestDevice {
         let device = TestDevice(address: nil)
         device.start(url: pushService.replacingOccurrences(of: "http://", with: "ws://") + GatewayFrame.multiplexPath)
         _ = try await device.writer.value()
@@ -69,19 +69,19 @@ final class TestDevice: Sendable {
         self.task.withLock { $0 = task }
     }
 
-    func send(_ command: GatewayCommand) async throws {
+    package func send(_ command: GatewayCommand) async throws {
         let text = String(decoding: try JSONEncoder().encode(command), as: UTF8.self)
         try await writer.value().write(.text(text))
     }
 
-    func sendRaw(_ text: String) async throws {
+    package func sendRaw(_ text: String) async throws {
         try await writer.value().write(.text(text))
     }
 
-    var closed: Bool { isClosed.withLock { $0 } }
-    var rawFrames: [String] { frames.withLock { $0 } }
+    package var closed: Bool { isClosed.withLock { $0 } }
+    package var rawFrames: [String] { frames.withLock { $0 } }
 
-    var pushes: [PushFrame] {
+    package var pushes: [PushFrame] {
         rawFrames.compactMap { text in
             guard let header = try? JSONDecoder().decode(GatewayFrameHeader.self, from: Data(text.utf8)), header.type == "push" else {
                 return nil
@@ -90,7 +90,7 @@ final class TestDevice: Sendable {
         }
     }
 
-    var notices: [GatewayNotice] {
+    package var notices: [GatewayNotice] {
         rawFrames.compactMap { text in
             guard let header = try? JSONDecoder().decode(GatewayFrameHeader.self, from: Data(text.utf8)), header.type != "push" else {
                 return nil
@@ -99,13 +99,13 @@ final class TestDevice: Sendable {
         }
     }
 
-    struct Timeout: Error, CustomStringConvertible {
-        var frames: [String]
-        var description: String { "condition not met in time; frames so far: \(frames)" }
+    package struct Timeout: Error, CustomStringConvertible {
+        package var frames: [String]
+        package var description: String { "condition not met in time; frames so far: \(frames)" }
     }
 
     /// Polls until `condition` holds; polling keeps the device free of per-test plumbing.
-    func waitFor(timeout: Duration = .seconds(5), _ condition: (TestDevice) -> Bool) async throws {
+    package func waitFor(timeout: Duration = .seconds(5), _ condition: (TestDevice) -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while !condition(self) {
             guard ContinuousClock.now < deadline else { throw Timeout(frames: rawFrames) }
@@ -113,12 +113,12 @@ final class TestDevice: Sendable {
         }
     }
 
-    func waitForPushes(_ count: Int, timeout: Duration = .seconds(5)) async throws -> [PushFrame] {
+    package func waitForPushes(_ count: Int, timeout: Duration = .seconds(5)) async throws -> [PushFrame] {
         try await waitFor(timeout: timeout) { $0.pushes.count >= count }
         return pushes
     }
 
-    func close() {
+    package func close() {
         task.withLock { $0?.cancel() }
     }
 

@@ -1,18 +1,18 @@
 import AsyncHTTPClient
-import Foundation
+package import Foundation
 import NIOCore
-import NIOHTTP1
+package import NIOHTTP1
 
 /// How a test request authenticates.
-enum TestAuth {
+package enum TestAuth {
     case basic(String, String)
     case bearer(String)
     /// The Authorization header verbatim.
     case raw(String)
 
-    static func user(_ name: String) -> TestAuth { .basic(name, name) }
+    package static func user(_ name: String) -> TestAuth { .basic(name, name) }
 
-    var header: String {
+    package var header: String {
         switch self {
         case .basic(let user, let password): "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
         case .bearer(let token): "Bearer \(token)"
@@ -21,21 +21,21 @@ enum TestAuth {
     }
 }
 
-struct TestResponse {
-    var status: Int
-    var headers: HTTPHeaders
-    var body: Data
+package struct TestResponse {
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: Data
 
-    var text: String { String(decoding: body, as: UTF8.self) }
+    package var text: String { String(decoding: body, as: UTF8.self) }
 
-    func json<T: Decodable>(_ type: T.Type) throws -> T {
+    package func json<T: Decodable>(_ type: T.Type) throws -> T {
         try JSONDecoder().decode(T.self, from: body)
     }
 }
 
 /// A plain HTTP client for tests, over real loopback sockets.
-enum TestHTTP {
-    static func request(
+package enum TestHTTP {
+    package static func request(
         _ method: HTTPMethod,
         _ url: String,
         auth: TestAuth? = nil,
@@ -57,7 +57,7 @@ enum TestHTTP {
         return TestResponse(status: Int(response.status.code), headers: response.headers, body: Data(buffer.readableBytesView))
     }
 
-    static func request(
+    package static func request(
         _ method: HTTPMethod,
         _ url: String,
         auth: TestAuth? = nil,

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,17 +6,17 @@ import Glibc
 /// A PostgreSQL server from Debian's packages, started for a test in a temporary directory on a
 /// free loopback port, with trust authentication; `stop()` removes it. When the binaries are
 /// missing it installs them (apt-get), and fails with the reason if it cannot.
-final class TestPostgres: Sendable {
-    let port: Int
-    let directory: URL
-    let bin: String
-    let user: String
+package final class TestPostgres: Sendable {
+    package let port: Int
+    package let directory: URL
+    package let bin: String
+    package let user: String
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    var url: String { "postgres://\(user)@127.0.0.1:\(port)/postgres" }
+    package var url: String { "postgres://\(user)@127.0.0.1:\(port)/postgres" }
 
     private init(port: Int, directory: URL, bin: String, user: String) {
         self.port = port
@@ -25,7 +25,7 @@ final class TestPostgres: Sendable {
         self.user = user
     }
 
-    static func binaries() throws -> String {
+    package static func binaries() throws -> String {
         func find() -> String? {
             let root = "/usr/lib/postgresql"
             let versions = (try? FileManager.default.contentsOfDirectory(atPath: root))?.sorted { (Int($0) ?? 0) > (Int($1) ?? 0) } ?? []
@@ -39,7 +39,7 @@ final class TestPostgres: Sendable {
         return found
     }
 
-    static func start() async throws -> TestPostgres {
+    package static func start() async throws -> TestPostgres {
         try await offPool { try startBlocking() }
     }
 
@@ -67,7 +67,7 @@ final class TestPostgres: Sendable {
         throw Failure(description: "PostgreSQL did not start: \(log.suffix(800))")
     }
 
-    func stop() async {
+    package func stop() async {
         let data = directory.appendingPathComponent("data").path
         let bin = bin
         let directory = directory
@@ -85,7 +85,7 @@ final class TestPostgres: Sendable {
     /// the server `pg_ctl` starts inherits the descriptors and would hold a pipe open for its
     /// whole life.
     @discardableResult
-    static func shell(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    package static func shell(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("pf-shell-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: output) }
         var actions = posix_spawn_file_actions_t()

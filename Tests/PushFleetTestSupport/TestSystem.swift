@@ -2,19 +2,19 @@ import Foundation
 import Logging
 import NIOHTTP1
 import PushFleetBackend
-import PushFleetEmbedded
+package import PushFleetEmbedded
 import PushFleetMockPush
-import PushFleetWire
+package import PushFleetWire
 
 /// The embedded backend and push service on ephemeral loopback ports, for one test.
-struct TestSystem: Sendable {
-    let backend: String
-    let pushService: String
-    let pushServiceHTTP2: String?
+package struct TestSystem: Sendable {
+    package let backend: String
+    package let pushService: String
+    package let pushServiceHTTP2: String?
     /// The push service's admin token.
-    let adminToken: String?
+    package let adminToken: String?
 
-    static func run<T: Sendable>(
+    package static func run<T: Sendable>(
         _ configuration: EmbeddedSystem.Configuration = .init(),
         _ body: @escaping @Sendable (TestSystem) async throws -> T
     ) async throws -> T {
@@ -22,7 +22,7 @@ struct TestSystem: Sendable {
     }
 
     /// The same, with the running system at hand (to restart its backend, say).
-    static func runEmbedded<T: Sendable>(
+    package static func runEmbedded<T: Sendable>(
         _ configuration: EmbeddedSystem.Configuration = .init(),
         _ body: @escaping @Sendable (EmbeddedSystem, TestSystem) async throws -> T
     ) async throws -> T {
@@ -42,7 +42,7 @@ struct TestSystem: Sendable {
     // MARK: Backend calls, as the seed's client makes them
 
     /// `POST /api/register?handle=` then `PUT /api/register/{id}`; returns the id.
-    func register(
+    package func register(
         _ user: String,
         platform: Platform,
         handle: String,
@@ -55,14 +55,14 @@ struct TestSystem: Sendable {
         return id
     }
 
-    func createRegistrationID(_ user: String, handle: String?, auth: TestAuth? = nil) async throws -> String {
+    package func createRegistrationID(_ user: String, handle: String?, auth: TestAuth? = nil) async throws -> String {
         let query = handle.map { "?handle=\($0)" } ?? ""
         let response = try await TestHTTP.request(.POST, "\(backend)/api/register\(query)", auth: auth ?? .user(user))
         guard response.status == 200 else { throw UnexpectedStatus(call: "POST register", response: response) }
         return try response.json(String.self)
     }
 
-    func updateRegistration(
+    package func updateRegistration(
         _ id: String,
         _ user: String,
         platform: String,
@@ -77,46 +77,46 @@ struct TestSystem: Sendable {
     }
 
     /// Connects a device to the gateway and registers it for `user`.
-    func device(_ user: String, _ platform: Platform) async throws -> TestDevice {
+    package func device(_ user: String, _ platform: Platform) async throws -> TestDevice {
         let device = try await TestDevice.connect(pushService: pushService, platform: platform)
         _ = try await register(user, platform: platform, handle: device.address!.token)
         return device
     }
 
-    func sendPlain(from user: String, to recipient: String, pns: String, message: String) async throws -> TestResponse {
+    package func sendPlain(from user: String, to recipient: String, pns: String, message: String) async throws -> TestResponse {
         try await TestHTTP.request(
             .POST, "\(backend)/api/notifications?pns=\(pns)&to_tag=\(recipient)", auth: .user(user), json: message
         )
     }
 
-    func sendSecure(from user: String, to recipient: String, payload: String) async throws -> TestResponse {
+    package func sendSecure(from user: String, to recipient: String, payload: String) async throws -> TestResponse {
         try await TestHTTP.request(.POST, "\(backend)/api/notifications/secure?to_tag=\(recipient)", auth: .user(user), json: payload)
     }
 
-    func fetch(_ id: String, as user: String) async throws -> TestResponse {
+    package func fetch(_ id: String, as user: String) async throws -> TestResponse {
         try await TestHTTP.request(.GET, "\(backend)/api/notifications/\(id)", auth: .user(user))
     }
 
     // MARK: Push service admin
 
-    func setFaults(_ faults: FaultSettings) async throws {
+    package func setFaults(_ faults: FaultSettings) async throws {
         let response = try await TestHTTP.request(.PUT, "\(pushService)/admin/faults", auth: admin, json: faults)
         guard response.status == 200 else { throw UnexpectedStatus(call: "PUT faults", response: response) }
     }
 
     /// The admin API's credentials.
-    var admin: TestAuth? { adminToken.map { .bearer($0) } }
+    package var admin: TestAuth? { adminToken.map { .bearer($0) } }
 
-    func pushStats() async throws -> PushServiceStats {
+    package func pushStats() async throws -> PushServiceStats {
         try await TestHTTP.request(.GET, "\(pushService)/admin/stats", auth: admin).json(PushServiceStats.self)
     }
 
-    func backendStats() async throws -> BackendStats {
+    package func backendStats() async throws -> BackendStats {
         try await TestHTTP.request(.GET, "\(backend)/stats").json(BackendStats.self)
     }
 
     /// A provider request straight to the push service's APNs endpoint.
-    func apnsPush(
+    package func apnsPush(
         token: String,
         body: String = #"{"aps":{"alert":"hi"}}"#,
         headers: [(String, String)] = [],
@@ -131,15 +131,20 @@ struct TestSystem: Sendable {
     }
 }
 
-struct UnexpectedStatus: Error, CustomStringConvertible {
-    var call: String
-    var response: TestResponse
-    var description: String { "\(call) answered \(response.status): \(response.text)" }
+package struct UnexpectedStatus: Error, CustomStringConvertible {
+    package var call: String
+    package var response: TestResponse
+    package var description: String { "\(call) answered \(response.status): \(response.text)" }
+
+    package init(call: String, response: TestResponse) {
+        self.call = call
+        self.response = response
+    }
 }
 
 extension PushFrame {
     /// The provider body parsed as a JSON object.
-    var json: [String: Any] {
+    package var json: [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
     }
 }
