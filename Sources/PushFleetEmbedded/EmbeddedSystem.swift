@@ -130,29 +130,8 @@ public struct EmbeddedSystem: Sendable {
         _ body: @escaping @Sendable (EmbeddedSystem, Endpoints) async throws -> T
     ) async throws -> T {
         let system = EmbeddedSystem(configuration: configuration)
-        let group = ServiceGroup(
-            configuration: .init(services: system.makeServices(logger: logger).map { .init(service: $0) }, logger: logger)
-        )
-        return try await withThrowingTaskGroup(of: T?.self) { tasks in
-            tasks.addTask {
-                try await group.run()
-                return nil
-            }
-            tasks.addTask {
-                let endpoints = try await system.endpoints()
-                return try await body(system, endpoints)
-            }
-            // Either the body finishes, or the servers stop first (a bind failure): both end the run.
-            defer { tasks.cancelAll() }
-            guard let value = try await tasks.next() ?? nil else { throw ServerStoppedError() }
-            await group.triggerGracefulShutdown()
-            // Give the servers a moment to close cleanly, then stop waiting.
-            tasks.addTask {
-                try await Task.sleep(for: .seconds(5))
-                return nil
-            }
-            _ = try? await tasks.next()
-            return value
+        return try await withServices(system.makeServices(logger: logger), logger: logger) {
+            try await body(system, try await system.endpoints())
         }
     }
 
@@ -164,10 +143,7 @@ public struct EmbeddedSystem: Sendable {
         return MockPushServer.TLS(listen: try ListenAddress(parsing: listen), identity: identity)
     }
 
-    public struct ServerStoppedError: Error, CustomStringConvertible {
-        public init() {}
-        public var description: String { "the embedded servers stopped before the work was done" }
-    }
+    public typealias ServerStoppedError = PushFleetServerSupport.ServerStoppedError
 }
 
 /// The reference backend as a restartable process: one service that runs a backend until a

@@ -61,23 +61,12 @@ extension FleetRunner {
         case .external(let backend, .embedded(let listen)):
             let tls = try scenario.embedded.tls.map { try EmbeddedSystem.tlsListener(listen: $0.listen, names: $0.names, caFile: $0.caFile) }
             let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen), tls: tls))
-            let group = ServiceGroup(configuration: .init(services: server.makeServices(logger: logger).map { .init(service: $0) }, logger: logger))
-            return try await withThrowingTaskGroup(of: RunResult?.self) { tasks in
-                tasks.addTask {
-                    try await group.run()
-                    return nil
-                }
-                tasks.addTask {
-                    let pushService = try await server.bound.value().httpURL
-                    return try await run(
-                        against: SystemUnderTest(backend: backend, pushService: pushService, pushAdminToken: server.configuration.adminToken),
-                        stop: stop
-                    )
-                }
-                defer { tasks.cancelAll() }
-                guard let result = try await tasks.next() ?? nil else { throw EmbeddedSystem.ServerStoppedError() }
-                await group.triggerGracefulShutdown()
-                return result
+            return try await withServices(server.makeServices(logger: logger), logger: logger) {
+                let pushService = try await server.bound.value().httpURL
+                return try await run(
+                    against: SystemUnderTest(backend: backend, pushService: pushService, pushAdminToken: server.configuration.adminToken),
+                    stop: stop
+                )
             }
         }
     }
