@@ -63,11 +63,7 @@ let package = Package(
             dependencies: [
                 "PushFleetCore",
                 "PushFleetResults",
-                "PushFleetServerSupport",
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

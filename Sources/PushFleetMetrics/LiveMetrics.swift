@@ -1,8 +1,4 @@
-public import Logging
 public import Prometheus
-public import PushFleetServerSupport
-public import ServiceLifecycle
-import Hummingbird
 package import PushFleetCore
 
 /// Live OpenMetrics/Prometheus exposition of a run (`--metrics-listen`), through
@@ -68,16 +64,8 @@ public final class LiveMetrics: Sendable {
         }
     }
 
-    /// A server answering `GET /metrics` in the Prometheus text format.
-    public func makeService(listen: ListenAddress, bound: Readiness<ListenAddress>, logger: Logger) -> any Service {
-        let router = Router()
-        let registry = self.registry
-        router.get("/metrics") { _, _ in
-            Response.bytes(registry.emitToBuffer(), contentType: "text/plain; version=0.0.4; charset=utf-8")
-        }
-        return Application(
-            router: router, configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "pushfleet-metrics"),
-            onServerRunning: { bound.succeed(ListenAddress(host: listen.host, port: $0.localAddress?.port ?? listen.port)) }, logger: logger
-        )
+    /// The registry in the Prometheus text format, as `GET /metrics` serves it.
+    public func exposition() -> [UInt8] {
+        registry.emitToBuffer()
     }
 }
