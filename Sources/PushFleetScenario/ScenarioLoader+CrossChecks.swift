@@ -3,7 +3,7 @@ import Yams
 
 extension ScenarioLoader {
     /// What the sections read must agree on, reported where they disagree.
-    static func validate(_ scenario: Scenario, root: Node, reader r: NodeReader) {
+    static func validate(_ scenario: Scenario, root: Node, reader r: NodeReader, overrides: ScenarioOverrides) {
         let top = root.mapping
         func node(_ key: String) -> Node? { top?[Node(key)] }
         let steps = scenario.lifecycle
@@ -54,7 +54,13 @@ extension ScenarioLoader {
             r.report(node("faults"), "faults", "backend: restart and backend_latency need the embedded backend (target: embedded)")
         }
         if scenario.embedded.hub, scenario.target != .embedded {
-            r.report(node("embedded"), "embedded.hub", "the hub is the embedded backend's way to send; the target is an external backend")
+            // Named when the command line set it, so the user knows which of the two said it.
+            let fromFlag = overrides.hub == true
+            r.report(
+                fromFlag ? node("target") : node("embedded"), "embedded.hub",
+                "the hub is the embedded backend's way to send; the target is an external backend"
+                    + (fromFlag ? " (--hub needs the embedded target)" : "")
+            )
         }
         validateAPI(scenario, node: node, r)
         if scenario.embedded.tls != nil, case .external(_, .url) = scenario.target {

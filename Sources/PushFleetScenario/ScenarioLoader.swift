@@ -11,19 +11,23 @@ public enum ScenarioLoader {
 
     /// Loads and validates a scenario file.
     public static func load(path: String) throws(ScenarioIssues) -> Scenario {
-        let text: String
+        try parse(text(ofFile: path), file: path)
+    }
+
+    /// A scenario file's text, or the issue saying why it cannot be read.
+    public static func text(ofFile path: String) throws(ScenarioIssues) -> String {
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            return try String(contentsOfFile: path, encoding: .utf8)
         } catch {
             throw ScenarioIssues(issues: [
                 ScenarioIssue(file: path, line: 0, column: 0, path: "", message: "cannot read the file: \(error.localizedDescription)")
             ])
         }
-        return try parse(text, file: path)
     }
 
-    /// Parses and validates scenario text; `file` names it in messages.
-    public static func parse(_ text: String, file: String) throws(ScenarioIssues) -> Scenario {
+    /// Parses and validates scenario text; `file` names it in messages. `overrides` replace what
+    /// the text says before the cross-checks run.
+    public static func parse(_ text: String, file: String, overrides: ScenarioOverrides = .init()) throws(ScenarioIssues) -> Scenario {
         if let (line, column) = aliasPastLimit(text) {
             throw ScenarioIssues(issues: [
                 ScenarioIssue(
@@ -46,8 +50,8 @@ public enum ScenarioLoader {
             throw ScenarioIssues(issues: [ScenarioIssue(file: file, line: 1, column: 1, path: "", message: "\(error)")])
         }
         let reader = NodeReader(file: file)
-        let scenario = read(root, reader)
-        if let scenario { validate(scenario, root: root, reader: reader) }
+        let scenario = read(root, reader).map(overrides.applied(to:))
+        if let scenario { validate(scenario, root: root, reader: reader, overrides: overrides) }
         guard reader.issues.isEmpty, let scenario else { throw ScenarioIssues(issues: reader.issues) }
         return scenario
     }
