@@ -67,13 +67,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The fleet's sockets: the HTTP pool, https through AsyncHTTPClient, devices' WebSockets.
+        // The fleet's sockets: the HTTP pool, https through AsyncHTTPClient, devices' own WebSockets
+        // and the multiplexed gateway connection.
         .target(
             name: "PushFleetClients",
             dependencies: [
                 "PushFleetCore",
                 "PushFleetWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -91,12 +94,10 @@ let package = Package(
                 "PushFleetResults",
                 "PushFleetMetrics",
                 "PushFleetClients",
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

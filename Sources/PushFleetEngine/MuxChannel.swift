@@ -1,55 +1,56 @@
 import Foundation
-import HummingbirdWSClient
-import Logging
-import NIOWebSocket
+import PushFleetClients
 import PushFleetCore
+import PushFleetMetrics
 import PushFleetWire
 import Synchronization
-import PushFleetClients
-import PushFleetMetrics
 
 /// One multiplexed gateway connection carrying many devices, each online or offline on its own.
 ///
 /// Devices subscribe through it and wait for the gateway's confirmation; pushes are dispatched
-/// by token to their device and handled concurrently in the connection's task group.
+/// by token to their device and handled concurrently in the connection's task group. When to
+/// connect, retry and resubscribe is ``GatewayMux``'s to say; this carries its actions out.
 final class MuxChannel: Sendable {
     private struct State {
+        var machine: GatewayMux
         var devices: [String: VirtualDevice] = [:]
         var waiters: [String: CheckedContinuation<Bool, Never>] = [:]
         /// The live connection's outgoing commands; nil while (re)connecting.
-        var sink: AsyncStream<String>.Continuation?
+        var sink: AsyncStream<GatewayCommand>.Continuation?
+
+        /// Queues a command for these carried devices on the live connection, if there is one.
+        func send(_ op: GatewayCommand.Operation, _ tokens: [String]) {
+            let addresses = tokens.compactMap { devices[$0]?.address }
+            if !addresses.isEmpty { sink?.yield(GatewayCommand(op: op, devices: addresses)) }
+        }
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     let url: String
 
-    init(pushServiceURL: String) {
+    /// `seed` draws the reconnect jitter; channels of one run differ so they do not retry in step.
+    init(pushServiceURL: String, seed: UInt64 = .random(in: .min ... .max)) {
         url = pushServiceURL.replacingOccurrences(of: "http", with: "ws", options: .anchored) + GatewayFrame.multiplexPath
-    }
-
-    /// Sends a command on the live connection. Without one, nothing is lost: a connection
-    /// resubscribes every device it carries when it comes up.
-    private func send(_ text: String) {
-        _ = state.withLock { $0.sink?.yield(text) }
+        state = Mutex(State(machine: GatewayMux(backoff: Backoff(seed: seed))))
     }
 
     /// Subscribes a device and waits for the gateway to confirm it online (false on timeout or
     /// when the connection is gone).
     func subscribe(_ device: VirtualDevice, timeout: Duration) async -> Bool {
-        let text = Self.command(.subscribe, [device.address])
+        let token = device.address.token
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
-                    self.state.withLock {
-                        $0.devices[device.address.token] = device
-                        $0.waiters[device.address.token] = continuation
+                    self.state.withLock { state in
+                        state.devices[token] = device
+                        state.waiters[token] = continuation
+                        if case .subscribe(let tokens) = state.machine.add(token) { state.send(.subscribe, tokens) }
                     }
-                    self.send(text)
                 }
             }
             group.addTask {
                 try? await Task.sleep(for: timeout)
-                self.resume(device.address.token, with: false)
+                self.resume(token, with: false)
                 return false
             }
             let first = await group.next() ?? false
@@ -59,8 +60,13 @@ final class MuxChannel: Sendable {
     }
 
     func unsubscribe(_ device: VirtualDevice) {
-        _ = state.withLock { $0.devices.removeValue(forKey: device.address.token) }
-        send(Self.command(.unsubscribe, [device.address]))
+        let token = device.address.token
+        state.withLock { state in
+            state.devices.removeValue(forKey: token)
+            if case .unsubscribe = state.machine.remove(token) {
+                state.sink?.yield(GatewayCommand(op: .unsubscribe, devices: [device.address]))
+            }
+        }
     }
 
     private func resume(_ token: String, with value: Bool) {
@@ -68,61 +74,76 @@ final class MuxChannel: Sendable {
         waiter?.resume(returning: value)
     }
 
-    private static func command(_ op: GatewayCommand.Operation, _ devices: [DeviceAddress]) -> String {
-        String(decoding: (try? JSONEncoder().encode(GatewayCommand(op: op, devices: devices))) ?? Data(), as: UTF8.self)
-    }
-
     /// Holds the connection until the run ends, reconnecting (and resubscribing every device it
     /// carries) when it drops.
     func run(_ context: RunContext) async {
-        var backoff = Backoff(seed: context.scenario.seed ^ UInt64(UInt(bitPattern: ObjectIdentifier(self).hashValue)))
-        while !Task.isCancelled && !context.isStopping {
-            let attempt = context.now()
-            do {
-                try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 16 << 20), logger: context.logger) {
-                    inbound, outbound, _ in
-                    let (commands, sink) = AsyncStream<String>.makeStream()
-                    let carried = self.state.withLock { state in
-                        state.sink = sink
-                        return Array(state.devices.values)
-                    }
-                    defer { self.state.withLock { $0.sink = nil } }
-                    if !carried.isEmpty { try await outbound.write(.text(Self.command(.subscribe, carried.map(\.address)))) }
-                    try await withThrowingDiscardingTaskGroup { group in
-                        // Back after a drop: every device renews its registration, spread over a
-                        // second so a restarted backend is not hit by all of them at once.
-                        if !carried.isEmpty {
-                            group.addTask { await Self.renew(carried, over: 1_000_000_000, context) }
-                        }
-                        group.addTask {
-                            for await text in commands {
-                                try await outbound.write(.text(text))
-                            }
-                        }
-                        for try await message in inbound.messages(maxSize: 16 << 20) {
-                            guard case .text(let text) = message else { continue }
-                            let receivedAt = context.now()
-                            switch GatewayInbound(text) {
-                            case .push(let frame):
-                                guard let device = self.state.withLock({ $0.devices[frame.token] }) else { continue }
-                                context.pushArrived(at: receivedAt)
-                                group.addTask { await device.receive(frame, at: receivedAt, context: context) }
-                            case .notice(let notice):
-                                self.handle(notice, group: &group, context: context)
-                            case .garbage:
-                                context.emit(.error("gateway:bad_frame", at: receivedAt))
-                            }
-                        }
-                        throw CancellationError()
-                    }
+        var action = state.withLock { $0.machine.start(now: context.now()) }
+        while true {
+            switch action {
+            case .connect:
+                if Task.isCancelled || context.isStopping {
+                    action = state.withLock { $0.machine.stop() }
+                } else {
+                    action = await connection(context)
                 }
-            } catch {
-                if Task.isCancelled || context.isStopping { return }
-                context.emit(.error("gateway:\(BackendClient.label(for: error))", at: context.now()))
+            case .retry(let instant, let error):
+                if let error { context.emit(.error(.gateway(error), at: context.now())) }
+                let due = await context.sleep(until: instant)
+                action = state.withLock { due ? $0.machine.retryDue(now: context.now()) : $0.machine.stop() }
+            default:
+                return
             }
-            // A connection that held for a while starts the backoff afresh.
-            if context.now() - attempt > 10_000_000_000 { backoff.reset() }
-            guard await context.sleep(until: context.now() + backoff.next()) else { return }
+        }
+    }
+
+    /// One connection, from the attempt until it ends; returns what the machine says next.
+    private func connection(_ context: RunContext) async -> GatewayMux.Action {
+        do {
+            try await GatewayMuxSocket.connect(url: url, logger: context.logger) { socket in
+                try await self.session(socket, context)
+            }
+            return state.withLock { $0.machine.dropped(nil, now: context.now()) }
+        } catch {
+            if Task.isCancelled || context.isStopping { return state.withLock { $0.machine.stop() } }
+            return state.withLock { $0.machine.dropped(BackendClient.label(for: error), now: context.now()) }
+        }
+    }
+
+    /// A live connection: resubscribes what it carries, writes queued commands, dispatches pushes.
+    private func session(_ socket: GatewayMuxSocket, _ context: RunContext) async throws {
+        let (commands, sink) = AsyncStream<GatewayCommand>.makeStream()
+        let carried = state.withLock { state in
+            state.sink = sink
+            guard case .resubscribe(let tokens) = state.machine.connected(now: context.now()) else { return [VirtualDevice]() }
+            return tokens.compactMap { state.devices[$0] }
+        }
+        defer { state.withLock { $0.sink = nil } }
+        if !carried.isEmpty { try await socket.send(GatewayCommand(op: .subscribe, devices: carried.map(\.address))) }
+        try await withThrowingDiscardingTaskGroup { group in
+            // Back after a drop: every device renews its registration, spread over a second so a
+            // restarted backend is not hit by all of them at once.
+            if !carried.isEmpty {
+                group.addTask { await Self.renew(carried, over: 1_000_000_000, context) }
+            }
+            group.addTask {
+                for await command in commands {
+                    try await socket.send(command)
+                }
+            }
+            for try await inbound in socket.frames {
+                let receivedAt = context.now()
+                switch inbound {
+                case .push(let frame):
+                    guard let device = self.state.withLock({ $0.devices[frame.token] }) else { continue }
+                    context.pushArrived(at: receivedAt)
+                    group.addTask { await device.receive(frame, at: receivedAt, context: context) }
+                case .notice(let notice):
+                    self.handle(notice, group: &group, context: context)
+                case .garbage:
+                    context.emit(.error(.gatewayBadFrame, at: receivedAt))
+                }
+            }
+            throw CancellationError()
         }
     }
 
@@ -145,15 +166,16 @@ final class MuxChannel: Sendable {
         case .subscribed:
             for device in notice.devices { resume(device.token, with: true) }
         case .disconnected:
-            // Taken offline by the service: come back after a pause, as a phone does.
-            let devices = notice.devices
+            let action = state.withLock { $0.machine.takenOffline(notice.devices.map(\.token), now: context.now()) }
+            guard case .resubscribeAt(let instant, let tokens) = action else { return }
             group.addTask {
-                guard await context.sleep(until: context.now() + 200_000_000) else { return }
-                let still = self.state.withLock { state in devices.filter { state.devices[$0.token] != nil } }
-                if !still.isEmpty { self.send(Self.command(.subscribe, still)) }
+                guard await context.sleep(until: instant) else { return }
+                self.state.withLock { state in
+                    if case .subscribe(let still) = state.machine.pauseEnded(tokens) { state.send(.subscribe, still) }
+                }
             }
         case .error:
-            context.emit(.error("gateway:error_notice", at: context.now()))
+            context.emit(.error(.gatewayErrorNotice, at: context.now()))
         default:
             break
         }
