@@ -27,11 +27,11 @@ struct APICommand: AsyncParsableCommand {
         @Flag(help: "Print only the summary, not each request and answer.") var quiet = false
 
         func run() async throws {
-            let check = APICheck.scenario(from: try Run.load(scenario))
+            let source = try ScenarioSource.load(scenario)
+            let check = APICheck.scenario(from: source.scenario)
             var logger = Logger(label: "pushfleet.api-check")
             logger.logLevel = .warning
-            let text = (try? String(contentsOfFile: scenario, encoding: .utf8)) ?? ""
-            var options = FleetRunner.Options(scenarioFile: scenario, scenarioText: text, version: PushFleet.version, logger: logger)
+            var options = FleetRunner.Options(provenance: source.provenance, logger: logger)
             let tally = APICheck.Tally()
             let quiet = self.quiet
             options.trace = { trace in

@@ -1,0 +1,25 @@
+import ArgumentParser
+import Foundation
+import PushFleetReport
+import PushFleetResults
+
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Re-render every report file of a run folder from its run.json.")
+
+    @Argument(help: "A run's report folder.") var directory: String
+
+    func run() throws {
+        let path = (directory as NSString).appendingPathComponent("run.json")
+        guard let data = FileManager.default.contents(atPath: path) else {
+            FileHandleOutput.standardError("no run.json in \(directory)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+        let result: RunResult
+        do { result = try ReportFiles.decodeRunJSON(data) } catch {
+            FileHandleOutput.standardError("\(path) is not a pushfleet run.json: \(error)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+        try ReportWriter.write(result, to: directory)
+        FileHandleOutput.standardOutput("re-rendered: \(directory)")
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import PushFleetReport
+import PushFleetResults
+
+/// Writes the rendered report files into a folder.
+enum ReportWriter {
+    struct WriteError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Makes an empty report folder and checks that files can be written in it. An existing
+    /// file, or a folder that already holds anything, is refused rather than overwritten.
+    static func prepare(_ directory: String) throws(WriteError) {
+        let manager = FileManager.default
+        var isFolder: ObjCBool = false
+        if manager.fileExists(atPath: directory, isDirectory: &isFolder) {
+            guard isFolder.boolValue else { throw WriteError(description: "--out \(directory): a file is in the way; give a folder that does not exist yet") }
+            let entries = (try? manager.contentsOfDirectory(atPath: directory)) ?? []
+            guard entries.isEmpty else {
+                throw WriteError(description: "--out \(directory): the folder exists and is not empty; give a new folder (reports are never overwritten)")
+            }
+        }
+        do {
+            try manager.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw WriteError(description: "--out \(directory): cannot create the folder (\(error.localizedDescription))")
+        }
+        let probe = (directory as NSString).appendingPathComponent(".pushfleet-write-check")
+        guard manager.createFile(atPath: probe, contents: Data()) else {
+            throw WriteError(description: "--out \(directory): cannot write into the folder")
+        }
+        try? manager.removeItem(atPath: probe)
+    }
+
+    static func write(_ result: RunResult, to directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for file in try ReportFiles.render(result) {
+            let path = (directory as NSString).appendingPathComponent(file.name)
+            guard FileManager.default.createFile(atPath: path, contents: file.data) else {
+                throw WriteError(description: "cannot write \(path)")
+            }
+        }
+    }
+}

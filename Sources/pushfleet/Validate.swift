@@ -1,0 +1,28 @@
+import ArgumentParser
+import PushFleetCore
+import PushFleetScenario
+
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check scenario files and report every problem; exit 2 if any.")
+
+    @Argument(help: "Scenario files.") var files: [String]
+    @Flag(help: "Print the requests each device and sender will make, with example values.") var explain = false
+
+    func run() throws {
+        var failed = false
+        for file in files {
+            do {
+                let scenario = try ScenarioSource.read(file).scenario
+                let plan = FleetPlan(scenario: scenario)
+                FileHandleOutput.standardOutput(
+                    "ok: \(file): \(scenario.fleet.users) users, \(plan.devices.count) devices, \(scenario.traffic.count) senders, \(scenario.thresholds.count) thresholds, \(scenario.effectiveThresholds.count - scenario.thresholds.count) default-gate rules, api \(scenario.api?.name ?? "none")"
+                )
+                if explain { FileHandleOutput.standardOutput(APIExplain.text(scenario, file: file)) }
+            } catch {
+                failed = true
+                FileHandleOutput.standardError(error.description)
+            }
+        }
+        if failed { throw ExitCode(ExitStatus.invalidInput) }
+    }
+}
