@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 import Synchronization
 
 /// Stored secure and rich notifications, readable by their recipient only.
@@ -78,7 +79,7 @@ final class NotificationStore: Sendable {
     @discardableResult
     func sweep(now: Int64) -> Int {
         state.withLock { state in
-            let expired = state.byID.values.filter { $0.expiresAt <= now }.map(\.id)
+            let expired = ExpirySweep.expired(in: state.byID, now: now) { $0.expiresAt }
             for id in expired { state.remove(id) }
             return expired.count
         }

@@ -27,7 +27,7 @@ public final class ReferenceBackend: Sendable {
     let sender: PushSender
     /// Set when sends go through a notification hub.
     let hubSender: HubSender?
-    private let lastSweep = Atomic<Int64>(0)
+    private let sweep = Mutex(ExpirySweep())
 
     /// - Parameters:
     ///   - configuration: listen address, auth, TTLs, limits.
@@ -176,10 +176,7 @@ public final class ReferenceBackend: Sendable {
     /// Drops expired registrations and notifications at most every 30 s, from request handling,
     /// so memory stays bounded without a background task.
     func sweepIfDue(now: Int64) async {
-        let last = lastSweep.load(ordering: .relaxed)
-        guard now - last > 30_000_000_000,
-            lastSweep.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
-        else { return }
+        guard sweep.withLock({ $0.isDue(now: now, interval: 30_000_000_000) }) else { return }
         try? await store().sweep(now: now)
     }
 }

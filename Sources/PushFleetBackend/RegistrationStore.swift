@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 import PushFleetWire
 import Synchronization
 
@@ -168,7 +169,7 @@ final class RegistrationStore: Sendable {
     @discardableResult
     func sweep(now: Int64) -> Int {
         state.withLock { state in
-            let expired = state.byID.values.filter { $0.expiresAt <= now }.map(\.id)
+            let expired = ExpirySweep.expired(in: state.byID, now: now) { $0.expiresAt }
             for id in expired { state.remove(id) }
             return expired.count
         }

@@ -86,7 +86,7 @@ public final class PushService: Sendable {
     private let nextConnectionID = Atomic<UInt64>(1)
     /// Pushes held now, across shards.
     private let held = Atomic<Int>(0)
-    private let lastSweep = Atomic<Int64>(0)
+    private let sweep = Mutex(ExpirySweep())
     private let now: @Sendable () -> Int64
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
@@ -227,11 +227,8 @@ public final class PushService: Sendable {
     /// would otherwise keep theirs until the service stops. Every 30 s, or every second while the
     /// hold is full, so that expired pushes make room for new ones.
     private func sweepIfDue(now: Int64) {
-        let last = lastSweep.load(ordering: .relaxed)
         let interval: Int64 = held.load(ordering: .relaxed) >= configuration.maxHeldPushes ? 1_000_000_000 : 30_000_000_000
-        guard now - last > interval, lastSweep.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else {
-            return
-        }
+        guard sweep.withLock({ $0.isDue(now: now, interval: interval) }) else { return }
         sweepExpired(now: now)
     }
 
@@ -240,7 +237,7 @@ public final class PushService: Sendable {
         var dropped = 0
         for shard in shards {
             shard.devices.withLock { devices in
-                let expired = devices.compactMap { address, entry in (entry.pending?.expiresAt ?? .max) <= now ? address : nil }
+                let expired = ExpirySweep.expired(in: devices, now: now) { $0.pending?.expiresAt }
                 for address in expired {
                     devices[address]?.pending = nil
                     if devices[address]?.isDisposable == true { devices[address] = nil }

@@ -1,3 +1,4 @@
+import PushFleetCore
 import Synchronization
 
 /// Access tokens the mock minted (Google's and WNS's OAuth), with what each grants and when it
@@ -34,7 +35,7 @@ final class AccessTokenStore<Grant: Sendable>: Sendable {
         let token = prefix + (0..<4).map { _ in String(generator.next() as UInt64, radix: 36) }.joined(separator: "-")
         return entries.withLock { entries -> String? in
             if entries.count >= capacity {
-                entries = entries.filter { $0.value.expiresAt > now }
+                for token in ExpirySweep.expired(in: entries, now: now, expiresAt: \.expiresAt) { entries[token] = nil }
                 guard entries.count < capacity else { return nil }
             }
             entries[token] = Entry(grant: grant, expiresAt: now + lifetime)
