@@ -146,12 +146,6 @@ public struct DeliveryLedger: Sendable {
         }
     }
 
-    public enum Outcome: String, Sendable, CaseIterable, Codable {
-        case delivered, late, lost, misdelivered, duplicate, indeterminate, stale, unverified, unregistered
-        case sentToDeadToken = "sent_to_dead_token"
-        case leak
-    }
-
     struct Transition: Sendable {
         var start: Int64
         var time: Int64
@@ -163,8 +157,9 @@ public struct DeliveryLedger: Sendable {
     var transitions: [[Transition]] = []
     public private(set) var sends: [Int: Send] = [:]
     public private(set) var receipts: [Receipt] = []
-    public private(set) var rejections: [Rejection] = []
+    public internal(set) var rejections: [Rejection] = []
     public private(set) var probeLeaks: [ProbeLeak] = []
+    var awaiting = Awaited()
 
     public init(users: Int) {
         devicesOfUser = Array(repeating: [], count: users)
@@ -182,19 +177,24 @@ public struct DeliveryLedger: Sendable {
     /// arrive out of order; the verdict orders them.
     public mutating func setEligible(_ device: Int, _ eligible: Bool, at time: Int64, since start: Int64? = nil) {
         transitions[device].append(Transition(start: start ?? time, time: time, eligible: eligible))
+        recheckAwaited(device)
     }
 
     public mutating func record(_ send: Send) {
         sends[send.id] = send
+        awaitSend(send)
     }
 
     public mutating func record(_ receipt: Receipt) {
         receipts.append(receipt)
+        learnOwner(from: receipt)
+        settle(receipt.attribution, device: receipt.device, at: receipt.time)
     }
 
     /// Records a refused push; the first one for a token ends the device's eligibility then.
     public mutating func record(_ rejection: Rejection) {
         rejections.append(rejection)
+        settle(rejection.attribution, device: rejection.device, at: rejection.time)
         setEligible(rejection.device, false, at: rejection.time)
     }
 

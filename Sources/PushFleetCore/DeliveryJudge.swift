@@ -1,0 +1,279 @@
+/// Judges a ledger's raw material into a ``DeliveryLedger/Verdict``, in named steps:
+/// 1. **content owners**: which send each stored content id belongs to;
+/// 2. **expectations**: who each send expected, and whose state changed while it was open;
+/// 3. **receipts and rejections**, in time order, because the first event of a pair decides it;
+/// 4. **close-out**: pairs nothing settled are lost (or indeterminate), probe leaks are counted.
+///
+/// The material may be one process's ledger or several merged (``DeliveryLedger/merge(_:)``);
+/// a `window` judges only the sends that started in it (a capacity step, a time slice), with
+/// everything that names them wherever it falls, and the pushes that name no send when they
+/// happened in it. Knowledge from before the window (registrations, dead tokens) still counts.
+struct DeliveryJudge {
+    typealias Ledger = DeliveryLedger
+
+    private struct Pair: Hashable {
+        var send: Int
+        var device: Int
+    }
+
+    enum Resolved {
+        case send(Ledger.Send)
+        case otherRun
+        case unknown
+    }
+
+    private enum Event {
+        case receipt(Ledger.Receipt)
+        case rejection(Ledger.Rejection, knownAt: Int64?)
+
+        var time: Int64 {
+            switch self {
+            case .receipt(let receipt): receipt.time
+            case .rejection(let rejection, _): rejection.time
+            }
+        }
+    }
+
+    let ledger: Ledger
+    let deadline: Int64
+    private let incidentLimit: Int
+    private let listeningEnded: Int64?
+    private let window: Range<Int64>?
+    private let history: [[Ledger.Transition]]
+    private var verdict: Ledger.Verdict
+    private var owners: [String: Int] = [:]
+    private var expected = Set<Pair>()
+    /// Pairs whose device changed state while the send was open, or whose send failed.
+    private var unsure = Set<Pair>()
+    /// Pairs whose first receipt or refusal has been judged.
+    private var settled = Set<Pair>()
+    private var unsureRefused = Set<Pair>()
+
+    /// Judges `ledger`. `deadline` separates delivered from late; at most `incidentLimit`
+    /// incidents of each outcome are kept. When listening stopped early at `listeningEnded`, an
+    /// expected pair whose deadline had not passed by then is indeterminate, not lost.
+    static func judge(
+        _ ledger: Ledger, deadline: Duration, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>? = nil
+    ) -> Ledger.Verdict {
+        var judge = DeliveryJudge(ledger, deadline: deadline.nanoseconds, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window)
+        judge.findContentOwners()
+        judge.expectations()
+        judge.receiptsAndRejections()
+        judge.closeOut()
+        judge.verdict.incidents.sort { ($0.time ?? .max, $0.send ?? 0, $0.device ?? 0) < ($1.time ?? .max, $1.send ?? 0, $1.device ?? 0) }
+        return judge.verdict
+    }
+
+    private init(_ ledger: Ledger, deadline: Int64, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>?) {
+        self.ledger = ledger
+        self.deadline = deadline
+        self.incidentLimit = incidentLimit
+        self.listeningEnded = listeningEnded
+        self.window = window
+        history = ledger.transitions.map(Ledger.ordered)
+        verdict = Ledger.Verdict(byUser: Array(repeating: Ledger.Counts(), count: ledger.devicesOfUser.count))
+    }
+
+    // MARK: Steps
+
+    /// Which send each stored content id belongs to: the backend's answer says, or a device that
+    /// fetched it found the send's nonce inside.
+    private mutating func findContentOwners() {
+        for send in ledger.sends.values { if let id = send.contentID { owners[id] = send.id } }
+        for receipt in ledger.receipts {
+            if case .send(let id) = receipt.attribution, case .fetched = receipt.content, let content = receipt.contentID {
+                owners[content] = owners[content] ?? id
+            }
+        }
+    }
+
+    /// Who each send expected, and who was indeterminate.
+    private mutating func expectations() {
+        for send in ledger.sends.values where judged(send) {
+            for device in ledger.devicesOfUser[send.to] where send.platforms.contains(ledger.devices[device].platform) {
+                let pair = Pair(send: send.id, device: device)
+                if !send.succeeded || Ledger.changed(history[device], within: send.start, send.end) {
+                    unsure.insert(pair)
+                } else if Ledger.eligible(history[device], at: send.start) {
+                    expected.insert(pair)
+                    count(device, \.expected)
+                }
+            }
+        }
+    }
+
+    /// Receipts and refusals in time order: the first event of a pair decides it.
+    private mutating func receiptsAndRejections() {
+        let deadSince = deadTokenPushes()
+        var events = ledger.receipts.map(Event.receipt)
+        for (index, rejection) in ledger.rejections.enumerated() {
+            events.append(.rejection(rejection, knownAt: deadSince[index]))
+        }
+        // Stable, so events at the same instant keep the order they were recorded in.
+        events = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        for event in events {
+            switch event {
+            case .receipt(let receipt): judge(receipt)
+            case .rejection(let rejection, let knownAt): judge(rejection, knownAt: knownAt)
+            }
+        }
+    }
+
+    /// Expected pairs that nothing settled, the indeterminate ones, and probe leaks.
+    private mutating func closeOut() {
+        for pair in unsure where !unsureRefused.contains(pair) { count(pair.device, \.indeterminate) }
+        for pair in expected where !settled.contains(pair) {
+            if let listeningEnded, let send = ledger.sends[pair.send], send.start + deadline > listeningEnded {
+                count(pair.device, \.indeterminate)
+                continue
+            }
+            count(pair.device, \.lost)
+            incident(.lost, send: pair.send, device: pair.device, time: nil)
+        }
+        for leak in ledger.probeLeaks where inWindow(leak.time) {
+            count(leak.device, \.leaks)
+            incident(.leak, send: nil, device: leak.device, time: leak.time, leak.detail)
+        }
+    }
+
+    // MARK: One receipt, one refusal
+
+    private mutating func judge(_ receipt: Ledger.Receipt) {
+        let device = receipt.device
+        let failure: String? = if case .failed(let reason) = receipt.content { reason } else { nil }
+        let send: Ledger.Send
+        switch resolve(receipt.attribution) {
+        case .otherRun:
+            guard inWindow(receipt.time) else { return }
+            count(device, \.stale)
+            incident(.stale, send: nil, device: device, time: receipt.time, "names a send of another run")
+            return
+        case .unknown:
+            guard inWindow(receipt.time) else { return }
+            if let failure {
+                count(device, \.unverified)
+                incident(.unverified, send: nil, device: device, time: receipt.time, "content of unknown send, fetch \(failure)")
+            } else {
+                misdelivered(device, send: nil, at: receipt.time, "names no send of this run")
+            }
+            return
+        case .send(let found):
+            guard judged(found) else { return }
+            send = found
+        }
+        if receipt.time < send.start {
+            count(device, \.stale)
+            incident(.stale, send: send.id, device: device, time: receipt.time, "received before its send started")
+            return
+        }
+        // Any successful read by someone other than the recipient is a leak.
+        if receipt.contentTime != nil && ledger.devices[device].user != send.to {
+            count(device, \.leaks)
+            incident(.leak, send: send.id, device: device, time: receipt.contentTime, "fetched another user's notification")
+        }
+        let pair = Pair(send: send.id, device: device)
+        guard settled.insert(pair).inserted else {
+            count(device, \.duplicates)
+            incident(.duplicate, send: send.id, device: device, time: receipt.time)
+            return
+        }
+        if unsure.contains(pair) { return }
+        guard expected.contains(pair) else {
+            misdelivered(device, send: send.id, at: receipt.time, failure.map { "fetch \($0)" } ?? "")
+            return
+        }
+        if let failure {
+            count(device, \.unverified)
+            incident(.unverified, send: send.id, device: device, time: receipt.time, "fetch \(failure)")
+            return
+        }
+        let raw = receipt.time - send.start
+        let late = raw > deadline
+        count(device, late ? \.late : \.delivered)
+        if late { incident(.late, send: send.id, device: device, time: receipt.time, "after \(raw / 1_000_000) ms") }
+        verdict.deliveries.append(
+            Ledger.Delivery(
+                send: send.id, device: device, receivedAt: receipt.time, raw: raw, corrected: receipt.time - send.intended,
+                endToEndRaw: receipt.contentTime.map { $0 - send.start }, endToEndCorrected: receipt.contentTime.map { $0 - send.intended },
+                late: late
+            )
+        )
+    }
+
+    /// After the backend was told (see ``deadTokenPushes()``), a push to the token is its own
+    /// doing; before, it could not know.
+    private mutating func judge(_ rejection: Ledger.Rejection, knownAt: Int64?) {
+        let device = rejection.device
+        switch resolve(rejection.attribution) {
+        case .otherRun:
+            guard inWindow(rejection.time) else { return }
+            count(device, \.stale)
+            incident(.stale, send: nil, device: device, time: rejection.time, "refused push names a send of another run")
+        case .unknown:
+            guard inWindow(rejection.time) else { return }
+            deadToken(device, send: nil, at: rejection.time, knownAt: knownAt)
+        case .send(let send):
+            guard judged(send) else { return }
+            let targeted = send.to == ledger.devices[device].user && send.platforms.contains(ledger.devices[device].platform)
+            let pair = Pair(send: send.id, device: device)
+            if !targeted {
+                misdelivered(device, send: send.id, at: rejection.time, "refused as a dead token")
+            } else if !settled.insert(pair).inserted {
+                count(device, \.duplicates)
+                incident(.duplicate, send: send.id, device: device, time: rejection.time, "refused as a dead token")
+            } else {
+                if unsure.contains(pair) { unsureRefused.insert(pair) }
+                deadToken(device, send: send.id, at: rejection.time, knownAt: knownAt)
+            }
+        }
+    }
+
+    private mutating func deadToken(_ device: Int, send: Int?, at time: Int64, knownAt: Int64?) {
+        if knownAt != nil {
+            count(device, \.sentToDeadToken)
+            incident(.sentToDeadToken, send: send, device: device, time: time, "after the backend was told")
+        } else {
+            count(device, \.unregistered)
+        }
+    }
+
+    private mutating func misdelivered(_ device: Int, send: Int?, at time: Int64, _ detail: String) {
+        count(device, \.misdelivered)
+        verdict.misdeliveredAt.append(time)
+        incident(.misdelivered, send: send, device: device, time: time, detail)
+    }
+
+    // MARK: Helpers
+
+    /// Whether the send is judged here (every send, without a window).
+    private func judged(_ send: Ledger.Send) -> Bool {
+        window?.contains(send.start) ?? true
+    }
+
+    private func inWindow(_ time: Int64) -> Bool {
+        window?.contains(time) ?? true
+    }
+
+    func resolve(_ attribution: Ledger.Attribution) -> Resolved {
+        let id: Int?
+        switch attribution {
+        case .send(let send): id = send
+        case .content(let content): id = owners[content]
+        case .otherRun: return .otherRun
+        case .unattributable: id = nil
+        }
+        return id.flatMap { ledger.sends[$0] }.map(Resolved.send) ?? .unknown
+    }
+
+    private mutating func count(_ device: Int, _ path: WritableKeyPath<Ledger.Counts, Int>) {
+        verdict.total[keyPath: path] += 1
+        verdict.byUser[ledger.devices[device].user][keyPath: path] += 1
+        verdict.byPlatform[ledger.devices[device].platform, default: Ledger.Counts()][keyPath: path] += 1
+    }
+
+    private mutating func incident(_ outcome: Ledger.Outcome, send: Int?, device: Int?, time: Int64?, _ detail: String = "") {
+        verdict.incidentTotals[outcome, default: 0] += 1
+        guard verdict.incidentTotals[outcome]! <= incidentLimit else { return }
+        verdict.incidents.append(Ledger.Incident(outcome: outcome, send: send, device: device, time: time, detail: detail))
+    }
+}
