@@ -21,14 +21,14 @@ extension VirtualDevice {
                 case .push(let frame):
                     context.pushArrived(at: receivedAt)
                     context.deviceWork.submit(.push(self, frame, receivedAt))
-                case .garbage: context.emit(.error("gateway:bad_frame", at: receivedAt))
+                case .garbage: context.emit(.error(.gatewayBadFrame, at: receivedAt))
                 case .notice: break
                 }
             }
             adopt(socket, context)
             return true
         } catch {
-            if !context.isStopping { context.emit(.error("connect:\(BackendClient.label(for: error))", at: context.now())) }
+            if !context.isStopping { context.emit(.error(.connect(BackendClient.label(for: error)), at: context.now())) }
             return false
         }
     }

@@ -85,7 +85,7 @@ struct FaultScheduler: Sendable {
         } catch is CancellationError {
             context.emit(.marker("faults: backend still down when the traffic ended", at: context.now()))
         } catch {
-            context.emit(.error("fault:backend_restart_failed", at: context.now()))
+            context.emit(.error(.backendRestartFailed, at: context.now()))
             context.emit(.marker("faults: backend restart failed: \(error)", at: context.now()))
         }
     }

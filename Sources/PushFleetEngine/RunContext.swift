@@ -145,10 +145,10 @@ final class RunContext: Sendable {
         switch result {
         case .success(let exchange):
             emit(.operation(metric: metric, nanoseconds: exchange.latency, failed: !exchange.succeeded, at: exchange.end))
-            if !exchange.succeeded { emit(.error("\(operation):status_\(exchange.status)", at: exchange.end)) }
+            if !exchange.succeeded { emit(.error(.status(operation, exchange.status), at: exchange.end)) }
             return exchange
         case .failure(let error):
-            emit(.error("\(operation):\(error.label)", at: error.end))
+            emit(.error(.failed(operation, error.label), at: error.end))
             return nil
         }
     }

@@ -154,7 +154,7 @@ extension RunContext {
         switch request.render(values) {
         case .success(let value): rendered = value
         case .failure(let error):
-            if errors { emit(.error("\(request.operation):\(error.label)", at: now())) }
+            if errors { emit(.error(.failed(request.operation, error.label), at: now())) }
             return .failed(.render(error.description), at: now())
         }
         var headers = rendered.headers.map { ($0.name, $0.value) }
@@ -179,7 +179,7 @@ extension RunContext {
             }
             return .answered(status: exchange.status, extracted: extracted, exchange: exchange)
         case .failure(let error):
-            if errors { emit(.error("\(request.operation):\(error.label)", at: error.end)) }
+            if errors { emit(.error(.failed(request.operation, error.label), at: error.end)) }
             return .failed(.transport(error.label), at: error.end)
         }
     }
@@ -190,7 +190,7 @@ extension RunContext {
         if let metric = request.metric {
             emit(.operation(metric: metric, nanoseconds: exchange.latency, failed: failed, at: exchange.end))
         }
-        if failed && errorClass { emit(.error("\(request.operation):status_\(exchange.status)", at: exchange.end)) }
+        if failed && errorClass { emit(.error(.status(request.operation, exchange.status), at: exchange.end)) }
     }
 
     /// Runs a step that is nobody's state but its own (a send, a fetch, a probe, a login) to its

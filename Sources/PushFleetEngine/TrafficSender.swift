@@ -106,7 +106,7 @@ struct TrafficSender: Sendable {
         let end = result.end ?? now
         // As for every operation: answers in the histograms, transport failures in errors.
         let answered = result.last != nil
-        if !result.succeeded { context.emit(.error("send:" + RunContext.label(result.failure), at: end)) }
+        if !result.succeeded { context.emit(.error(.failed("send", RunContext.label(result.failure)), at: end)) }
         var contentID: String?
         if result.succeeded, traffic.kind != .plain, let slot = step.localVariables.firstIndex(of: "id"), slot < result.locals.count {
             contentID = result.locals[slot]?.string

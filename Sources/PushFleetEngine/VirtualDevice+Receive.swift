@@ -120,7 +120,7 @@ extension VirtualDevice {
         let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.fetch, record: false)
         if result.succeeded, let end = result.end {
             context.emit(.probeLeak(.init(device: plan.index, time: end, detail: "probe read another user's notification \(id)")))
-            context.emit(.error("probe:foreign_read_succeeded", at: end))
+            context.emit(.error(.probeForeignRead, at: end))
         }
     }
 }

@@ -172,7 +172,7 @@ final class VirtualDevice: Sendable {
                 }
                 return
             case .failed(let step, _):
-                if step == .connect && sharedChannel.withLock({ $0 != nil }) { context.emit(.error("connect:timeout", at: context.now())) }
+                if step == .connect && sharedChannel.withLock({ $0 != nil }) { context.emit(.error(.connectTimeout, at: context.now())) }
                 context.emit(.deviceFailed(plan.index, at: context.now()))
                 retireChannel()
                 leaveSharedChannel()
@@ -182,7 +182,7 @@ final class VirtualDevice: Sendable {
                 }
                 return
             case .reregistered(let confirmed, let status):
-                context.emit(.error("register:renewed_after_\(status)", at: confirmed.end))
+                context.emit(.error(.renewedAfter(status), at: confirmed.end))
                 context.emit(.eligibility(device: plan.index, eligible: true, since: confirmed.start, at: confirmed.end))
                 return
             case .reconnectAt(let instant):
@@ -238,7 +238,7 @@ final class VirtualDevice: Sendable {
         let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.register, record: false)
         if result.succeeded, let end = result.end {
             context.emit(.probeLeak(.init(device: plan.index, time: end, detail: "backend accepted a registration for \(victim) from \(userName)")))
-            context.emit(.error("probe:tag_spoof_accepted", at: end))
+            context.emit(.error(.probeTagSpoof, at: end))
         }
     }
 }

@@ -9,7 +9,7 @@ package enum RunEvent: Sendable {
     /// A closed operation (login, register, connect, fetch) and its latency; `failed` when the
     /// answer was an error status.
     case operation(metric: String, nanoseconds: Int64, failed: Bool, at: Int64)
-    case error(String, at: Int64)
+    case error(ErrorClass, at: Int64)
     case deviceReady(Int, at: Int64)
     case deviceFailed(Int, at: Int64)
     /// A registration change made by a request from `since` to `at`.
@@ -101,7 +101,7 @@ package final class Recorder: Sendable {
     private func publish(_ event: RunEvent, state: State, to metrics: LiveMetrics) {
         switch event {
         case .operation(let metric, let ns, _, _): metrics.latency(metric).recordNanoseconds(ns)
-        case .error(let label, _): metrics.error(label).increment()
+        case .error(let error, _): metrics.error(error.label).increment()
         case .deviceReady: metrics.devicesReady.set(to: Double(state.live.devicesReady + 1))
         case .deviceFailed: metrics.devicesFailed.set(to: Double(state.live.devicesFailed + 1))
         case .send(let send):
@@ -131,7 +131,8 @@ package final class Recorder: Sendable {
         case .operation(let metric, let ns, let failed, _):
             state.closed[metric, default: LatencyHistogram()].record(nanoseconds: ns)
             if failed { state.failures[metric, default: 0] += 1 }
-        case .error(let label, let at):
+        case .error(let error, let at):
+            let label = error.label
             let current = state.errors[label] ?? (0, at, at)
             state.errors[label] = (current.count + 1, min(current.first, at), max(current.last, at))
             state.live.errors += 1

@@ -1,0 +1,46 @@
+/// A class of runtime error, as errors.csv, the time series and the live metrics group them:
+/// `operation:reason`, drawn from a bounded set (an operation of the api description, a status,
+/// a transport failure class), never from an error's text.
+package struct ErrorClass: Sendable, Hashable, CustomStringConvertible {
+    /// The label the reports show.
+    package let label: String
+
+    private init(_ label: String) { self.label = label }
+
+    package var description: String { label }
+
+    /// An answer the step did not expect.
+    package static func status(_ operation: String, _ status: Int) -> Self { Self("\(operation):status_\(status)") }
+
+    /// No answer, or a request that could not be made; `reason` is a bounded class (`timeout`,
+    /// `connect`, `unset_variable` …).
+    package static func failed(_ operation: String, _ reason: String) -> Self { Self("\(operation):\(reason)") }
+
+    /// A device's own gateway socket could not be opened.
+    package static func connect(_ reason: String) -> Self { failed("connect", reason) }
+
+    /// A device on the shared channel was not confirmed online in time.
+    package static let connectTimeout = connect("timeout")
+
+    /// The multiplexed gateway connection failed.
+    package static func gateway(_ reason: String) -> Self { failed("gateway", reason) }
+
+    /// A frame from the gateway that is not one of its frames.
+    package static let gatewayBadFrame = gateway("bad_frame")
+
+    /// The gateway said a command of ours was wrong.
+    package static let gatewayErrorNotice = gateway("error_notice")
+
+    /// A backend that lost a registration: the device had to register anew (`status` is what
+    /// made it).
+    package static func renewedAfter(_ status: Int) -> Self { Self("register:renewed_after_\(status)") }
+
+    /// A leak probe read a notification that was not the prober's.
+    package static let probeForeignRead = Self("probe:foreign_read_succeeded")
+
+    /// The backend accepted a registration tag that names another user.
+    package static let probeTagSpoof = Self("probe:tag_spoof_accepted")
+
+    /// The embedded backend could not listen again after a restart fault.
+    package static let backendRestartFailed = Self("fault:backend_restart_failed")
+}
