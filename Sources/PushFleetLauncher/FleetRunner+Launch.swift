@@ -41,11 +41,7 @@ extension FleetRunner {
                 configuration.pushServer.tls = try EmbeddedSystem.tlsListener(listen: tls.listen, names: tls.names, caFile: tls.caFile)
                 configuration.backendUsesTLS = true
             }
-            let faults = configuration.backend.faults
-            let latency = BackendLatencyControl(
-                current: { .init(send: faults.settings.sendLatency, fetch: faults.settings.fetchLatency) },
-                replace: { faults.replace(with: .init(sendLatency: $0.send, fetchLatency: $0.fetch)) }
-            )
+            let latency = configuration.backend.faults
             return try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
                 try await run(
                     against: SystemUnderTest(
