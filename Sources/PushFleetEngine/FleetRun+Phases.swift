@@ -24,7 +24,7 @@ extension FleetRun {
         await withDiscardingTaskGroup { group in
             let count = max(1, min(16, (devices.count + 4999) / 5000))
             let channels = scenario.fleet.pushChannel == .multiplexed
-                ? (0..<count).map { _ in MuxChannel(pushServiceURL: context.pushServiceURL) } : []
+                ? (0..<count).map { MuxChannel(pushServiceURL: context.pushServiceURL, seed: scenario.seed ^ 0x6A7E ^ UInt64($0)) } : []
             for channel in channels { group.addTask { await channel.run(context) } }
             if channels.isEmpty { group.addTask { await context.deviceWork.run(context) } }
             if let every = scenario.fleet.reregisterEvery {

@@ -18,88 +18,26 @@ package struct ResultBuilder {
         self.recorder = recorder
     }
 
+    /// Judges the ledger and builds the result, in steps: the verdict, the latency histograms,
+    /// the operations table, the counters, the thresholds, then the rows.
     package func build(info: RunResult.Info) -> RunResult {
         recorder.state.withLock { state in
             let verdict = state.ledger.verdict(deadline: scenario.deadline, incidentLimit: Self.incidentLimit, listeningEnded: listeningEnded)
-            var histograms: [String: LatencyHistogram] = state.closed
-            histograms[MetricName.send] = state.sendCorrected
-            histograms[MetricName.send + ".raw"] = state.sendRaw
-            var delivery = LatencyHistogram()
-            var deliveryRaw = LatencyHistogram()
-            var endToEnd = LatencyHistogram()
-            var endToEndRaw = LatencyHistogram()
-            for item in verdict.deliveries {
-                delivery.record(nanoseconds: item.corrected)
-                deliveryRaw.record(nanoseconds: item.raw)
-                if let corrected = item.endToEndCorrected, let raw = item.endToEndRaw {
-                    endToEnd.record(nanoseconds: corrected)
-                    endToEndRaw.record(nanoseconds: raw)
-                }
-            }
-            histograms[MetricName.delivery] = delivery
-            histograms[MetricName.delivery + ".raw"] = deliveryRaw
-            histograms[MetricName.endToEnd] = endToEnd
-            histograms[MetricName.endToEnd + ".raw"] = endToEndRaw
-
-            let duration = max(info.durationSeconds, 0.001)
-            let sends = state.ledger.sends.count
-            let sendFailures = state.live.sendFailures
+            let histograms = Self.histograms(state, verdict)
             var failures = state.failures
             failures[MetricName.delivery] = verdict.total.lost
-            var operations: [RunResult.Operation] = []
-            for name in MetricName.operations + histograms.keys.filter({ !MetricName.operations.contains($0) && !$0.hasSuffix(".raw") }).sorted() {
-                guard let histogram = histograms[name], histogram.count > 0 || MetricName.openModel.contains(name) else { continue }
-                let open = MetricName.openModel.contains(name)
-                operations.append(Self.operation(name, open ? "corrected" : "closed", histogram, failures: failures[name] ?? 0, duration: duration))
-                if open, let raw = histograms[name + ".raw"] {
-                    operations.append(Self.operation(name, "raw", raw, failures: failures[name] ?? 0, duration: duration))
-                }
-            }
-
-            let counts = verdict.total
-            let dropped = state.live.sendsDropped
-            let failedDevices = plan.devices.count - state.live.devicesReady
-            let counters: [String: Double] = [
-                "delivery.expected": Double(counts.expected), "delivery.delivered": Double(counts.delivered),
-                "delivery.late": Double(counts.late), "delivery.lost": Double(counts.lost),
-                "delivery.misdelivered": Double(counts.misdelivered), "delivery.duplicates": Double(counts.duplicates),
-                "delivery.indeterminate": Double(counts.indeterminate), "delivery.stale": Double(counts.stale),
-                "delivery.unverified": Double(counts.unverified), "delivery.unregistered": Double(counts.unregistered),
-                "delivery.sent_to_dead_token": Double(counts.sentToDeadToken), "leaks": Double(counts.leaks), "sends": Double(sends),
-                "sends.failed": Double(sendFailures), "sends.dropped": Double(dropped),
-                "sends.late_start": Double(state.live.sendsLateStart),
-                "errors": Double(state.errors.values.reduce(0) { $0 + $1.count }), "devices.ready": Double(state.live.devicesReady),
-                "devices.failed": Double(failedDevices),
-                "delivery.lost_ratio": Self.ratio(counts.lost, counts.expected),
-                "delivery.late_ratio": Self.ratio(counts.late, counts.expected),
-                "delivery.misdelivered_ratio": Self.ratio(counts.misdelivered, counts.expected + counts.misdelivered),
-                "delivery.indeterminate_ratio": Self.ratio(counts.indeterminate, counts.expected + counts.indeterminate),
-                "sends.failed_ratio": Self.ratio(sendFailures, sends),
-                "sends.dropped_ratio": Self.ratio(dropped, sends + dropped),
-                "sends.late_start_ratio": Self.ratio(state.live.sendsLateStart, sends),
-                "devices.failed_ratio": Self.ratio(failedDevices, plan.devices.count),
-            ]
-
-            let own = scenario.thresholds.count
-            let thresholds = scenario.effectiveThresholds.enumerated().map { index, threshold -> RunResult.ThresholdResult in
-                let measured = Self.measure(threshold, histograms: histograms, counters: counters)
-                let isLatency = MetricName.kind(of: threshold.metric) == .latency && threshold.aggregate != .count
-                return RunResult.ThresholdResult(
-                    metric: threshold.metric, expression: threshold.expression, origin: index < own ? nil : "default",
-                    measured: measured.map { isLatency ? $0 / 1e6 : $0 },
-                    unit: isLatency ? "ms" : "", passed: measured.map { threshold.holds(for: $0) } ?? false
-                )
-            }
-
+            let operations = Self.operations(histograms, failures: failures, duration: max(info.durationSeconds, 0.001))
+            let counters = counters(state, verdict.total)
+            let thresholds = thresholds(histograms: histograms, counters: counters)
             return RunResult(
                 info: info,
                 devices: .init(
-                    planned: plan.devices.count, ready: state.live.devicesReady, failed: failedDevices,
+                    planned: plan.devices.count, ready: state.live.devicesReady, failed: plan.devices.count - state.live.devicesReady,
                     byPlatform: Dictionary(grouping: plan.devices, by: { $0.platform.rawValue }).mapValues(\.count)
                 ),
                 operations: operations,
                 histograms: histograms,
-                delivery: counts,
+                delivery: verdict.total,
                 deliveryByPlatform: Dictionary(uniqueKeysWithValues: verdict.byPlatform.map { ($0.key.rawValue, $0.value) }),
                 counters: counters,
                 users: users(verdict),
@@ -111,6 +49,87 @@ package struct ResultBuilder {
                 markers: state.markers.map { RunResult.Marker(second: Double($0.0 - recorder.start) / 1e9, label: $0.1) },
                 incidents: verdict.incidents.map { incident($0, ledger: state.ledger) },
                 incidentTotals: Dictionary(uniqueKeysWithValues: verdict.incidentTotals.map { ($0.key.rawValue, $0.value) })
+            )
+        }
+    }
+
+    /// The closed operations' histograms as recorded, the sends' from the recorder, and the
+    /// deliveries' and end-to-end ones from the verdict (only judged pairs count).
+    static func histograms(_ state: Recorder.State, _ verdict: DeliveryLedger.Verdict) -> [String: LatencyHistogram] {
+        var histograms: [String: LatencyHistogram] = state.closed
+        histograms[MetricName.send] = state.sendCorrected
+        histograms[MetricName.send + ".raw"] = state.sendRaw
+        var delivery = LatencyHistogram()
+        var deliveryRaw = LatencyHistogram()
+        var endToEnd = LatencyHistogram()
+        var endToEndRaw = LatencyHistogram()
+        for item in verdict.deliveries {
+            delivery.record(nanoseconds: item.corrected)
+            deliveryRaw.record(nanoseconds: item.raw)
+            if let corrected = item.endToEndCorrected, let raw = item.endToEndRaw {
+                endToEnd.record(nanoseconds: corrected)
+                endToEndRaw.record(nanoseconds: raw)
+            }
+        }
+        histograms[MetricName.delivery] = delivery
+        histograms[MetricName.delivery + ".raw"] = deliveryRaw
+        histograms[MetricName.endToEnd] = endToEnd
+        histograms[MetricName.endToEnd + ".raw"] = endToEndRaw
+        return histograms
+    }
+
+    /// One row per operation (open-model ones twice: corrected and raw), the known ones first.
+    static func operations(_ histograms: [String: LatencyHistogram], failures: [String: Int], duration: Double) -> [RunResult.Operation] {
+        var operations: [RunResult.Operation] = []
+        for name in MetricName.operations + histograms.keys.filter({ !MetricName.operations.contains($0) && !$0.hasSuffix(".raw") }).sorted() {
+            guard let histogram = histograms[name], histogram.count > 0 || MetricName.openModel.contains(name) else { continue }
+            let open = MetricName.openModel.contains(name)
+            operations.append(Self.operation(name, open ? "corrected" : "closed", histogram, failures: failures[name] ?? 0, duration: duration))
+            if open, let raw = histograms[name + ".raw"] {
+                operations.append(Self.operation(name, "raw", raw, failures: failures[name] ?? 0, duration: duration))
+            }
+        }
+        return operations
+    }
+
+    /// Every counter a threshold can name.
+    private func counters(_ state: Recorder.State, _ counts: DeliveryLedger.Counts) -> [String: Double] {
+        let sends = state.ledger.sends.count
+        let sendFailures = state.live.sendFailures
+        let dropped = state.live.sendsDropped
+        let failedDevices = plan.devices.count - state.live.devicesReady
+        return [
+            "delivery.expected": Double(counts.expected), "delivery.delivered": Double(counts.delivered),
+            "delivery.late": Double(counts.late), "delivery.lost": Double(counts.lost),
+            "delivery.misdelivered": Double(counts.misdelivered), "delivery.duplicates": Double(counts.duplicates),
+            "delivery.indeterminate": Double(counts.indeterminate), "delivery.stale": Double(counts.stale),
+            "delivery.unverified": Double(counts.unverified), "delivery.unregistered": Double(counts.unregistered),
+            "delivery.sent_to_dead_token": Double(counts.sentToDeadToken), "leaks": Double(counts.leaks), "sends": Double(sends),
+            "sends.failed": Double(sendFailures), "sends.dropped": Double(dropped),
+            "sends.late_start": Double(state.live.sendsLateStart),
+            "errors": Double(state.errors.values.reduce(0) { $0 + $1.count }), "devices.ready": Double(state.live.devicesReady),
+            "devices.failed": Double(failedDevices),
+            "delivery.lost_ratio": Self.ratio(counts.lost, counts.expected),
+            "delivery.late_ratio": Self.ratio(counts.late, counts.expected),
+            "delivery.misdelivered_ratio": Self.ratio(counts.misdelivered, counts.expected + counts.misdelivered),
+            "delivery.indeterminate_ratio": Self.ratio(counts.indeterminate, counts.expected + counts.indeterminate),
+            "sends.failed_ratio": Self.ratio(sendFailures, sends),
+            "sends.dropped_ratio": Self.ratio(dropped, sends + dropped),
+            "sends.late_start_ratio": Self.ratio(state.live.sendsLateStart, sends),
+            "devices.failed_ratio": Self.ratio(failedDevices, plan.devices.count),
+        ]
+    }
+
+    /// The scenario's thresholds and the default gate's, each judged on what was measured.
+    private func thresholds(histograms: [String: LatencyHistogram], counters: [String: Double]) -> [RunResult.ThresholdResult] {
+        let own = scenario.thresholds.count
+        return scenario.effectiveThresholds.enumerated().map { index, threshold -> RunResult.ThresholdResult in
+            let measured = Self.measure(threshold, histograms: histograms, counters: counters)
+            let isLatency = MetricName.kind(of: threshold.metric) == .latency && threshold.aggregate != .count
+            return RunResult.ThresholdResult(
+                metric: threshold.metric, expression: threshold.expression, origin: index < own ? nil : "default",
+                measured: measured.map { isLatency ? $0 / 1e6 : $0 },
+                unit: isLatency ? "ms" : "", passed: measured.map { threshold.holds(for: $0) } ?? false
             )
         }
     }
