@@ -329,6 +329,7 @@ let package = Package(
                 "PushFleetEngine",
                 "PushFleetLauncher",
                 "PushFleetServerSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

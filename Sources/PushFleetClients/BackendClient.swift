@@ -112,34 +112,40 @@ package struct BackendClient: Sendable {
         }
     }
 
+    /// The error class of a failed exchange or connection, by the type of what the fleet's
+    /// clients throw: the pool's and the gateway socket's own errors, AsyncHTTPClient's, and NIO's
+    /// from connecting.
     package static func label(for error: any Error) -> String {
-        if let error = error as? FleetHTTPError {
+        switch error {
+        case let error as FleetHTTPError:
             switch error {
-            case .timeout: return "timeout"
-            case .connectionClosed, .staleConnection: return "connection_closed"
-            case .connect: return "connect"
-            case .bodyTooLarge: return "body_too_large"
-            case .shutDown: return "cancelled"
+            case .timeout: "timeout"
+            case .connectionClosed, .staleConnection: "connection_closed"
+            case .connect: "connect"
+            case .bodyTooLarge: "body_too_large"
+            case .shutDown: "cancelled"
             }
-        }
-        if let error = error as? GatewaySocketError {
+        case let error as GatewaySocketError:
             switch error {
-            case .timeout: return "timeout"
-            case .closed: return "connection_closed"
-            case .refused(let status): return "refused_\(status)"
+            case .timeout: "timeout"
+            case .closed: "connection_closed"
+            case .refused(let status): "refused_\(status)"
             }
-        }
-        if let error = error as? HTTPClientError {
+        case let error as HTTPClientError:
             switch error {
-            case .deadlineExceeded, .readTimeout, .connectTimeout: return "timeout"
-            case .remoteConnectionClosed: return "connection_closed"
-            case .cancelled: return "cancelled"
-            default: return "http_client:\(error.shortDescription)"
+            case .deadlineExceeded, .readTimeout, .connectTimeout: "timeout"
+            case .remoteConnectionClosed: "connection_closed"
+            case .cancelled: "cancelled"
+            default: "http_client:\(error.shortDescription)"
             }
+        case is CancellationError: "cancelled"
+        // Every address was tried and refused or reset; a name that did not resolve is not that.
+        case let error as NIOConnectionError:
+            error.dnsAError == nil && error.dnsAAAAError == nil && !error.connectionErrors.isEmpty ? "connect" : "io"
+        // A socket call failed: connecting, binding the source address, or the connection reset.
+        case is IOError: "connect"
+        default: "io"
         }
-        if error is CancellationError { return "cancelled" }
-        if error is NIOCore.IOError || String(describing: error).contains("connect") { return "connect" }
-        return "io"
     }
 
     package static func basic(_ user: String, password: String) -> String {
