@@ -1,0 +1,90 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PushFleetCore
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetResults
+import PushFleetScenario
+import Synchronization
+
+/// Sends through backend → push service → connected devices, with the servers in a child
+/// process so that their memory per connected device can be read on its own.
+struct DeliveryBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delivery",
+        abstract: "Throughput of backend → push service → WebSocket devices, and push-service memory per connected device."
+    )
+
+    @Option(help: "Connected devices (one per user).") var devices = 5000
+    @Option(help: "Push channel: per_device or multiplexed.") var channel = "per_device"
+    @Option(help: "Offered secure-send rate (sends/s).") var rate = 2000
+    @Option(help: "Sending time.") var duration = "15s"
+    @Option(help: "Sends allowed in flight at once.") var inFlight = 256
+
+    func validate() throws {
+        guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be 1 to 1000000") }
+        guard ["per_device", "multiplexed"].contains(channel) else { throw ValidationError("--channel must be per_device or multiplexed") }
+        guard rate > 0, inFlight > 0 else { throw ValidationError("--rate and --in-flight must be above 0") }
+        _ = try DurationText.parse(duration)
+    }
+
+    func run() async throws {
+        let server = try ServerProcess.start()
+        defer { server.stop() }
+        let baseline = server.residentBytes()
+        let yaml = """
+            name: bench-delivery
+            seed: 1
+            target: { backend: "\(server.backend)", pns: "\(server.pushService)" }
+            fleet:
+              users: \(devices)
+              devices_per_user: 1
+              platforms: { apns: 1 }
+              arrival: { rate: 2000/s }
+              push_channel: \(channel)
+              connections: 128
+            lifecycle: [login, register, connect, receive, fetch_secure]
+            traffic:
+              - { name: secure, kind: secure, rate: \(rate)/s, duration: \(duration), max_in_flight: \(inFlight) }
+            deadline: 5s
+            grace: 5s
+            """
+        let scenario = try ScenarioLoader.parse(yaml, file: "bench-delivery")
+        let connected = Mutex<UInt64>(0)
+        var logger = Logger(label: "pushfleet.bench")
+        logger.logLevel = .warning
+        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleet.version, logger: logger) {
+            FileHandleOutput.standardError($0)
+        }
+        options.beforeTraffic = {
+            try? await Task.sleep(for: .seconds(1))
+            connected.withLock { $0 = server.residentBytes() }
+        }
+        let result = try await FleetRunner(scenario: scenario, options: options).run()
+        let withDevices = connected.withLock { $0 }
+        let traffic = max(0.001, result.info.trafficEndSecond - result.info.trafficStartSecond)
+        let sends = result.counters["sends"] ?? 0
+        let failed = result.counters["sends.failed"] ?? 0
+        let delivery = result.operations.first { $0.name == "delivery" && $0.measure == "raw" }
+        let perDevice = Double(withDevices) - Double(baseline)
+        let rows: [(String, String)] = [
+            ("devices ready", "\(result.devices.ready) of \(devices) (\(channel))"),
+            ("offered rate", "\(rate)/s for \(duration), \(inFlight) in flight"),
+            ("sends completed/s", String(format: "%.0f", (sends - failed) / traffic)),
+            ("deliveries/s", String(format: "%.0f", Double(result.delivery.delivered + result.delivery.late) / traffic)),
+            ("sends dropped (in-flight cap)", String(format: "%.0f", result.counters["sends.dropped"] ?? 0)),
+            ("delivered / expected", "\(result.delivery.delivered + result.delivery.late) / \(result.delivery.expected)"),
+            ("misdelivered, lost, leaks", "\(result.delivery.misdelivered), \(result.delivery.lost), \(result.delivery.leaks)"),
+            ("delivery p50 / p99 (raw)", String(format: "%.2f ms / %.2f ms", delivery?.p50Ms ?? 0, delivery?.p99Ms ?? 0)),
+            ("server RSS before devices", String(format: "%.1f MiB", Double(baseline) / 1_048_576)),
+            ("server RSS with devices", String(format: "%.1f MiB", Double(withDevices) / 1_048_576)),
+            ("server bytes per device", String(format: "%.1f KB", perDevice / Double(max(1, result.devices.ready)) / 1000)),
+        ]
+        Bench.printFigures("bench delivery (servers in a child process; backend and mock push service together)", rows)
+        let c = result.delivery
+        guard result.devices.ready == devices, c.expected > 0, c.misdelivered == 0, c.leaks == 0, c.duplicates == 0 else {
+            throw BenchFailure("the delivery run itself was not right: \(result.devices.ready) of \(devices) ready, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates, \(c.leaks) leaks")
+        }
+    }
+}
