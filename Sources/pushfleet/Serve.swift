@@ -2,12 +2,10 @@ import ArgumentParser
 import Foundation
 import Logging
 import PushFleetBackend
-import PushFleetCore
 import PushFleetEmbedded
 import PushFleetHub
 import PushFleetMockPush
 import PushFleetServerSupport
-import PushFleetWire
 import ServiceLifecycle
 import UnixSignals
 
@@ -60,137 +58,6 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         _ = try parsed()
-    }
-
-    private struct Parsed {
-        var configuration: EmbeddedSystem.Configuration
-        var logLevel: Logger.Level
-    }
-
-    private func parsed() throws -> Parsed {
-        func address(_ text: String, _ flag: String) throws -> ListenAddress {
-            do { return try ListenAddress(parsing: text) } catch { throw ValidationError("--\(flag): \(error)") }
-        }
-        func duration(_ text: String, _ flag: String) throws -> Duration {
-            do {
-                let value = try DurationText.parse(text)
-                guard value > .zero else { throw ValidationError("--\(flag) must be longer than 0") }
-                return value
-            } catch let error as DurationText.ParseError { throw ValidationError("--\(flag): \(error)") }
-        }
-        func lifetime(_ text: String, _ flag: String) throws -> Duration {
-            let value = try duration(text, flag)
-            guard Scenario.EmbeddedOptions.lifetimeRange.contains(value) else { throw ValidationError("--\(flag) must be between 1s and 3650d") }
-            return value
-        }
-        var backend = BackendConfiguration(listen: try address(backendListen, "backend-listen"))
-        backend.registrationTTL = try lifetime(registrationTtl, "registration-ttl")
-        switch StoreLocation.parse(store) {
-        case .success(let location): backend.store = location
-        case .failure(let error): throw ValidationError("--store: \(error)")
-        }
-        backend.notificationTTL = try lifetime(notificationTtl, "notification-ttl")
-        backend.tokenLifetime = try lifetime(tokenTtl, "token-ttl")
-        if let secret = tokenSecret ?? ProcessInfo.processInfo.environment["PUSHFLEET_TOKEN_SECRET"] {
-            guard secret.utf8.count >= 16 else { throw ValidationError("the token secret must be at least 16 bytes") }
-            backend.tokenSecret = Data(secret.utf8)
-        }
-        if let usersFile {
-            let contents: String
-            do { contents = try String(contentsOfFile: usersFile, encoding: .utf8) } catch {
-                throw ValidationError("--users-file: cannot read \(usersFile): \(error.localizedDescription)")
-            }
-            do { backend.users = try UserDirectory(fileContents: contents) } catch {
-                throw ValidationError("--users-file \(usersFile): \(error)")
-            }
-        }
-        var limits = ServerLimits(
-            idleTimeout: try duration(idleTimeout, "idle-timeout"),
-            headerTimeout: try duration(headerTimeout, "header-timeout"),
-            bodyTimeout: try duration(bodyTimeout, "body-timeout")
-        )
-        if let maxConnections { limits.maxConnections = maxConnections }
-        let problems = limits.problems()
-        guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }
-        backend.server = limits
-        var pushService = PushService.Configuration()
-        if let faults {
-            pushService.faults = try Self.faultSettings(faults)
-        }
-        pushService.providerAuth = try tls.providerAuth()
-        if let pnsUrl {
-            guard let url = URL(string: pnsUrl), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-                throw ValidationError("--pns-url must be an http(s) URL, got '\(pnsUrl)'")
-            }
-        }
-        let pushListen = try address(pnsListen, "pns-listen")
-        let h2Listen = try pnsH2Listen.map { try address($0, "pns-h2-listen") }
-        var token: String?
-        switch adminAuth {
-        case "on":
-            if let adminToken {
-                guard adminToken.utf8.count >= 16, adminToken.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "," }) else {
-                    throw ValidationError("--admin-token must be at least 16 printable ASCII characters without spaces")
-                }
-                token = adminToken
-            } else {
-                token = MockPushServer.randomToken()
-            }
-        case "off":
-            guard adminToken == nil else { throw ValidationError("--admin-token makes no sense with --admin-auth off") }
-            let tlsListen = try tls.pnsTlsListen.map { try address($0, "pns-tls-listen") }
-            guard ([pushListen] + [h2Listen, tlsListen].compactMap { $0 }).allSatisfy(\.isLoopback) else {
-                throw ValidationError("--admin-auth off needs the push service on loopback only (--pns-listen 127.0.0.1:PORT)")
-            }
-        default:
-            throw ValidationError("--admin-auth must be on or off, got '\(adminAuth)'")
-        }
-        var hubSettings = NotificationHub.Settings(namespace: hubNamespace, hubName: hubName, registrationTTL: backend.registrationTTL)
-        if let hubKey { hubSettings.rules[0].key = hubKey }
-        let hubProblems = hubSettings.problems()
-        guard hubProblems.isEmpty else { throw ValidationError("hub: " + hubProblems.joined(separator: "; ")) }
-        var throughHub = false
-        switch hub {
-        case nil: break
-        case "embedded"?:
-            guard pnsUrl == nil else { throw ValidationError("--hub embedded needs the embedded push service (no --pns-url)") }
-            throughHub = true
-        case let text?:
-            do { backend.hub = try HubConnectionString(parsing: text) } catch { throw ValidationError("--hub: \(error)") }
-            guard backend.hub?.entityPath != nil else { throw ValidationError("--hub: the connection string needs EntityPath=<hub name>") }
-        }
-        let pushServer = MockPushServer.Configuration(
-            listen: pushListen,
-            http2Listen: h2Listen,
-            limits: limits,
-            http2Limits: limits,
-            adminToken: token,
-            hub: hubSettings,
-            tls: try tls.server(limits: limits)
-        )
-        guard let level = Logger.Level(rawValue: logLevel) else {
-            throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        var configuration = EmbeddedSystem.Configuration(backend: backend, pushService: pushService, pushServer: pushServer, externalPushServiceURL: pnsUrl)
-        configuration.throughHub = throughHub
-        return Parsed(configuration: configuration, logLevel: level)
-    }
-
-    static func faultSettings(_ text: String) throws -> FaultSettings {
-        var json = text
-        if text.hasPrefix("@") {
-            let path = String(text.dropFirst())
-            do { json = try String(contentsOfFile: path, encoding: .utf8) } catch {
-                throw ValidationError("--faults: cannot read \(path): \(error.localizedDescription)")
-            }
-        }
-        let settings: FaultSettings
-        do { settings = try JSONDecoder().decode(FaultSettings.self, from: Data(json.utf8)) } catch {
-            throw ValidationError("--faults: not valid fault settings JSON: \(error)")
-        }
-        let problems = settings.problems()
-        guard problems.isEmpty else { throw ValidationError("--faults: " + problems.joined(separator: "; ")) }
-        return settings
     }
 
     func run() async throws {
