@@ -105,12 +105,14 @@ struct DeliveryJudge {
     /// Receipts and refusals in time order: the first event of a pair decides it.
     private mutating func receiptsAndRejections() {
         let deadSince = deadTokenPushes()
-        var events = ledger.receipts.map(Event.receipt)
+        var events: [Event] = []
+        events.reserveCapacity(ledger.receipts.count + ledger.rejections.count)
+        for receipt in ledger.receipts { events.append(.receipt(receipt)) }
         for (index, rejection) in ledger.rejections.enumerated() {
             events.append(.rejection(rejection, knownAt: deadSince[index]))
         }
-        // Stable, so events at the same instant keep the order they were recorded in.
-        events = events.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        // In place: the events of a large run are the judge's largest transient memory.
+        events.sort { $0.time < $1.time }
         for event in events {
             switch event {
             case .receipt(let receipt): judge(receipt)

@@ -13,8 +13,9 @@ extension DeliveryLedger {
         /// Receipts and refusals that came before their send was recorded (a push can beat the
         /// backend's answer): by send, the device and the latest time.
         var early: [Int: [Int: Int64]] = [:]
-        /// Which send stored content belongs to, as far as known yet.
-        var owners: [String: Int] = [:]
+        /// Which send stored content belongs to, as far as known yet; made only once a push names
+        /// content alone (its fetch failed), so a healthy run keeps no index of its content ids.
+        var owners: [String: Int]?
         /// Pushes naming content no known send owns yet.
         var unplaced: [(content: String, device: Int, time: Int64)] = []
 
@@ -50,7 +51,7 @@ extension DeliveryLedger {
         switch attribution {
         case .send(let id): settle(send: id, device: device, at: time)
         case .content(let content):
-            if let owner = awaiting.owners[content] {
+            if let owner = owner(of: content) {
                 settle(send: owner, device: device, at: time)
             } else {
                 awaiting.unplaced.append((content, device, time))
@@ -61,11 +62,27 @@ extension DeliveryLedger {
 
     /// A receipt that fetched content naming its send teaches the content's owner.
     mutating func learnOwner(from receipt: Receipt) {
-        if case .send(let id) = receipt.attribution, case .fetched = receipt.content, let content = receipt.contentID,
-            awaiting.owners[content] == nil
+        if awaiting.owners != nil, case .send(let id) = receipt.attribution, case .fetched = receipt.content,
+            let content = receipt.contentID, awaiting.owners?[content] == nil
         {
             learnOwner(content, send: id)
         }
+    }
+
+    /// The send that owns `content`, indexing every send's and fetch's content ids the first time
+    /// it is asked (as the judge does: a send's answer first, then fetches that found its nonce).
+    private mutating func owner(of content: String) -> Int? {
+        if awaiting.owners == nil {
+            var owners: [String: Int] = [:]
+            for send in sends.values { if let id = send.contentID { owners[id] = send.id } }
+            for receipt in receipts {
+                if case .send(let id) = receipt.attribution, case .fetched = receipt.content, let content = receipt.contentID {
+                    owners[content] = owners[content] ?? id
+                }
+            }
+            awaiting.owners = owners
+        }
+        return awaiting.owners?[content]
     }
 
     /// The device's eligibility changed: the sends it awaits are checked again.
@@ -90,7 +107,8 @@ extension DeliveryLedger {
     }
 
     private mutating func learnOwner(_ content: String, send: Int) {
-        awaiting.owners[content] = send
+        guard awaiting.owners != nil else { return }
+        awaiting.owners?[content] = send
         guard awaiting.unplaced.contains(where: { $0.content == content }) else { return }
         let placed = awaiting.unplaced.filter { $0.content == content }
         awaiting.unplaced.removeAll { $0.content == content }

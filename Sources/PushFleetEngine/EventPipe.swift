@@ -16,6 +16,8 @@ final class EventPipe: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The most events a batch array keeps room for between batches.
+    private static let retainedCapacity = 4_096
 
     /// Events accepted so far (the drain waits until the recorder has applied them all).
     var emitted: Int { state.withLock { $0.emitted } }
@@ -52,7 +54,13 @@ final class EventPipe: Sendable {
             }
             if !batch.isEmpty {
                 recorder.apply(batch)
-                batch.removeAll(keepingCapacity: true)
+                // A burst's capacity is not kept for the rest of the run.
+                if batch.capacity > Self.retainedCapacity {
+                    batch = []
+                    batch.reserveCapacity(256)
+                } else {
+                    batch.removeAll(keepingCapacity: true)
+                }
                 continue
             }
             if finished { return }
