@@ -1,5 +1,5 @@
-public import Logging
-public import ServiceLifecycle
+package import Logging
+package import ServiceLifecycle
 
 /// The servers stopped (a port could not be bound, a server failed) before the work they were
 /// started for was done.
