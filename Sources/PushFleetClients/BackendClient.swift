@@ -36,22 +36,35 @@ package struct TransportError: Error, Sendable {
 /// The device and sender side of the backend contract. Plain http goes through the lean
 /// `FleetHTTPClient` pool; https through AsyncHTTPClient.
 package struct BackendClient: Sendable {
-    package let baseURL: String
-    private let transport: Transport
-    /// Times every exchange: the run's clock, so a fleet on a manual clock is timed on it.
-    private let clock: any RunClock
+    /// One reference, so a device that holds its own client (or none) stays one word.
+    private final class Storage: Sendable {
+        let baseURL: String
+        let transport: Transport
+        /// Times every exchange: the run's clock, so a fleet on a manual clock is timed on it.
+        let clock: any RunClock
+
+        init(baseURL: String, transport: Transport, clock: any RunClock) {
+            self.baseURL = baseURL
+            self.transport = transport
+            self.clock = clock
+        }
+    }
 
     private enum Transport: Sendable {
         case pool(FleetHTTPClient)
         case tls(HTTPClient)
     }
 
+    private let storage: Storage
+    package var baseURL: String { storage.baseURL }
+    private var transport: Transport { storage.transport }
+    private var clock: any RunClock { storage.clock }
+
     package init(
         baseURL: String, connections: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         sourceAddresses: [SocketAddress] = [], clock: any RunClock = .system
     ) {
-        self.baseURL = baseURL
-        self.clock = clock
+        let transport: Transport
         if baseURL.hasPrefix("http://"), let origin = Origin(baseURL) {
             transport = .pool(
                 FleetHTTPClient(host: origin.host, port: origin.port, maxConnections: connections, group: group, sourceAddresses: sourceAddresses)
@@ -63,6 +76,7 @@ package struct BackendClient: Sendable {
             configuration.decompression = .disabled
             transport = .tls(HTTPClient(eventLoopGroup: group, configuration: configuration))
         }
+        storage = Storage(baseURL: baseURL, transport: transport, clock: clock)
     }
 
     package func shutdown() async {

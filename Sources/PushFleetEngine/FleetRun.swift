@@ -27,8 +27,8 @@ struct FleetRun: Sendable {
     let recorder: Recorder
     let events: EventPipe
     let devices: [VirtualDevice]
-    /// Each device's own HTTP pool with `http: per_device`.
-    let ownClients: [BackendClient?]
+    /// Each device's own HTTP pool with `http: per_device`; empty otherwise.
+    let ownClients: [BackendClient]
     let setup: SetupTracker
     /// Wall-clock nanoseconds at the start, to name when the run happened.
     let startedWall: Int64
@@ -62,14 +62,16 @@ struct FleetRun: Sendable {
             sourceAddresses: sources, trace: options.trace
         )
         self.context = context
-        let ownClients: [BackendClient?] = plan.devices.map { device in
-            guard scenario.fleet.http == .perDevice else { return nil }
-            return BackendClient(
+        // Empty unless every device has a pool of its own.
+        let ownClients: [BackendClient] = scenario.fleet.http != .perDevice ? [] : plan.devices.map { device in
+            BackendClient(
                 baseURL: system.backend, connections: 1, sourceAddresses: context.sourceAddress(device.index).map { [$0] } ?? [], clock: clock
             )
         }
         self.ownClients = ownClients
-        devices = plan.devices.indices.map { VirtualDevice(plan: plan.devices[$0], context: context, http: ownClients[$0]) }
+        devices = plan.devices.indices.map {
+            VirtualDevice(plan: plan.devices[$0], context: context, http: ownClients.isEmpty ? nil : ownClients[$0])
+        }
         setup = SetupTracker(total: devices.count)
     }
 
@@ -124,7 +126,7 @@ struct FleetRun: Sendable {
 
     private func shutDownClients() async {
         await context.backend.shutdown()
-        for client in ownClients { await client?.shutdown() }
+        for client in ownClients { await client.shutdown() }
     }
 
     // MARK: Beside the phases
