@@ -76,15 +76,9 @@ struct DeliveryJudge {
 
     // MARK: Steps
 
-    /// Which send each stored content id belongs to: the backend's answer says, or a device that
-    /// fetched it found the send's nonce inside.
+    /// Which send each stored content id belongs to (``DeliveryLedger/contentOwners()``).
     private mutating func findContentOwners() {
-        for send in ledger.sends.values { if let id = send.contentID { owners[id] = send.id } }
-        for receipt in ledger.receipts {
-            if case .send(let id) = receipt.attribution, case .fetched = receipt.content, let content = receipt.contentID {
-                owners[content] = owners[content] ?? id
-            }
-        }
+        owners = ledger.contentOwners()
     }
 
     /// Who each send expected, and who was indeterminate.

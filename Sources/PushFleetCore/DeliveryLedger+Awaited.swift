@@ -69,19 +69,9 @@ extension DeliveryLedger {
         }
     }
 
-    /// The send that owns `content`, indexing every send's and fetch's content ids the first time
-    /// it is asked (as the judge does: a send's answer first, then fetches that found its nonce).
+    /// The send that owns `content`, indexing the ledger's content ids the first time it is asked.
     private mutating func owner(of content: String) -> Int? {
-        if awaiting.owners == nil {
-            var owners: [String: Int] = [:]
-            for send in sends.values { if let id = send.contentID { owners[id] = send.id } }
-            for receipt in receipts {
-                if case .send(let id) = receipt.attribution, case .fetched = receipt.content, let content = receipt.contentID {
-                    owners[content] = owners[content] ?? id
-                }
-            }
-            awaiting.owners = owners
-        }
+        if awaiting.owners == nil { awaiting.owners = contentOwners() }
         return awaiting.owners?[content]
     }
 

@@ -10,6 +10,19 @@ extension DeliveryLedger {
         DeliveryJudge.judge(self, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window)
     }
 
+    /// Which send each stored content id belongs to: the backend's answer says, or a device that
+    /// fetched it found the send's nonce inside (an answer wins over a fetch).
+    func contentOwners() -> [String: Int] {
+        var owners: [String: Int] = [:]
+        for send in sends.values { if let id = send.contentID { owners[id] = send.id } }
+        for receipt in receipts {
+            if case .send(let id) = receipt.attribution, case .fetched = receipt.content, let content = receipt.contentID {
+                owners[content] = owners[content] ?? id
+            }
+        }
+        return owners
+    }
+
     /// A device's changes in time order, each one a real change of state.
     static func ordered(_ changes: [Transition]) -> [Transition] {
         var result: [Transition] = []

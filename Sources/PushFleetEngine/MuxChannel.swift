@@ -36,7 +36,7 @@ final class MuxChannel: Sendable {
 
     /// Subscribes a device and waits for the gateway to confirm it online (false on timeout or
     /// when the connection is gone).
-    func subscribe(_ device: VirtualDevice, timeout: Duration) async -> Bool {
+    func subscribe(_ device: VirtualDevice, timeout: Duration, context: RunContext) async -> Bool {
         let token = device.address.token
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
@@ -49,7 +49,8 @@ final class MuxChannel: Sendable {
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: timeout)
+                // On the run's clock, as every other wait of the run.
+                try? await context.clock.sleep(until: context.now() + timeout.nanoseconds)
                 self.resume(token, with: false)
                 return false
             }

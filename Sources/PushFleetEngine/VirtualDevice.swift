@@ -202,7 +202,7 @@ final class VirtualDevice: Sendable {
     /// Opens the push channel: the device's own socket, or a subscription on its shared channel.
     private func connect(_ context: RunContext) async -> Bool {
         if let channel = sharedChannel.withLock({ $0 }) {
-            return await channel.subscribe(self, timeout: context.scenario.timeouts.connect)
+            return await channel.subscribe(self, timeout: context.scenario.timeouts.connect, context: context)
         }
         return await openChannel(context)
     }
