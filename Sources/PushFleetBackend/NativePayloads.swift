@@ -94,6 +94,18 @@ struct NativeNotification: Sendable, Equatable {
     static func xmlEscaped(_ text: String) -> String {
         RegistrationXML.escape(text)
     }
+
+    /// The first character of `text` that XML 1.0 cannot hold, not even as a character
+    /// reference (its `Char` production): controls but tab, line feed and carriage return, and
+    /// U+FFFE and U+FFFF. Escaping cannot save such text, so WNS would refuse the toast.
+    static func firstNonXMLCharacter(in text: String) -> Unicode.Scalar? {
+        text.unicodeScalars.first { scalar in
+            switch scalar.value {
+            case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...0x10FFFF: false
+            default: true
+            }
+        }
+    }
 }
 
 /// A JSON value, for building provider bodies with exact key sets.

@@ -24,6 +24,7 @@ extension ReferenceBackend {
             guard message.utf8.count <= self.configuration.limits.maxMessageBytes else {
                 throw HTTPError(.contentTooLarge, message: "message over \(self.configuration.limits.maxMessageBytes) bytes")
             }
+            if platform == .wns { try Self.checkXMLCarries(user: user, message: message) }
             try Self.checkFits(message: message, platforms: [platform]) { NativeNotification.alert(platform: $0, from: user, message: message) }
             // The seed also put `from:<caller>` in the tag list, which the hub ORs: a send then
             // reached the sender's own devices too. Only the recipient's tag is addressed here.
@@ -214,6 +215,21 @@ extension ReferenceBackend {
         for platform in platforms {
             if let problem = build(platform)?.oversize {
                 throw HTTPError(.contentTooLarge, message: "message too large: \(problem)")
+            }
+        }
+    }
+
+    /// Refuses (400) a WNS message, or a sender's name, that toast XML cannot carry: WNS
+    /// would refuse every push of it, and dropping or replacing characters would change it.
+    static func checkXMLCarries(user: String, message: String) throws {
+        for (what, text) in [("message", message), ("sender's name", user)] {
+            if let scalar = NativeNotification.firstNonXMLCharacter(in: text) {
+                let code = String(scalar.value, radix: 16, uppercase: true)
+                throw HTTPError(
+                    .badRequest,
+                    message: "the \(what) holds U+\(String(repeating: "0", count: max(0, 4 - code.count)))\(code), which WNS toast XML cannot carry "
+                        + "(XML allows no control character but tab, line feed and carriage return, nor U+FFFE or U+FFFF)"
+                )
             }
         }
     }

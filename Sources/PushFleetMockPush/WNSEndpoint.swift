@@ -79,6 +79,10 @@ struct WNSEndpoint {
             return reject(.contentTooLarge, "payload exceeds \(Self.maxPayload) bytes")
         }
         guard body.readableBytes > 0 else { return reject(.badRequest, "empty payload") }
+        // Toast, tile and badge are XML that WNS parses; raw is the app's own bytes.
+        if type != "wns/raw", let problem = WellFormedXML.problem(in: body.data) {
+            return reject(.badRequest, "the payload is not well-formed XML: \(problem)")
+        }
 
         // Raw pushes are not cached for an offline device unless asked; the visual types are.
         let cachePolicy = headers[.wnsCachePolicy]?.lowercased() ?? (type == "wns/raw" ? "no-cache" : "cache")
