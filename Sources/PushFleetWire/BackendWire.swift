@@ -111,6 +111,12 @@ public struct BackendStats: Codable, Sendable, Equatable {
     public var pnsFailed: Int = 0
     /// Registrations removed because the push service answered Unregistered.
     public var feedbackRemoved: Int = 0
+    /// Calls refused because the store was full (507): its own limits, or no space left.
+    public var storeFull: Int = 0
+    /// Calls refused because the store could not be reached, or its file vanished (503).
+    public var storeUnreachable: Int = 0
+    /// The store's failure now (`store_full`, `store_limit`, `store_unreachable`), nil while it works.
+    public var storeProblem: String?
 
     public init() {}
 }
