@@ -28,6 +28,13 @@ public struct PushServiceStats: Codable, Sendable, Equatable {
     public var connections: Int = 0
     /// Devices disconnected by the service (forced disconnect or takeover).
     public var forcedDisconnects: Int = 0
+    /// Device WebSockets the gateway ports hold at most (the rest of their connections are kept
+    /// for providers and admin), and hold now; nil from a push service that does not say.
+    public var deviceCap: Int?
+    public var deviceSockets: Int?
+    /// Device WebSocket upgrades refused at the cap (503), and the times the cap was reached.
+    public var deviceCapRefused: Int?
+    public var deviceCapReached: Int?
 
     public init() {}
 }
