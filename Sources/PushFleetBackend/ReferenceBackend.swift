@@ -146,16 +146,17 @@ public final class ReferenceBackend: Sendable {
         let bound = self.bound
         let listen = configuration.listen
         let limits = configuration.server
+        let cap = limits.connectionCap()
         let app = Application(
             router: makeRouter(),
             server: HTTPServerBuilder { responder in
-                GuardedChildChannel(HTTP1Channel(responder: responder, configuration: limits.http1Configuration()), headerTimeout: limits.headerTimeout)
+                GuardedChildChannel(HTTP1Channel(responder: responder, configuration: limits.http1Configuration()), limits: limits, cap: cap)
             },
             configuration: .init(
                 address: .hostname(listen.host, port: listen.port),
                 serverName: "pushfleet-backend",
                 backlog: configuration.backlog,
-                availableConnectionsDelegate: limits.connectionsDelegate
+                availableConnectionsDelegate: cap
             ),
             onServerRunning: { channel in
                 bound.succeed(ListenAddress(host: listen.host, port: channel.localAddress?.port ?? listen.port))

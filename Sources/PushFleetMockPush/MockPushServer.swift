@@ -113,10 +113,11 @@ public struct MockPushServer: Sendable {
         let connections = self.connections
         let limits = configuration.limits
         var services: [any Service] = [
-            application(router, configuration.listen, limits, name: "pushfleet-mock-push", bound: bound, logger: logger) { responder in
+            application(router, configuration.listen, limits, name: "pushfleet-mock-push", bound: bound, logger: logger) { responder, cap in
                 GuardedChildChannel(
                     webSocketChannel(connections.tracking(responder), limits: limits),
-                    headerTimeout: limits.headerTimeout,
+                    limits: limits,
+                    cap: cap,
                     connections: connections
                 )
             }
@@ -124,10 +125,11 @@ public struct MockPushServer: Sendable {
         if let h2 = configuration.http2Listen {
             let h2Limits = configuration.http2Limits
             services.append(
-                application(router, h2, h2Limits, name: "pushfleet-mock-push-h2", bound: boundHTTP2, logger: logger) { responder in
+                application(router, h2, h2Limits, name: "pushfleet-mock-push-h2", bound: boundHTTP2, logger: logger) { responder, cap in
                     GuardedChildChannel(
                         http2Channel(connections.tracking(responder), limits: h2Limits),
-                        headerTimeout: h2Limits.headerTimeout,
+                        limits: h2Limits,
+                        cap: cap,
                         connections: connections
                     )
                 }
@@ -135,7 +137,7 @@ public struct MockPushServer: Sendable {
         }
         if let tls = configuration.tls {
             services.append(
-                application(router, tls.listen, tls.limits, name: "pushfleet-mock-push-tls", bound: boundTLS, logger: logger) { responder in
+                application(router, tls.listen, tls.limits, name: "pushfleet-mock-push-tls", bound: boundTLS, logger: logger) { responder, cap in
                     let tracked = connections.tracking(responder)
                     var anyClient = false
                     if case .optional(nil) = tls.clientCertificates { anyClient = true }
@@ -145,9 +147,11 @@ public struct MockPushServer: Sendable {
                             acceptAnyClientCertificate: anyClient,
                             http1: webSocketChannel(tracked, limits: tls.limits),
                             http2: http2Channel(tracked, limits: tls.limits),
-                            connections: connections
+                            connections: connections,
+                            limits: tls.limits
                         ),
-                        headerTimeout: tls.limits.headerTimeout,
+                        limits: tls.limits,
+                        cap: cap,
                         connections: connections,
                         isTLS: true
                     )
@@ -179,16 +183,17 @@ public struct MockPushServer: Sendable {
         name: String,
         bound: Readiness<ListenAddress>,
         logger: Logger,
-        channel: @escaping @Sendable (@escaping HTTPChannelHandler.Responder) throws -> any ServerChildChannel
+        channel: @escaping @Sendable (@escaping HTTPChannelHandler.Responder, ConnectionCap) throws -> any ServerChildChannel
     ) -> some Service {
-        Application(
+        let cap = limits.connectionCap()
+        return Application(
             router: router,
-            server: HTTPServerBuilder(channel),
+            server: HTTPServerBuilder { responder in try channel(responder, cap) },
             configuration: .init(
                 address: .hostname(listen.host, port: listen.port),
                 serverName: name,
                 backlog: configuration.backlog,
-                availableConnectionsDelegate: limits.connectionsDelegate
+                availableConnectionsDelegate: cap
             ),
             onServerRunning: { channel in
                 bound.succeed(Self.boundAddress(channel, fallback: listen))

@@ -12,25 +12,47 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
     public typealias Value = Inner.Value
     let inner: Inner
     let headerTimeout: Duration
+    let limits: ServerLimits?
+    let stalled: StalledConnections?
     let connections: ConnectionRegistry?
     let isTLS: Bool
 
     public init(_ inner: Inner, headerTimeout: Duration, connections: ConnectionRegistry? = nil, isTLS: Bool = false) {
         self.inner = inner
         self.headerTimeout = headerTimeout
+        self.limits = nil
+        self.stalled = nil
+        self.connections = connections
+        self.isTLS = isTLS
+    }
+
+    /// - Parameters:
+    ///   - limits: the header timeout, and the PING rate of an HTTP/2 connection.
+    ///   - cap: the server's connection cap, which may close this connection for room while it
+    ///     is stalled.
+    public init(_ inner: Inner, limits: ServerLimits, cap: ConnectionCap?, connections: ConnectionRegistry? = nil, isTLS: Bool = false) {
+        self.inner = inner
+        self.headerTimeout = limits.headerTimeout
+        self.limits = limits
+        self.stalled = cap?.stalled
         self.connections = connections
         self.isTLS = isTLS
     }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let headerTimeout = headerTimeout
+        let stalled = stalled
+        let limits = limits
         _ = connections?.register(channel, isTLS: isTLS)
+        stalled?.register(channel)
         return channel.eventLoop.makeCompletedFuture {
             // A TLS channel puts its TLS handler before this one, so the guard sees plaintext.
-            try channel.pipeline.syncOperations.addHandler(FirstRequestGuard(headerTimeout: headerTimeout), position: .first)
+            try channel.pipeline.syncOperations.addHandler(FirstRequestGuard(headerTimeout: headerTimeout, stalled: stalled), position: .first)
         }.flatMap {
             inner.setup(channel: channel, logger: logger)
         }.flatMapThrowing { value in
+            // h2c: the HTTP/2 handler is in place now (over TLS it comes after the handshake).
+            if let limits { try HTTP2PingGuard.install(on: channel, limits: limits) }
             try channel.pipeline.syncOperations.addHandler(ParseErrorCatcher())
             return value
         }
@@ -54,20 +76,39 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private var state: FirstRequestState
     private var timer: Scheduled<Void>?
+    private let stalled: StalledConnections?
+    /// Reported to ``stalled``: the first head is incomplete.
+    private var headPending = false
 
-    init(headerTimeout: Duration) {
+    init(headerTimeout: Duration, stalled: StalledConnections? = nil) {
         state = FirstRequestState(headerTimeout: headerTimeout)
+        self.stalled = stalled
     }
 
     static func now() -> Int64 { Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds) }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { perform(state.connected(now: Self.now()), context) }
+        if context.channel.isActive { connected(context) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        if timer == nil { perform(state.connected(now: Self.now()), context) }
+        if timer == nil { connected(context) }
         context.fireChannelActive()
+    }
+
+    private func connected(_ context: ChannelHandlerContext) {
+        let now = Self.now()
+        if !headPending {
+            headPending = true
+            stalled?.began(context.channel, now: now)
+        }
+        perform(state.connected(now: now), context)
+    }
+
+    private func headDone(_ context: ChannelHandlerContext) {
+        guard headPending else { return }
+        headPending = false
+        stalled?.ended(context.channel)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -84,6 +125,7 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         perform(state.received(buffer.readableBytesView), context)
+        if !state.awaitingHead { headDone(context) }
         context.fireChannelRead(data)
     }
 
@@ -98,6 +140,20 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
             if context.channel.isActive { perform(state.handlerFinished(), context) }
         case is ParseFailed:
             if context.channel.isActive { perform(state.parseFailed(now: Self.now()), context) }
+        case let stall as RequestBodyGuard.Stall:
+            switch stall {
+            case .began: stalled?.began(context.channel, now: Self.now())
+            case .ended: stalled?.ended(context.channel)
+            }
+        case is StalledConnections.Evict:
+            guard context.channel.isActive else { return }
+            if state.awaitingHead {
+                perform(.reject(status: 503), context)
+            } else {
+                // An HTTP/1.1 request answers 503 itself (RequestBodyGuard); then close.
+                context.fireUserInboundEventTriggered(event)
+                context.close(promise: nil)
+            }
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -121,9 +177,10 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .reject(let status):
             timer?.cancel()
             timer = nil
+            headDone(context)
             if !state.answered {
                 state.wrote()
-                let reason = status == 408 ? "Request Timeout" : "Bad Request"
+                let reason = status == 408 ? "Request Timeout" : status == 503 ? "Service Unavailable" : "Bad Request"
                 let text = "HTTP/1.1 \(status) \(reason)\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
                 context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: text)), promise: nil)
             }
@@ -148,68 +205,9 @@ final class ParseErrorCatcher: ChannelInboundHandler, RemovableChannelHandler {
     }
 }
 
-/// After HTTP parsing: enforces ``BodyTimeoutState``, closing a connection whose request body
-/// stalls.
-final class BodyTimeoutHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-
-    private var state: BodyTimeoutState
-    private var timer: Scheduled<Void>?
-
-    init(bodyTimeout: Duration) {
-        state = BodyTimeoutState(bodyTimeout: bodyTimeout)
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let now = FirstRequestGuard.now()
-        switch unwrapInboundIn(data) {
-        case .head: perform(state.head(now: now), context)
-        case .body: perform(state.body(now: now), context)
-        case .end: perform(state.end(), context)
-        }
-        context.fireChannelRead(data)
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
-    }
-
-    private func perform(_ action: TimerAction, _ context: ChannelHandlerContext) {
-        switch action {
-        case .arm(let at):
-            timer?.cancel()
-            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            timer = context.eventLoop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, at)))) {
-                let (handler, context) = loopBound.value
-                handler.timer = nil
-                handler.perform(handler.state.timerFired(now: FirstRequestGuard.now()), context)
-            }
-        case .disarm:
-            timer?.cancel()
-            timer = nil
-        case .close, .reject:
-            timer?.cancel()
-            timer = nil
-            context.close(promise: nil)
-        case .none:
-            break
-        }
-    }
-}
-
 extension ServerLimits {
-    /// Hummingbird's HTTP/1.1 configuration for these limits.
-    public func http1Configuration() -> HTTP1Channel.Configuration {
-        let bodyTimeout = bodyTimeout
-        return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [BodyTimeoutHandler(bodyTimeout: bodyTimeout)],
-            idleTimeout: .nanoseconds(idleTimeout.saturatingNanoseconds)
-        )
-    }
-
-    /// Stops accepting past ``maxConnections``; the rest wait in the backlog.
+    /// Stops accepting past ``maxConnections``; the rest wait in the backlog. Without the room
+    /// for clients that are not stalled that ``connectionCap()`` keeps.
     public var connectionsDelegate: MaximumAvailableConnections {
         MaximumAvailableConnections(maxConnections ?? Self.defaultMaxConnections())
     }

@@ -79,8 +79,9 @@ final class HeadersEndStream: ChannelOutboundHandler, RemovableChannelHandler {
 extension ServerLimits {
     /// The configuration of an HTTP/2 server's streams for these limits.
     public func http2StreamConfiguration() -> HTTP1Channel.Configuration {
-        HTTP1Channel.Configuration(
-            additionalChannelHandlers: [HeadersEndStream.Installer()],
+        let limits = self
+        return HTTP1Channel.Configuration(
+            additionalChannelHandlers: [HeadersEndStream.Installer(), RequestBodyGuard(limits: limits, isHTTP2: true)],
             idleTimeout: .nanoseconds(idleTimeout.saturatingNanoseconds)
         )
     }

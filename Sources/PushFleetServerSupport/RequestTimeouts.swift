@@ -34,6 +34,8 @@ public struct FirstRequestState: Sendable, Equatable {
     /// The last bytes seen, to find a blank line split across reads.
     var tail: [UInt8] = []
     public private(set) var answered = false
+    /// The first request's head is not complete yet.
+    public var awaitingHead: Bool { awaiting }
     var headerDeadline: Int64 = .max
     var refusalDeadline: Int64 = .max
     let timeout: Int64
@@ -93,49 +95,5 @@ public struct FirstRequestState: Sendable, Equatable {
     public mutating func handlerFinished() -> TimerAction {
         awaiting = false
         return answered ? .close : .reject(status: 400)
-    }
-}
-
-/// A request body may not pause longer than the body timeout. Parts move the deadline; the armed
-/// timer finds it moved when it fires, so a body of many parts arms one timer.
-public struct BodyTimeoutState: Sendable, Equatable {
-    var receiving = false
-    var armed = false
-    var deadline: Int64 = .max
-    let timeout: Int64
-
-    public init(bodyTimeout: Duration) {
-        timeout = bodyTimeout.saturatingNanoseconds
-    }
-
-    public mutating func head(now: Int64) -> TimerAction {
-        receiving = true
-        return body(now: now)
-    }
-
-    public mutating func body(now: Int64) -> TimerAction {
-        guard receiving else { return .none }
-        deadline = PushFleetServerSupport.deadline(now, plus: timeout)
-        guard !armed else { return .none }
-        armed = true
-        return .arm(at: deadline)
-    }
-
-    public mutating func end() -> TimerAction {
-        receiving = false
-        guard armed else { return .none }
-        armed = false
-        return .disarm
-    }
-
-    public mutating func timerFired(now: Int64) -> TimerAction {
-        armed = false
-        guard receiving else { return .none }
-        guard now >= deadline else {
-            armed = true
-            return .arm(at: deadline)
-        }
-        receiving = false
-        return .close
     }
 }

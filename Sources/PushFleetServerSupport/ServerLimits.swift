@@ -15,24 +15,47 @@ public struct ServerLimits: Sendable, Equatable {
     public var idleTimeout: Duration
     /// A new connection's first request head must be complete within this long.
     public var headerTimeout: Duration
-    /// The longest pause while a request body arrives.
+    /// The longest pause while a request body arrives, and the time a body has before
+    /// ``minBodyRate`` applies.
     public var bodyTimeout: Duration
+    /// Bytes a second a request body must average once its ``bodyTimeout`` has passed
+    /// (see ``BodyTimeoutState``).
+    public var minBodyRate: Int
+    /// The largest request body: a larger `Content-Length` is answered 413 before the body is
+    /// read, and so is a body that grows past it. Routes refuse smaller bodies of their own.
+    public var maxBodySize: Int
+    /// HTTP/2 PINGs a client may send at once, and how often one more is allowed
+    /// (see ``PingRateState``).
+    public var pingBurst: Int
+    public var pingInterval: Duration
 
     public init(
         maxConnections: Int? = nil,
         idleTimeout: Duration = .seconds(75),
         headerTimeout: Duration = .seconds(60),
-        bodyTimeout: Duration = .seconds(60)
+        bodyTimeout: Duration = .seconds(60),
+        minBodyRate: Int = 1024,
+        maxBodySize: Int = 4 * 1024 * 1024,
+        pingBurst: Int = 10,
+        pingInterval: Duration = .seconds(1)
     ) {
         self.maxConnections = maxConnections
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
+        self.minBodyRate = minBodyRate
+        self.maxBodySize = maxBodySize
+        self.pingBurst = pingBurst
+        self.pingInterval = pingInterval
     }
 
     /// The bounds every value must be within (checked where a value enters).
     public static let connectionRange = 1...1_000_000
     public static let timeoutRange: ClosedRange<Duration> = .milliseconds(100)...(.seconds(86_400))
+    public static let bodyRateRange = 1...(1 << 30)
+    public static let bodySizeRange = 1024...(1 << 40)
+    public static let pingBurstRange = 1...1_000
+    public static let pingIntervalRange: ClosedRange<Duration> = .milliseconds(1)...(.seconds(86_400))
 
     /// This port's share of the open-files limit in force now, less room for the process's other
     /// descriptors.
@@ -61,6 +84,18 @@ public struct ServerLimits: Sendable, Equatable {
         for (name, value) in [("idle timeout", idleTimeout), ("header timeout", headerTimeout), ("body timeout", bodyTimeout)]
         where !Self.timeoutRange.contains(value) {
             problems.append("\(name) must be between 100ms and 24h")
+        }
+        if !Self.bodyRateRange.contains(minBodyRate) {
+            problems.append("min body rate must be between 1 and \(Self.bodyRateRange.upperBound) bytes a second, got \(minBodyRate)")
+        }
+        if !Self.bodySizeRange.contains(maxBodySize) {
+            problems.append("max body size must be between 1 KiB and 1 TiB, got \(maxBodySize)")
+        }
+        if !Self.pingBurstRange.contains(pingBurst) {
+            problems.append("ping burst must be between 1 and \(Self.pingBurstRange.upperBound), got \(pingBurst)")
+        }
+        if !Self.pingIntervalRange.contains(pingInterval) {
+            problems.append("ping interval must be between 1ms and 24h")
         }
         return problems
     }

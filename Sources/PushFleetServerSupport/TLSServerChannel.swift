@@ -27,18 +27,21 @@ public struct TLSServerChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
     let http1: HTTP1
     let http2: HTTP2Channel
     let connections: ConnectionRegistry?
+    let limits: ServerLimits?
 
     /// - Parameters:
     ///   - configuration: the server's TLS configuration (see ``TLSIdentity/serverConfiguration(clientCertificates:)``).
     ///   - acceptAnyClientCertificate: accept a client certificate that chains to nothing known;
     ///     the handshake still proves the client holds its key.
     ///   - connections: where the client certificate is recorded for the connection's requests.
+    ///   - limits: the PING rate HTTP/2 connections are held to.
     public init(
         configuration: TLSConfiguration,
         acceptAnyClientCertificate: Bool = false,
         http1: HTTP1,
         http2: HTTP2Channel,
-        connections: ConnectionRegistry? = nil
+        connections: ConnectionRegistry? = nil,
+        limits: ServerLimits? = nil
     ) throws {
         var configuration = configuration
         configuration.applicationProtocols = ["h2", "http/1.1"]
@@ -47,6 +50,7 @@ public struct TLSServerChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
         self.http1 = http1
         self.http2 = http2
         self.connections = connections
+        self.limits = limits
     }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -58,13 +62,17 @@ public struct TLSServerChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
             let promise = channel.eventLoop.makePromise(of: Negotiated.self)
             let http1 = http1
             let http2 = http2
+            let limits = limits
             let sniffer = HTTPVersionSniffHandler(
                 result: promise,
                 connection: connections?.state(for: channel)
             ) { channel, version in
                 switch version {
                 case .http2:
-                    return http2.setup(channel: channel, logger: logger).map { .http2($0) }
+                    return http2.setup(channel: channel, logger: logger).flatMapThrowing { value in
+                        if let limits { try HTTP2PingGuard.install(on: channel, limits: limits) }
+                        return .http2(value)
+                    }
                 case .http1, .needMore:
                     return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
                         try channel.pipeline.syncOperations.addHandler(ParseErrorCatcher())

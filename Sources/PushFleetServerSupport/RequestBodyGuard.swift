@@ -1,0 +1,138 @@
+import HTTPTypes
+public import HummingbirdCore
+import NIOCore
+import NIOHTTPTypes
+
+/// After HTTP parsing, on an HTTP/1.1 connection or an HTTP/2 stream: enforces
+/// ``BodyTimeoutState``. A refused body is answered (413 too large, 408 too slow) unless a
+/// response has begun, and the connection (HTTP/1.1) or the stream (HTTP/2, which resets it) is
+/// closed. Tells ``FirstRequestGuard`` when the client owes bytes, so that a full server can close
+/// the longest stalled connection (``StalledConnections``): while a body arrives, and on
+/// HTTP/1.1 while a kept-alive connection waits for its next request.
+final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// Sent up the connection's pipeline to ``FirstRequestGuard``.
+    enum Stall {
+        case began
+        case ended
+    }
+
+    private var state: BodyTimeoutState
+    private var timer: Scheduled<Void>?
+    private let isHTTP2: Bool
+    /// Parts of a refused request are dropped.
+    private var refused = false
+    private var responding = false
+    private var upgraded = false
+    private var stalled = false
+
+    init(limits: ServerLimits, isHTTP2: Bool) {
+        state = BodyTimeoutState(bodyTimeout: limits.bodyTimeout, minRate: limits.minBodyRate, maxSize: limits.maxBodySize)
+        self.isHTTP2 = isHTTP2
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let now = FirstRequestGuard.now()
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            refused = false
+            responding = false
+            setStalled(true, context)
+            let length = head.headerFields[.contentLength].flatMap { Int($0) } ?? (head.headerFields[.contentLength] == nil ? nil : .max)
+            perform(state.head(now: now, declaredLength: length), context)
+        case .body(let bytes):
+            perform(state.body(now: now, bytes: bytes.readableBytes), context)
+        case .end:
+            setStalled(false, context)
+            perform(state.end(), context)
+        }
+        if !refused { context.fireChannelRead(data) }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            responding = true
+            if head.status == .switchingProtocols { upgraded = true }
+        case .body:
+            break
+        case .end:
+            // A kept-alive HTTP/1.1 connection now waits on its client.
+            if !isHTTP2, !upgraded, !refused { setStalled(true, context) }
+        }
+        context.write(data, promise: promise)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is StalledConnections.Evict {
+            perform(.reject(status: 503), context)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        setStalled(false, context)
+    }
+
+    private func setStalled(_ value: Bool, _ context: ChannelHandlerContext) {
+        guard value != stalled else { return }
+        stalled = value
+        let event: Stall = value ? .began : .ended
+        // An HTTP/2 stream reports to its connection.
+        (context.channel.parent ?? context.channel).pipeline.fireUserInboundEventTriggered(event)
+    }
+
+    private func perform(_ action: TimerAction, _ context: ChannelHandlerContext) {
+        switch action {
+        case .arm(let at):
+            timer?.cancel()
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            timer = context.eventLoop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, at)))) {
+                let (handler, context) = loopBound.value
+                handler.timer = nil
+                handler.perform(handler.state.timerFired(now: FirstRequestGuard.now()), context)
+            }
+        case .disarm:
+            timer?.cancel()
+            timer = nil
+        case .reject(let status):
+            timer?.cancel()
+            timer = nil
+            refused = true
+            setStalled(false, context)
+            if !responding {
+                responding = true
+                var head = HTTPResponse(status: .init(code: status))
+                head.headerFields[.contentLength] = "0"
+                if !isHTTP2 { head.headerFields[.connection] = "close" }
+                context.write(wrapOutboundOut(.head(head)), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            }
+            context.close(promise: nil)
+        case .close:
+            timer?.cancel()
+            timer = nil
+            context.close(promise: nil)
+        case .none:
+            break
+        }
+    }
+}
+
+extension ServerLimits {
+    /// Hummingbird's HTTP/1.1 configuration for these limits.
+    public func http1Configuration() -> HTTP1Channel.Configuration {
+        let limits = self
+        return HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RequestBodyGuard(limits: limits, isHTTP2: false)],
+            idleTimeout: .nanoseconds(idleTimeout.saturatingNanoseconds)
+        )
+    }
+}
