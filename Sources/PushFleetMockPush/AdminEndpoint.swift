@@ -9,12 +9,14 @@ import PushFleetWire
 struct AdminEndpoint {
     let service: PushService
     let token: String?
+    /// The gateway ports' device caps, for the stats.
+    var deviceSlots: [DeviceSlots] = []
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/health") { _, _ in "ok" }
         router.get("/admin/stats") { request, _ in
             try authorize(request)
-            return Response.json(service.stats())
+            return Response.json(stats())
         }
         router.get("/admin/faults") { request, _ in
             try authorize(request)
@@ -38,6 +40,16 @@ struct AdminEndpoint {
             }
             return .json(DisconnectResult(disconnected: service.forceDisconnect(disconnect)))
         }
+    }
+
+    private func stats() -> PushServiceStats {
+        var stats = service.stats()
+        let caps = deviceSlots.map(\.snapshot)
+        stats.deviceCap = caps.reduce(0) { $0 + $1.cap }
+        stats.deviceSockets = caps.reduce(0) { $0 + $1.held }
+        stats.deviceCapRefused = caps.reduce(0) { $0 + $1.refused }
+        stats.deviceCapReached = caps.reduce(0) { $0 + $1.episodes }
+        return stats
     }
 
     private func authorize(_ request: Request) throws {

@@ -52,6 +52,10 @@ public struct MockPushServer: Sendable {
         public var hub: NotificationHub.Settings?
         /// Where to also serve TLS; nil for none.
         public var tls: TLS?
+        /// Device WebSockets each gateway port (HTTP/1.1, TLS) holds at most; the rest of the
+        /// port's connections are kept for providers, hubs and admin. Nil: the port's connection
+        /// cap less a reserve (``deviceCap(total:)``). Never more than the port's cap less one.
+        public var maxDeviceConnections: Int?
 
         public init(
             listen: ListenAddress = .init(host: "127.0.0.1", port: 0),
@@ -61,8 +65,10 @@ public struct MockPushServer: Sendable {
             http2Limits: ServerLimits? = nil,
             adminToken: String? = MockPushServer.randomToken(),
             hub: NotificationHub.Settings? = nil,
-            tls: TLS? = nil
+            tls: TLS? = nil,
+            maxDeviceConnections: Int? = nil
         ) {
+            self.maxDeviceConnections = maxDeviceConnections
             self.adminToken = adminToken
             self.hub = hub
             self.tls = tls
@@ -72,6 +78,23 @@ public struct MockPushServer: Sendable {
             self.limits = limits
             self.http2Limits = http2Limits ?? limits
         }
+
+        /// The device cap of the HTTP/1.1 port, as the server will apply it.
+        public var deviceCap: Int {
+            let total = limits.maxConnections ?? ServerLimits.defaultMaxConnections()
+            return maxDeviceConnections.map { min($0, max(1, total - 1)) } ?? Self.deviceCap(total: total)
+        }
+
+        /// The device cap of the TLS port, when there is one.
+        public var tlsDeviceCap: Int? {
+            guard let tls else { return nil }
+            let total = tls.limits.maxConnections ?? ServerLimits.defaultMaxConnections()
+            return maxDeviceConnections.map { min($0, max(1, total - 1)) } ?? Self.deviceCap(total: total)
+        }
+
+        /// The device cap a port serving `total` connections gets by default: a reserve is kept
+        /// for providers, hubs and admin (a tenth, at least 128, at most half, at most 1,024).
+        public static func deviceCap(total: Int) -> Int { DeviceCap.defaultCap(total: total) }
     }
 
     public let service: PushService
@@ -86,10 +109,15 @@ public struct MockPushServer: Sendable {
     public let boundTLS = Readiness<ListenAddress>()
     /// Open connections on every listener, for what requests learn of theirs.
     let connections = ConnectionRegistry()
+    /// The device share of the HTTP/1.1 port's connections, and of the TLS port's.
+    let deviceSlots: DeviceSlots
+    let tlsDeviceSlots: DeviceSlots?
 
     public init(service: PushService, configuration: Configuration = .init()) {
         self.service = service
         self.configuration = configuration
+        self.deviceSlots = DeviceSlots(cap: configuration.deviceCap, port: "the push port")
+        self.tlsDeviceSlots = configuration.tlsDeviceCap.map { DeviceSlots(cap: $0, port: "the TLS port") }
         self.hub = configuration.hub.map { NotificationHub(settings: $0, delivery: HubDelivery(service: service, fcmProject: "pushfleet")) }
     }
 
@@ -100,7 +128,8 @@ public struct MockPushServer: Sendable {
         APNsEndpoint(service: service).register(on: router)
         FCMEndpoint(service: service).register(on: router)
         WNSEndpoint(service: service).register(on: router)
-        AdminEndpoint(service: service, token: configuration.adminToken).register(on: router)
+        AdminEndpoint(service: service, token: configuration.adminToken, deviceSlots: [deviceSlots] + [tlsDeviceSlots].compactMap { $0 })
+            .register(on: router)
         DeviceGateway(service: service).register(on: router)
         // `/{hub}/…` matches only what the constant first segments above leave.
         if let hub { HubEndpoint(hub: hub).register(on: router) }
@@ -115,7 +144,7 @@ public struct MockPushServer: Sendable {
         var services: [any Service] = [
             application(router, configuration.listen, limits, name: "pushfleet-mock-push", bound: bound, logger: logger) { responder, cap in
                 GuardedChildChannel(
-                    webSocketChannel(connections.tracking(responder), limits: limits),
+                    webSocketChannel(connections.tracking(deviceSlots.answeringRefusals(responder)), limits: limits, slots: deviceSlots),
                     limits: limits,
                     cap: cap,
                     connections: connections
@@ -135,17 +164,17 @@ public struct MockPushServer: Sendable {
                 }
             )
         }
-        if let tls = configuration.tls {
+        if let tls = configuration.tls, let tlsDeviceSlots {
             services.append(
                 application(router, tls.listen, tls.limits, name: "pushfleet-mock-push-tls", bound: boundTLS, logger: logger) { responder, cap in
-                    let tracked = connections.tracking(responder)
+                    let tracked = connections.tracking(tlsDeviceSlots.answeringRefusals(responder))
                     var anyClient = false
                     if case .optional(nil) = tls.clientCertificates { anyClient = true }
                     return GuardedChildChannel(
                         try TLSServerChannel(
                             configuration: try tls.identity.serverConfiguration(clientCertificates: tls.clientCertificates),
                             acceptAnyClientCertificate: anyClient,
-                            http1: webSocketChannel(tracked, limits: tls.limits),
+                            http1: webSocketChannel(tracked, limits: tls.limits, slots: tlsDeviceSlots),
                             http2: http2Channel(tracked, limits: tls.limits),
                             connections: connections,
                             limits: tls.limits
@@ -161,14 +190,21 @@ public struct MockPushServer: Sendable {
         return services
     }
 
-    /// HTTP/1.1 with the device gateway's WebSocket upgrade.
-    private func webSocketChannel(_ responder: @escaping HTTPChannelHandler.Responder, limits: ServerLimits) -> HTTP1WebSocketUpgradeChannel {
+    /// HTTP/1.1 with the device gateway's WebSocket upgrade; upgrades count against `slots`.
+    private func webSocketChannel(
+        _ responder: @escaping HTTPChannelHandler.Responder, limits: ServerLimits, slots: DeviceSlots
+    ) -> HTTP1WebSocketUpgradeChannel {
         let gateway = DeviceGateway(service: service)
         return HTTP1WebSocketUpgradeChannel(
             responder: responder,
             configuration: .init(http1: limits.http1Configuration(), ws: .init(maxFrameSize: DeviceGateway.maxInboundMessage)),
             // Synchronous: decided on the event loop, with no task per upgrade.
-            shouldUpgrade: { @Sendable (head: HTTPRequest, _: any Channel, _: Logger) throws in gateway.shouldUpgrade(head) }
+            shouldUpgrade: { @Sendable (head: HTTPRequest, channel: any Channel, logger: Logger) throws in
+                let decision = gateway.shouldUpgrade(head)
+                // A valid device upgrade past the cap falls through to the responder, which refuses it.
+                guard case .upgrade = decision, !slots.admit(channel, logger: logger) else { return decision }
+                return .dontUpgrade
+            }
         )
     }
 
