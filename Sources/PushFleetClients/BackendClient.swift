@@ -144,6 +144,7 @@ package struct BackendClient: Sendable {
             case .timeout: "timeout"
             case .closed: "connection_closed"
             case .refused(let status): "refused_\(status)"
+            case .atCapacity: "at_capacity"
             }
         case let error as HTTPClientError:
             switch error {

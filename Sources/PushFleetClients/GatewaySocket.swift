@@ -1,3 +1,4 @@
+import Foundation
 package import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -5,8 +6,11 @@ import NIOWebSocket
 import PushFleetCore
 import PushFleetWire
 
-package enum GatewaySocketError: Error, Sendable {
+package enum GatewaySocketError: Error, Sendable, Equatable {
     case refused(UInt)
+    /// The push service holds all the device sockets it takes: a 503 whose JSON body is
+    /// `{"reason":"AtCapacity","cap":N}`.
+    case atCapacity(cap: Int)
     case closed
     case timeout
 }
@@ -98,13 +102,15 @@ package final class GatewaySocket: Sendable {
 }
 
 /// Sends the upgrade request once connected; an HTTP answer reaching it means the upgrade was
-/// refused.
+/// refused. A 503 is read to its end: the push service names its device cap in the body.
 private final class UpgradeRequest: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundOut = HTTPClientRequestPart
 
     private let head: HTTPRequestHead
     private let ready: EventLoopPromise<Void>
+    /// The body of a 503 so far (a few hundred bytes; more is not the service's refusal).
+    private var refusal: ByteBuffer?
 
     init(head: HTTPRequestHead, ready: EventLoopPromise<Void>) {
         self.head = head
@@ -118,10 +124,36 @@ private final class UpgradeRequest: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(let answer) = unwrapInboundIn(data) {
+        switch unwrapInboundIn(data) {
+        case .head(let answer) where answer.status == .serviceUnavailable:
+            refusal = context.channel.allocator.buffer(capacity: 256)
+        case .head(let answer):
             ready.fail(GatewaySocketError.refused(answer.status.code))
             context.close(promise: nil)
+        case .body(var part):
+            if refusal != nil, (refusal?.readableBytes ?? 0) + part.readableBytes <= 4096 { refusal?.writeBuffer(&part) }
+        case .end:
+            guard let body = refusal else { return }
+            ready.fail(Self.cap(in: body).map { GatewaySocketError.atCapacity(cap: $0) } ?? .refused(503))
+            context.close(promise: nil)
         }
+    }
+
+    /// `cap` of the service's `{"reason":"AtCapacity","cap":N}`; nil for another 503.
+    static func cap(in body: ByteBuffer) -> Int? {
+        struct Refusal: Decodable {
+            var reason: String
+            var cap: Int
+        }
+        guard let refusal = try? JSONDecoder().decode(Refusal.self, from: Data(body.readableBytesView)), refusal.reason == "AtCapacity" else {
+            return nil
+        }
+        return refusal.cap
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if refusal != nil { ready.fail(GatewaySocketError.refused(503)) }
+        context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -28,7 +28,10 @@ extension VirtualDevice {
             adopt(socket, context)
             return true
         } catch {
-            if !context.isStopping { context.emit(.error(.connect(BackendClient.label(for: error)), at: context.now())) }
+            if !context.isStopping {
+                context.emit(.error(.connect(BackendClient.label(for: error)), at: context.now()))
+                if case GatewaySocketError.atCapacity(let cap) = error { context.markDeviceCap(cap) }
+            }
             return false
         }
     }

@@ -40,6 +40,8 @@ final class RunContext: Sendable {
     let lastPushArrival = Atomic<Int64>(0)
     /// Set on the first stop request: no new arrivals, sends or reconnects.
     let stopping = Atomic<Bool>(false)
+    /// Set once a device was refused at the push service's device cap (marked once per run).
+    private let deviceCapMarked = Atomic<Bool>(false)
     let trafficStart = Atomic<Int64>(0)
     /// The push service's host and port, for devices' own sockets.
     let gateway: Origin
@@ -112,6 +114,12 @@ final class RunContext: Sendable {
     }
 
     func now() -> Int64 { clock.now() }
+
+    /// Marks the run, once, with the cap the push service refused a device at.
+    func markDeviceCap(_ cap: Int) {
+        guard !deviceCapMarked.exchange(true, ordering: .relaxed) else { return }
+        emit(.marker(ErrorClass.deviceCapMarker(cap), at: now()))
+    }
 
     /// The local address a device's own socket binds to, when the scenario spreads sockets over
     /// several source addresses (past one address's ephemeral ports).

@@ -19,6 +19,25 @@ package struct ErrorClass: Sendable, Hashable, CustomStringConvertible {
     /// A device's own gateway socket could not be opened.
     package static func connect(_ reason: String) -> Self { failed("connect", reason) }
 
+    /// A device's own socket was refused because the push service holds all the device sockets
+    /// it takes (its 503 names the cap; the run's marker ``deviceCapMarker(_:)`` repeats it).
+    package static let connectAtCapacity = connect("at_capacity")
+
+    /// The run's marker when the push service first refuses a device at its cap.
+    package static func deviceCapMarker(_ cap: Int) -> String { "\(deviceCapMarkerPrefix) \(grouped(cap)) devices" }
+    package static let deviceCapMarkerPrefix = "push service at its connection cap of"
+
+    /// 9968 as 9,968, whatever the locale.
+    private static func grouped(_ value: Int) -> String {
+        var digits = Array(String(value.magnitude))
+        var index = digits.count - 3
+        while index > 0 {
+            digits.insert(",", at: index)
+            index -= 3
+        }
+        return (value < 0 ? "-" : "") + String(digits)
+    }
+
     /// A device on the shared channel was not confirmed online in time.
     package static let connectTimeout = connect("timeout")
 
