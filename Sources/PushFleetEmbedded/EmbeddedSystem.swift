@@ -63,7 +63,7 @@ public struct EmbeddedSystem: Sendable {
         let embeddedPush = configuration.externalPushServiceURL == nil
         let h2 = embeddedPush && (configuration.pushServer.http2Listen != nil || configuration.pushServer.tls != nil)
         configuration.backend.server = configuration.backend.server.resolved(share: embeddedPush ? (h2 ? 0.25 : 0.5) : 1)
-        configuration.pushServer.limits = configuration.pushServer.limits.resolved(share: 0.5)
+        configuration.pushServer.limits = configuration.pushServer.limits.resolved(share: Self.pushShare)
         // With both the h2c and the TLS port on, they split their quarter.
         let both = configuration.pushServer.http2Listen != nil && configuration.pushServer.tls != nil
         let h2Share = both ? 0.125 : 0.25

@@ -35,7 +35,8 @@ extension Serve {
             http2Limits: limits,
             adminToken: token,
             hub: hubSettings,
-            tls: try tls.server(limits: limits)
+            tls: try tls.server(limits: limits),
+            maxDeviceConnections: try deviceCap(limits)
         )
         let level = try logLevelSetting()
         var configuration = EmbeddedSystem.Configuration(backend: backend, pushService: pushService, pushServer: pushServer, externalPushServiceURL: pnsUrl)
@@ -84,6 +85,18 @@ extension Serve {
         let problems = limits.problems()
         guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }
         return limits
+    }
+
+    /// --max-device-connections, in range and below --max-connections when both are given.
+    private func deviceCap(_ limits: ServerLimits) throws -> Int? {
+        guard let maxDeviceConnections else { return nil }
+        guard ServerLimits.connectionRange.contains(maxDeviceConnections) else {
+            throw ValidationError("--max-device-connections must be between 1 and \(ServerLimits.connectionRange.upperBound), got \(maxDeviceConnections)")
+        }
+        if let total = limits.maxConnections, maxDeviceConnections >= total {
+            throw ValidationError("--max-device-connections \(maxDeviceConnections) must be below --max-connections \(total): providers and admin need the rest")
+        }
+        return maxDeviceConnections
     }
 
     /// The embedded push service's faults at start and the provider credentials it accepts.

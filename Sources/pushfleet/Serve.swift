@@ -41,6 +41,8 @@ struct Serve: AsyncParsableCommand {
     var faults: String?
     @Option(help: "Connections each port serves at once; more wait in the backlog (default: the open-files limit less 64).")
     var maxConnections: Int?
+    @Option(help: "Device WebSockets the push service holds at once; more get 503 (default: its connection cap less a reserve for providers).")
+    var maxDeviceConnections: Int?
     @Option(help: "Close a keep-alive connection idle this long (WebSockets excepted).") var idleTimeout = "75s"
     @Option(help: "A new connection's first request head must arrive within this.") var headerTimeout = "60s"
     @Option(help: "Close a connection whose request body pauses this long.") var bodyTimeout = "60s"
@@ -93,6 +95,7 @@ struct Serve: AsyncParsableCommand {
                 lines += ServeTLSOptions.instructions(url: url, names: identity.names, ca: authorityFiles?.ca, bundle: authorityFiles?.bundle)
             }
             lines.append("device gateway: \(endpoints.pushService.replacingOccurrences(of: "http", with: "ws"))/device")
+            lines += system.connectionCaps()
             if pnsUrl == nil {
                 lines.append(
                     parsed.configuration.pushServer.adminToken.map { "push admin token: \($0)  (Authorization: Bearer …, for /admin/*)" }
