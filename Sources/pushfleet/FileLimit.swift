@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import PushFleetCore
+import PushFleetEmbedded
 
 /// The open-files limit: raised as far as the hard limit allows, and checked against what a
 /// scenario needs, so a run that cannot fit fails up front with numbers instead of halfway.
@@ -30,8 +31,31 @@ enum FileLimit {
         return (fixed + perDevice * devices, perDevice)
     }
 
-    /// A message when the scenario cannot fit, nil when it can.
+    /// A message when the scenario cannot fit, nil when it can: too few open files for its
+    /// sockets, or, against the embedded push service, more devices with a socket of their own
+    /// than the service takes.
     static func problem(_ scenario: Scenario, devices: Int) -> String? {
+        openFilesProblem(scenario, devices: devices)
+            ?? deviceCapProblem(scenario, devices: devices, cap: EmbeddedSystem.defaultDeviceCap(), limit: raise().soft)
+    }
+
+    /// Devices on sockets of their own past the embedded push service's device cap, which would
+    /// be refused (503) at connect.
+    static func deviceCapProblem(_ scenario: Scenario, devices: Int, cap: Int, limit: UInt64) -> String? {
+        guard scenario.target == .embedded, scenario.fleet.pushChannel == .perDevice, scenario.lifecycle.contains(.connect),
+            devices > cap
+        else { return nil }
+        return """
+            this scenario's \(grouped(devices)) devices each open a socket to the embedded push service, which takes at most \
+            \(grouped(cap)) device sockets (its share of the open-files limit of \(grouped(Int(limit))), less a reserve kept for the \
+            backend's pushes): \(grouped(devices - cap)) devices would be refused at connect (connect:at_capacity). Use \
+            push_channel: multiplexed, run the servers in another process (pushfleet serve; target: {backend, pns}), shard the \
+            fleet, or raise the open-files limit (see docs/performance.md).
+            """
+    }
+
+    /// Too few open files for the scenario's sockets.
+    private static func openFilesProblem(_ scenario: Scenario, devices: Int) -> String? {
         let limit = raise()
         let need = needed(scenario, devices: devices)
         guard UInt64(need.total) > limit.soft, need.perDevice > 0 else { return nil }
@@ -41,5 +65,16 @@ enum FileLimit {
             (hard limit \(limit.hard), which this process cannot raise). At most \(fit) devices fit. Use push_channel: multiplexed, \
             run the servers in another process (target: {backend, pns}), shard the fleet, or raise the hard limit (see docs/performance.md).
             """
+    }
+
+    /// 9968 as 9,968, whatever the locale.
+    static func grouped(_ value: Int) -> String {
+        var digits = Array(String(value.magnitude))
+        var index = digits.count - 3
+        while index > 0 {
+            digits.insert(",", at: index)
+            index -= 3
+        }
+        return (value < 0 ? "-" : "") + String(digits)
     }
 }

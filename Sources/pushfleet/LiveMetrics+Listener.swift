@@ -1,12 +1,16 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Hummingbird
 import Logging
+import NIOCore
 import PushFleetMetrics
 import PushFleetServerSupport
 import ServiceLifecycle
 
 extension LiveMetrics {
     /// A server answering `GET /metrics` in the Prometheus text format. `bound` learns the
-    /// address it listens on, or why it never will.
+    /// address it listens on, or why it never will (a ``MetricsListenError`` naming the flag).
     func makeService(listen: ListenAddress, bound: Readiness<ListenAddress>, logger: Logger) -> any Service {
         let router = Router()
         router.get("/metrics") { _, _ in
@@ -16,13 +20,32 @@ extension LiveMetrics {
             router: router, configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "pushfleet-metrics"),
             onServerRunning: { bound.succeed(ListenAddress(host: listen.host, port: $0.localAddress?.port ?? listen.port)) }, logger: logger
         )
-        return MetricsListener(application: application, bound: bound)
+        return MetricsListener(application: application, listen: listen, bound: bound)
+    }
+}
+
+/// `--metrics-listen` could not be served: the flag, the address, and why, instead of the
+/// socket call's own words.
+struct MetricsListenError: Error, CustomStringConvertible {
+    var listen: ListenAddress
+    var underlying: any Error
+
+    var description: String {
+        let reason: String
+        if let error = underlying as? IOError {
+            reason = String(cString: strerror(error.errnoCode)).lowercased()
+        } else {
+            reason = "\(underlying)"
+        }
+        let hint = (underlying as? IOError)?.errnoCode == EADDRINUSE ? "; another process holds it: pick another port, or 0 for any free one" : ""
+        return "--metrics-listen \(listen.host):\(listen.port): cannot listen on port \(listen.port) (\(reason))\(hint)"
     }
 }
 
 /// Fails `bound` when the server stops, so a run waiting for its address is not left waiting.
 private struct MetricsListener<Server: Service>: Service {
     let application: Server
+    let listen: ListenAddress
     let bound: Readiness<ListenAddress>
 
     func run() async throws {
@@ -30,8 +53,9 @@ private struct MetricsListener<Server: Service>: Service {
             try await application.run()
             bound.fail(ServerStoppedError())
         } catch {
-            bound.fail(error)
-            throw error
+            let named = MetricsListenError(listen: listen, underlying: error)
+            bound.fail(named)
+            throw named
         }
     }
 }

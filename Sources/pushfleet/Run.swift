@@ -84,17 +84,37 @@ struct Run: AsyncParsableCommand {
         if let live, let metricsListen {
             let bound = Readiness<ListenAddress>()
             let listener = live.makeService(listen: try ListenAddress(parsing: metricsListen), bound: bound, logger: logger)
-            result = try await withServices([listener], logger: logger) {
-                FileHandleOutput.standardError("metrics: \(try await bound.value().httpURL)/metrics")
-                return try await play()
+            do {
+                result = try await withServices([listener], logger: logger) {
+                    FileHandleOutput.standardError("metrics: \(try await bound.value().httpURL)/metrics")
+                    return try await play()
+                }
+            } catch let error as MetricsListenError {
+                // Before any device arrives: the flag's value is what cannot be used.
+                FileHandleOutput.standardError("\(error)")
+                throw ExitCode(ExitStatus.invalidInput)
             }
         } else {
             result = try await play()
         }
         FileHandleOutput.standardOutput(SummaryTable.render(result))
+        if let note = Self.deviceCapNote(result) { FileHandleOutput.standardOutput(note) }
         FileHandleOutput.standardOutput("reports: \(directory)")
         if result.info.aborted { throw ExitCode(ExitStatus.failure) }
         if !result.passed { throw ExitCode(ExitStatus.thresholdFailed) }
+    }
+
+    /// What a run that met the push service's device cap says of it: the cap, how many device
+    /// sockets it refused, and what to do.
+    static func deviceCapNote(_ result: RunResult) -> String? {
+        guard let marker = result.markers.first(where: { $0.label.hasPrefix(ErrorClass.deviceCapMarkerPrefix) }) else { return nil }
+        let refused = result.errors.first { $0.errorClass == ErrorClass.connectAtCapacity.label }?.count ?? 0
+        return """
+
+            \(marker.label): \(refused) device connection attempts refused (\(ErrorClass.connectAtCapacity.label)) from \
+            \(String(format: "%.1f", marker.second)) s on. Carry the devices on shared sockets (fleet.push_channel: multiplexed), give \
+            the push service more (serve --max-device-connections, --max-connections, a higher open-files limit), or shard the fleet.
+            """
     }
 
     static func stamp(_ date: Date) -> String {
