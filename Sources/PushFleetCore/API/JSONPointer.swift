@@ -7,7 +7,8 @@ public struct JSONPointer: Sendable, Equatable {
     public var tokens: [[UInt8]]
     public var source: String
 
-    /// - Throws: when the text is neither empty nor starts with `/`.
+    /// - Throws: when the text is neither empty nor starts with `/`, or has a `~` that is not
+    ///   `~0` or `~1` (RFC 6901's only escapes).
     public init(_ text: String) throws(TemplateError) {
         source = text
         guard !text.isEmpty else {
@@ -15,9 +16,22 @@ public struct JSONPointer: Sendable, Equatable {
             return
         }
         guard text.hasPrefix("/") else { throw TemplateError("a JSON Pointer starts with '/' (or is \"\" for the whole document)") }
-        tokens = text.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map { token in
-            Array(token.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~").utf8)
+        var tokens: [[UInt8]] = [[]]
+        var bytes = text.utf8.dropFirst().makeIterator()
+        while let byte = bytes.next() {
+            switch byte {
+            case UInt8(ascii: "/"): tokens.append([])
+            case UInt8(ascii: "~"):
+                switch bytes.next() {
+                case UInt8(ascii: "0"): tokens[tokens.count - 1].append(UInt8(ascii: "~"))
+                case UInt8(ascii: "1"): tokens[tokens.count - 1].append(UInt8(ascii: "/"))
+                default:
+                    throw TemplateError("'~' in a JSON Pointer must be followed by 0 (for '~') or 1 (for '/')")
+                }
+            default: tokens[tokens.count - 1].append(byte)
+            }
         }
+        self.tokens = tokens
     }
 
     /// The value at the pointer in a JSON text: a string's text unescaped, any other value's

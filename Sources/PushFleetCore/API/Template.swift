@@ -51,27 +51,55 @@ public struct Template: Sendable, Equatable {
         return out
     }
 
+    /// The largest template accepted: a request's body is sent whole, and anything near this
+    /// size is a mistake in the description rather than a request a backend expects.
+    public static let maxSourceBytes = 1 << 20
+
     /// Splits `text` at `{{…}}`; `resolve` names each variable's source, or says why it cannot.
+    /// One pass over the bytes: time is linear in the text, whatever the number of variables.
     public static func parse(
         _ text: String, resolve: (String) -> Result<VariableRef, TemplateError>
     ) -> Result<Template, TemplateError> {
+        let bytes = Array(text.utf8)
+        guard bytes.count <= maxSourceBytes else {
+            return .failure(TemplateError("a template of \(grouped(bytes.count)) bytes; at most \(grouped(maxSourceBytes)) bytes"))
+        }
+        let open = UInt8(ascii: "{")
+        let close = UInt8(ascii: "}")
         var parts: [Part] = []
-        var rest = Substring(text)
-        while let open = rest.range(of: "{{") {
-            if open.lowerBound > rest.startIndex { parts.append(.literal(String(rest[..<open.lowerBound]))) }
-            guard let close = rest.range(of: "}}", range: open.upperBound..<rest.endIndex) else {
-                return .failure(TemplateError("'{{' without a closing '}}'"))
+        var literalStart = 0
+        var index = 0
+        while index + 1 < bytes.count {
+            guard bytes[index] == open, bytes[index + 1] == open else {
+                index += 1
+                continue
             }
-            let name = rest[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespaces)
+            var end = index + 2
+            while end + 1 < bytes.count, !(bytes[end] == close && bytes[end + 1] == close) { end += 1 }
+            guard end + 1 < bytes.count else { return .failure(TemplateError("'{{' without a closing '}}'")) }
+            if index > literalStart { parts.append(.literal(String(decoding: bytes[literalStart..<index], as: UTF8.self))) }
+            let name = String(decoding: bytes[(index + 2)..<end], as: UTF8.self).trimmingCharacters(in: .whitespaces)
             guard !name.isEmpty else { return .failure(TemplateError("empty '{{}}'")) }
             switch resolve(name) {
             case .success(let ref): parts.append(.variable(ref, name: name))
             case .failure(let error): return .failure(error)
             }
-            rest = rest[close.upperBound...]
+            index = end + 2
+            literalStart = index
         }
-        if !rest.isEmpty { parts.append(.literal(String(rest))) }
+        if literalStart < bytes.count { parts.append(.literal(String(decoding: bytes[literalStart...], as: UTF8.self))) }
         return .success(Template(parts: parts, source: text))
+    }
+
+    /// 1048576 as 1,048,576, whatever the locale.
+    static func grouped(_ value: Int) -> String {
+        var digits = Array(String(value))
+        var index = digits.count - 3
+        while index > 0 {
+            digits.insert(",", at: index)
+            index -= 3
+        }
+        return String(digits)
     }
 }
 
