@@ -40,13 +40,27 @@ public struct StoreLimits: Sendable, Equatable {
     }
 }
 
+/// A store call that failed for the store's sake, not the caller's; answered with the
+/// problem's status and reason (``StoreProblem``).
 enum StoreError: Error, CustomStringConvertible {
+    /// A ``StoreLimits`` bound is reached.
+    case limit(String)
+    /// No space for the write (a full disk, a database at its size cap).
     case full(String)
     case unavailable(String)
 
+    var problem: StoreProblem {
+        switch self {
+        case .limit: .limit
+        case .full: .full
+        case .unavailable: .unreachable
+        }
+    }
+
     var description: String {
         switch self {
-        case .full(let what): "the store is full: \(what)"
+        case .limit(let what): "the store is full: \(what)"
+        case .full(let why): "the store has no space left: \(why)"
         case .unavailable(let why): "the store is unavailable: \(why)"
         }
     }
@@ -76,7 +90,7 @@ final class MemoryStore: BackendStore {
 
     func createRegistration(owner: String, handle: String?, now: Int64) throws -> String {
         guard let id = registrations.create(owner: owner, handle: handle, now: now) else {
-            throw StoreError.full("\(limits.maxRegistrations) registrations")
+            throw StoreError.limit("\(limits.maxRegistrations) registrations")
         }
         return id
     }
@@ -103,7 +117,7 @@ final class MemoryStore: BackendStore {
         -> NotificationStore.Notification
     {
         guard let stored = notifications.create(sender: sender, recipient: recipient, content: content, now: now) else {
-            throw StoreError.full("\(limits.maxNotifications) notifications or \(limits.maxNotificationBytes) bytes")
+            throw StoreError.limit("\(limits.maxNotifications) notifications or \(limits.maxNotificationBytes) bytes")
         }
         return stored
     }

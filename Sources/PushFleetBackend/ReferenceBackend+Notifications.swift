@@ -151,7 +151,7 @@ extension ReferenceBackend {
         let now = WallClock.nanoseconds()
         await sweepIfDue(now: now)
         // A store that cannot be read is the store's failure (503), not the hub's outcome.
-        let found = try await storing { try await $0.targets(tag: Self.userTag(user), now: now) }
+        let found = try await storing(writes: false) { try await $0.targets(tag: Self.userTag(user), now: now) }
         let store = try await store()
         let targets = found.filter { platforms.contains($0.platform!) }
         if let hub = hubSender {
@@ -236,7 +236,7 @@ extension ReferenceBackend {
 
     /// Whether the user has a live registration to push to.
     func hasTargets(_ user: String) async throws -> Bool {
-        try await !storing { try await $0.targets(tag: Self.userTag(user), now: WallClock.nanoseconds()) }.isEmpty
+        try await !storing(writes: false) { try await $0.targets(tag: Self.userTag(user), now: WallClock.nanoseconds()) }.isEmpty
     }
 
     /// The seed's rule: 200 unless the hub's outcome is Abandoned (or Unknown), then 500.

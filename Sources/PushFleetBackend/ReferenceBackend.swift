@@ -28,14 +28,25 @@ public final class ReferenceBackend: Sendable {
     /// Set when sends go through a notification hub.
     let hubSender: HubSender?
     private let sweep = Mutex(ExpirySweep())
+    let health = Mutex(StoreHealth())
+    /// The logger the service was made with, for the store's failures.
+    let logger = Mutex(Logger(label: "pushfleet.backend"))
 
     /// - Parameters:
     ///   - configuration: listen address, auth, TTLs, limits.
     ///   - pushServiceURL: the push service's base URL, asked for on first send (the embedded
     ///     push service may still be binding when the backend is built).
-    public init(configuration: BackendConfiguration, pushServiceURL: @escaping @Sendable () async throws -> String) {
+    public convenience init(configuration: BackendConfiguration, pushServiceURL: @escaping @Sendable () async throws -> String) {
+        self.init(configuration: configuration, pushServiceURL: pushServiceURL) { try await Self.openStore(configuration) }
+    }
+
+    /// - Parameter openStore: opens the store on first use (a test opens one with its own settings).
+    init(
+        configuration: BackendConfiguration, pushServiceURL: @escaping @Sendable () async throws -> String,
+        openStore: @escaping @Sendable () async throws -> any BackendStore
+    ) {
         self.configuration = configuration
-        self.storeHandle = StoreHandle { try await Self.openStore(configuration) }
+        self.storeHandle = StoreHandle(openStore)
         let secret = configuration.tokenSecret ?? Data((0..<32).map { _ in UInt8.random(in: 0...255) })
         self.signer = TokenSigner(secret: secret, lifetime: configuration.tokenLifetime)
         var clientConfiguration = HTTPClient.Configuration()
@@ -86,34 +97,15 @@ public final class ReferenceBackend: Sendable {
         self.init(configuration: configuration, pushServiceURL: { pushServiceURL })
     }
 
+    /// The counters, and the store's counts when it can be read: `/stats` keeps answering while
+    /// the store fails, since that is when its failure counts matter.
     public func stats() async throws -> BackendStats {
         var stats = counters.snapshot
-        let counts = try await store().counts()
-        stats.registrations = counts.registrations
-        stats.storedNotifications = counts.notifications
+        if let counts = try? await storeHandle.get().counts() {
+            stats.registrations = counts.registrations
+            stats.storedNotifications = counts.notifications
+        }
         return stats
-    }
-
-    /// The store, opened on first use; a store that cannot be opened is a 503 for the call.
-    func store() async throws -> any BackendStore {
-        do {
-            return try await storeHandle.get()
-        } catch {
-            throw HTTPError(.serviceUnavailable, message: "the store is unavailable: \(error)")
-        }
-    }
-
-    /// Runs a store call, answering a full store with 507 rather than a 500.
-    func storing<T>(_ body: (any BackendStore) async throws -> T) async throws -> T {
-        let store = try await store()
-        do {
-            return try await body(store)
-        } catch let error as StoreError {
-            switch error {
-            case .full: throw HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"), message: error.description)
-            case .unavailable: throw HTTPError(.serviceUnavailable, message: error.description)
-            }
-        }
     }
 
     static func openStore(_ configuration: BackendConfiguration) async throws -> any BackendStore {
@@ -143,6 +135,7 @@ public final class ReferenceBackend: Sendable {
 
     /// The backend as a service: serves until graceful shutdown, then closes its client.
     public func makeService(logger: Logger) -> any Service {
+        self.logger.withLock { $0 = logger }
         let bound = self.bound
         let listen = configuration.listen
         let limits = configuration.server
@@ -178,7 +171,7 @@ public final class ReferenceBackend: Sendable {
     /// so memory stays bounded without a background task.
     func sweepIfDue(now: Int64) async {
         guard sweep.withLock({ $0.isDue(now: now, interval: 30_000_000_000) }) else { return }
-        try? await store().sweep(now: now)
+        try? await storeHandle.get().sweep(now: now)
     }
 }
 

@@ -29,16 +29,20 @@ actor AsyncGate {
 final class SQLiteExecutor: SQLExecutor {
     let connection: SQLiteConnection
     let gate = AsyncGate()
+    let file: SQLiteFile
 
-    private init(connection: SQLiteConnection) {
+    private init(connection: SQLiteConnection, file: SQLiteFile) {
         self.connection = connection
+        self.file = file
     }
 
-    static func open(path: String) async throws -> SQLiteExecutor {
+    /// - Parameter pragmas: run after the defaults (a test caps the size with `max_page_count`).
+    static func open(path: String, pragmas: [String] = []) async throws -> SQLiteExecutor {
         let connection = try await SQLiteConnection.open(storage: .file(path: path))
-        let executor = SQLiteExecutor(connection: connection)
+        let executor = SQLiteExecutor(connection: connection, file: SQLiteFile(path: path))
         _ = try await connection.query("PRAGMA journal_mode=WAL")
         _ = try await connection.query("PRAGMA busy_timeout=5000")
+        for pragma in pragmas { _ = try await connection.query(pragma) }
         for statement in SQLStore<SQLiteExecutor>.schema { _ = try await connection.query(statement) }
         return executor
     }
@@ -69,7 +73,10 @@ final class SQLiteExecutor: SQLExecutor {
         }
     }
 
-    func transaction<T: Sendable>(_ body: @Sendable (any SQLSession) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
+        // Before every unit of work, not on a timer: a stat costs a microsecond, and a write
+        // acknowledged into a deleted file is lost at the next restart.
+        try file.checkInPlace()
         await gate.enter()
         let session = Session(connection: connection)
         do {
@@ -81,7 +88,7 @@ final class SQLiteExecutor: SQLExecutor {
         } catch {
             try? await session.run("ROLLBACK")
             await gate.leave()
-            throw error
+            throw file.storeError(error)
         }
     }
 
@@ -99,10 +106,13 @@ final class PostgresExecutor: SQLExecutor {
     let client: PostgresClient
     let runner: Task<Void, Never>
     let logger: Logger
+    /// The URL without its password, for messages.
+    let location: String
 
-    private init(client: PostgresClient, logger: Logger) {
+    private init(client: PostgresClient, logger: Logger, location: String) {
         self.client = client
         self.logger = logger
+        self.location = location
         runner = Task { await client.run() }
     }
 
@@ -125,7 +135,9 @@ final class PostgresExecutor: SQLExecutor {
         }
         var logger = Logger(label: "pushfleet.store.postgres")
         logger.logLevel = .warning
-        let executor = PostgresExecutor(client: PostgresClient(configuration: configuration), logger: logger)
+        let executor = PostgresExecutor(
+            client: PostgresClient(configuration: configuration), logger: logger, location: StoreLocationDescription.masked(url)
+        )
         do {
             try await executor.transaction { db in
                 // One schema creation at a time across processes.
@@ -186,17 +198,56 @@ final class PostgresExecutor: SQLExecutor {
         }
     }
 
-    func transaction<T: Sendable>(_ body: @Sendable (any SQLSession) async throws -> T) async throws -> T {
+    /// How long a unit of work may take, waiting for a connection included: with the server
+    /// gone, the pool keeps reconnecting and a request would wait for one indefinitely.
+    static let deadline: Duration = .seconds(5)
+
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
         let logger = logger
+        let client = client
+        let location = location
         do {
-            return try await client.withTransaction(logger: logger) { connection in
-                try await body(Session(connection: connection, logger: logger))
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask {
+                    try await client.withTransaction(logger: logger) { connection in
+                        try await body(Session(connection: connection, logger: logger))
+                    }
+                }
+                group.addTask {
+                    try await Task.sleep(for: Self.deadline)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let result = first else {
+                    throw StoreError.unavailable("\(location) did not answer within \(Self.deadline)")
+                }
+                return result
             }
-        } catch let error as PostgresTransactionError {
-            // The store's own errors come out as they went in, whatever the driver wraps them in.
-            if let inner = error.closureError as? StoreError { throw inner }
-            throw error
+        } catch {
+            throw Self.storeError(error, location: location)
         }
+    }
+
+    /// The store's own errors as they went in, whatever the driver wraps them in; the server's
+    /// disk_full as `full`; a lost or refused connection, or a server shutting down, as
+    /// `unavailable`. Other server errors (a statement the store got wrong) stay as they are.
+    static func storeError(_ error: any Error, location: String) -> any Error {
+        var error = error
+        if let wrapped = error as? PostgresTransactionError {
+            error = wrapped.closureError ?? wrapped.beginError ?? wrapped.commitError ?? error
+        }
+        if error is StoreError || error is CancellationError { return error }
+        guard let psql = error as? PSQLError, psql.code == .server else {
+            return StoreError.unavailable("\(location): \(String(reflecting: error))")
+        }
+        let state = psql.serverInfo?[.sqlState] ?? ""
+        let message = psql.serverInfo?[.message] ?? ""
+        if state == "53100" { return StoreError.full("\(location): \(message)") }
+        // 08: connection exceptions; 57P: the server shutting down or starting; 53: out of resources.
+        if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
+            return StoreError.unavailable("\(location): \(state) \(message)")
+        }
+        return error
     }
 
     func close() async {

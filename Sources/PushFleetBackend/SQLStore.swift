@@ -18,7 +18,7 @@ enum SQLValue: Sendable, Equatable {
 /// per dialect by the driver) run as one atomic unit.
 protocol SQLExecutor: Sendable {
     /// Runs `body` in one transaction; no other unit of work interleaves with its statements.
-    func transaction<T: Sendable>(_ body: @Sendable (any SQLSession) async throws -> T) async throws -> T
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T
     func close() async
 }
 
@@ -90,7 +90,7 @@ final class SQLStore<Executor: SQLExecutor>: BackendStore {
                 }
             }
             let count = try await db.rows("SELECT COUNT(*) FROM registrations", []).first?.first?.int ?? 0
-            guard count < maxCount else { throw StoreError.full("\(maxCount) registrations") }
+            guard count < maxCount else { throw StoreError.limit("\(maxCount) registrations") }
             let serial = (try await db.rows("SELECT COALESCE(MAX(serial), 0) + 1 FROM registrations", []).first?.first?.int) ?? 1
             let id = UUID().uuidString.lowercased()
             try await db.run(
@@ -182,7 +182,7 @@ final class SQLStore<Executor: SQLExecutor>: BackendStore {
             let count = totals.first?.int ?? 0
             let bytes = totals.count > 1 ? totals[1].int ?? 0 : 0
             guard count < limits.maxNotifications, bytes + Int64(content.byteCount) <= Int64(limits.maxNotificationBytes) else {
-                throw StoreError.full("\(limits.maxNotifications) notifications or \(limits.maxNotificationBytes) bytes")
+                throw StoreError.limit("\(limits.maxNotifications) notifications or \(limits.maxNotificationBytes) bytes")
             }
             var values: [SQLValue] = [.text(notification.id), .text(sender), .text(recipient)]
             switch content {
