@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 import PushFleetClients
@@ -64,10 +65,17 @@ struct RequestValues: TemplateValues {
     }
 }
 
-/// Values kept per user (what login extracted: a token), shared by the user's devices and senders.
+/// Values kept per user (what login extracted: a token), shared by the user's devices and senders;
+/// and, for the run as a whole, which missing values it has already described.
 final class UserValues: Sendable {
     private let slots: Int
     private let values: Mutex<[[APIValue?]]>
+    private let described = Mutex<Set<String>>([])
+
+    /// True the first time `key` is asked about in the run: what is described once.
+    func firstTime(_ key: String) -> Bool {
+        described.withLock { $0.insert(key).inserted }
+    }
 
     init(users: Int, slots: Int) {
         self.slots = slots
@@ -190,7 +198,7 @@ extension RunContext {
         if let metric = request.metric {
             emit(.operation(metric: metric, nanoseconds: exchange.latency, failed: failed, at: exchange.end))
         }
-        if failed && errorClass { emit(.error(.status(request.operation, exchange.status), at: exchange.end)) }
+        if failed && errorClass { emit(.error(.status(request.operation, exchange.status, answer: exchange.body.readableBytesView), at: exchange.end)) }
     }
 
     /// Runs a step that is nobody's state but its own (a send, a fetch, a probe, a login) to its
@@ -236,9 +244,39 @@ extension RunContext {
             case .failed(let failure):
                 result.failure = failure.reason
                 result.locals = run.locals
+                if record, case .missingValue(let name) = failure.reason, let answer = result.last {
+                    reportMissing(name, request: step.requests[failure.request], answer: answer)
+                }
                 return result
             }
         }
+    }
+
+    /// An expected answer without a value the step extracts: an error of its own
+    /// (`login:missing_value:token`), not only the knock-on `unset_variable` of the steps that
+    /// needed it; the first time in the run, a marker names where it was looked for and what the
+    /// answer held.
+    func reportMissing(_ name: String, request: APIRequest, answer: HTTPExchange) {
+        emit(.error(.failed(request.operation, "missing_value:\(name)"), at: answer.end))
+        guard users.firstTime("\(request.operation) \(name)") else { return }
+        let places = request.extract.first { $0.name == name }?.sources.map(\.description).joined(separator: ", ") ?? "?"
+        emit(.marker("\(request.operation): the answer (\(answer.status)) has no \(name) at \(places); it held: \(Self.excerpt(answer))", at: answer.end))
+        logger.warning("\(request.operation): the answer (\(answer.status)) has no \(name) at \(places); it held: \(Self.excerpt(answer))")
+    }
+
+    /// The start of an answer, for a message: at most 200 characters, controls escaped.
+    static func excerpt(_ answer: HTTPExchange) -> String {
+        let text = String(decoding: answer.body.readableBytesView.prefix(600), as: UTF8.self)
+        guard !text.isEmpty else { return "an empty body" }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if out.count >= 200 {
+                out += "…"
+                break
+            }
+            out += scalar.value < 0x20 || scalar.value == 0x7F ? scalar.escaped(asASCII: true) : String(scalar)
+        }
+        return out
     }
 
     /// Whether a step's requests use what login gives.
@@ -263,5 +301,29 @@ extension RunContext {
         case .login?: "login_failed"
         case nil: "failed"
         }
+    }
+}
+
+extension ErrorClass {
+    /// Reasons an answer may name that its error class carries: the reference backend's store
+    /// failures (docs/backend.md). A fixed set, so a backend's text cannot grow the labels.
+    static let answerReasons: Set<String> = ["store_full", "store_limit", "store_unreachable"]
+
+    /// An unexpected status, with the answer's reason when it names one of ``answerReasons``
+    /// (`register.post:status_507:store_full`): a run against a store that fills up or vanishes
+    /// then says so in errors.csv and its summary, not only which status came back.
+    static func status(_ operation: String, _ status: Int, answer: some Collection<UInt8>) -> Self {
+        guard let reason = answerReason(answer) else { return .status(operation, status) }
+        return .failed(operation, "status_\(status):\(reason)")
+    }
+
+    /// `{"error":{"reason":R}}` or `{"reason":R}` with R one of ``answerReasons``; error
+    /// answers are small, so a large body is not read.
+    static func answerReason(_ body: some Collection<UInt8>) -> String? {
+        guard body.count <= 4096, body.first(where: { $0 > 0x20 }) == UInt8(ascii: "{"),
+            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        else { return nil }
+        let reason = (object["error"] as? [String: Any])?["reason"] ?? object["reason"]
+        return (reason as? String).flatMap { answerReasons.contains($0) ? $0 : nil }
     }
 }

@@ -2,7 +2,14 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOPosix
+import PushFleetBackend
 import PushFleetClients
+import PushFleetCore
+import PushFleetEmbedded
+@testable import PushFleetEngine
+import PushFleetMetrics
+import PushFleetResults
+import PushFleetScenario
 import PushFleetTestSupport
 import Testing
 
@@ -56,6 +63,66 @@ struct ErrorLabelTests {
         } catch {
             #expect(error is NIOConnectionError, "\(error)")
             #expect(BackendClient.label(for: error) == "connect", "\(error)")
+        }
+    }
+
+    @Test("a store failure the answer names is carried into the label; any other text is not")
+    func answerReason() {
+        let full = #"{"error":{"message":"the store has no space left: sqlite:/x","reason":"store_full"}}"#
+        let cases: [(String, String)] = [
+            (full, "register.post:status_507:store_full"),
+            (#"{"reason":"store_unreachable"}"#, "register.post:status_507:store_unreachable"),
+            (#"  {"error":{"reason":"store_limit"}}"#, "register.post:status_507:store_limit"),
+            (#"{"error":{"reason":"disk_on_fire_\#(UUID().uuidString)"}}"#, "register.post:status_507"),
+            (#"{"error":{"message":"store_full"}}"#, "register.post:status_507"),
+            (#"{"error":{"reason":["store_full"]}}"#, "register.post:status_507"),
+            ("store_full", "register.post:status_507"),
+            ("", "register.post:status_507"),
+            (full + String(repeating: " ", count: 5000), "register.post:status_507"),
+        ]
+        for (body, label) in cases {
+            #expect(ErrorClass.status("register.post", 507, answer: Array(body.utf8)).label == label, "\(body.prefix(80))")
+        }
+    }
+
+    @Test("a run against a backend whose store is full says so: the register errors carry status and reason")
+    func runAgainstFullStore() async throws {
+        var configuration = EmbeddedSystem.Configuration()
+        configuration.backend.storeLimits = StoreLimits(maxRegistrations: 2)
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            let result = try await FleetRunTests.run(FleetRunTests.scenario(backend: system.backend, pushService: system.pushService))
+            let classes = result.errors.map(\.errorClass)
+            #expect(classes.contains { $0.hasPrefix("register") && $0.hasSuffix(":status_507:store_limit") }, "\(classes)")
+            #expect(!classes.contains { $0.hasSuffix(":status_507") }, "\(classes)")
+        }
+    }
+
+    @Test("a login whose answer lacks the token: errors name the step and the value, a marker the pointer and what the answer held")
+    func loginMissingValue() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            // The reference backend answers {"token",…}; this description looks for /access_token.
+            let api = APIPresets.appBackend(auth: .token)
+                .replacingOccurrences(of: "extract: { token: /token }", with: "extract: { token: /access_token }")
+            #expect(api.contains("/access_token"))
+            let yaml = """
+                name: missing-token
+                seed: 3
+                target: { backend: "\(system.backend)", pns: "\(system.pushService)" }
+                fleet: { users: 2, devices_per_user: 1, platforms: { apns: 1 } }
+                lifecycle: [login, register, connect, receive]
+                traffic: [{ kind: plain, platforms: [apns], rate: 2/s, duration: 1s }]
+                deadline: 1s
+                grace: 200ms
+                api:
+                \(api.split(separator: "\n", omittingEmptySubsequences: false).map { "  " + $0 }.joined(separator: "\n"))
+                """
+            let result = try await FleetRunTests.run(yaml)
+            let classes = result.errors.map(\.errorClass)
+            #expect(classes.contains("login:missing_value:token"), "\(classes)")
+            let markers = result.markers.map(\.label).filter { $0.contains("has no token") }
+            #expect(markers.count == 1, "\(result.markers.map(\.label))")
+            #expect(markers.first?.hasPrefix("login: the answer (200) has no token at json /access_token; it held: {\"") == true, "\(markers)")
+            #expect(markers.first?.contains("\"token\"") == true, "\(markers)")
         }
     }
 }
