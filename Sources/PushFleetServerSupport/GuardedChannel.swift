@@ -47,7 +47,7 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
         stalled?.register(channel)
         return channel.eventLoop.makeCompletedFuture {
             // A TLS channel puts its TLS handler before this one, so the guard sees plaintext.
-            try channel.pipeline.syncOperations.addHandler(FirstRequestGuard(headerTimeout: headerTimeout, stalled: stalled), position: .first)
+            try channel.pipeline.syncOperations.addHandler(FirstRequestGuard(headerTimeout: headerTimeout, maxBodySize: limits?.maxBodySize, stalled: stalled), position: .first)
         }.flatMap {
             inner.setup(channel: channel, logger: logger)
         }.flatMapThrowing { value in
@@ -79,9 +79,13 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let stalled: StalledConnections?
     /// Reported to ``stalled``: the first head is incomplete.
     private var headPending = false
+    private var framing: RequestFramingState?
+    /// A request was refused here: the rest of the input is dropped.
+    private var refused = false
 
-    init(headerTimeout: Duration, stalled: StalledConnections? = nil) {
+    init(headerTimeout: Duration, maxBodySize: Int? = nil, stalled: StalledConnections? = nil) {
         state = FirstRequestState(headerTimeout: headerTimeout)
+        framing = maxBodySize.map { RequestFramingState(maxBodySize: $0) }
         self.stalled = stalled
     }
 
@@ -123,9 +127,25 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }
         let buffer = unwrapInboundIn(data)
         perform(state.received(buffer.readableBytesView), context)
         if !state.awaitingHead { headDone(context) }
+        if var framing, !framing.isOff {
+            let verdict = buffer.withUnsafeReadableBytes { framing.received($0) }
+            self.framing = framing
+            if case .tooLarge(let prefix) = verdict {
+                // The head (if in this read) goes on to be parsed, the chunk does not; the body
+                // guard after the parser answers 413 unless a response has begun.
+                refused = true
+                if prefix > 0, let head = buffer.getSlice(at: buffer.readerIndex, length: prefix) {
+                    context.fireChannelRead(wrapInboundOut(head))
+                }
+                context.fireUserInboundEventTriggered(RequestBodyGuard.TooLarge())
+                context.close(promise: nil)
+                return
+            }
+        }
         context.fireChannelRead(data)
     }
 

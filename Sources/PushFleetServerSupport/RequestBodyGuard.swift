@@ -15,6 +15,9 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
+    /// From ``FirstRequestGuard``: a chunk over the size cap was declared.
+    struct TooLarge {}
+
     /// Sent up the connection's pipeline to ``FirstRequestGuard``.
     enum Stall {
         case began
@@ -68,9 +71,15 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is StalledConnections.Evict {
+        switch event {
+        case is StalledConnections.Evict:
             perform(.reject(status: 503), context)
             return
+        case is TooLarge:
+            perform(.reject(status: 413), context)
+            return
+        default:
+            break
         }
         context.fireUserInboundEventTriggered(event)
     }

@@ -1,0 +1,168 @@
+/// Follows the framing of the HTTP/1.1 requests in a connection's raw bytes (heads,
+/// `Content-Length` bodies, chunks), to refuse a chunk declared larger than the body cap when
+/// its size line arrives, before any of it is read: the HTTP parser reports a chunk's size to
+/// nobody, only its bytes as they come.
+///
+/// It is lenient and only looks: whatever it does not follow (the HTTP/2 preface, a request
+/// asking to upgrade, bytes the parser will refuse) turns it off for the connection, and the
+/// parser decides.
+public struct RequestFramingState: Sendable, Equatable {
+    enum Phase: Sendable, Equatable {
+        case head
+        case body(remaining: Int)
+        case chunkSize(value: Int, digits: Int, extensions: Bool)
+        case chunkData(remaining: Int)
+        case chunkEnd(remaining: Int)
+        case trailers
+        case off
+    }
+
+    public enum Verdict: Sendable, Equatable {
+        case pass
+        /// A chunk over the cap is declared: pass on only the first `prefix` bytes of this read
+        /// (those before the chunk's size line), and refuse the request.
+        case tooLarge(prefix: Int)
+    }
+
+    var phase = Phase.head
+    let maxBodySize: Int
+    /// The current head line's first bytes, lowercased; enough for the headers looked at.
+    var line: [UInt8] = []
+    var firstLine = true
+    var contentLength: Int?
+    var chunked = false
+    var upgrade = false
+    static let kept = 64
+
+    public init(maxBodySize: Int) {
+        self.maxBodySize = maxBodySize
+    }
+
+    public var isOff: Bool { phase == .off }
+
+    public mutating func received(_ bytes: [UInt8]) -> Verdict {
+        bytes.withUnsafeBytes { received($0) }
+    }
+
+    public mutating func received(_ bytes: UnsafeRawBufferPointer) -> Verdict {
+        var index = 0
+        var lineStart = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch phase {
+            case .off:
+                return .pass
+            case .head, .trailers:
+                headByte(byte)
+                if case .chunkSize = phase { lineStart = index + 1 }
+            case .body(let remaining):
+                // Body bytes are skipped in bulk.
+                let take = min(remaining, bytes.count - index)
+                phase = remaining > take ? .body(remaining: remaining - take) : .head
+                index += take
+                continue
+            case .chunkSize(let value, let digits, let extensions):
+                if byte == 0x0A {
+                    phase = value == 0 ? .trailers : .chunkData(remaining: value)
+                } else if extensions || byte == 0x0D {
+                    break
+                } else if byte == 0x3B || byte == 0x20 || byte == 0x09 {
+                    phase = .chunkSize(value: value, digits: digits, extensions: true)
+                } else if let digit = Self.hex(byte) {
+                    let (times, overflow) = value.multipliedReportingOverflow(by: 16)
+                    if overflow || times + digit > maxBodySize { return .tooLarge(prefix: lineStart) }
+                    phase = .chunkSize(value: times + digit, digits: digits + 1, extensions: false)
+                } else {
+                    phase = .off
+                }
+            case .chunkData(let remaining):
+                let take = min(remaining, bytes.count - index)
+                phase = remaining > take ? .chunkData(remaining: remaining - take) : .chunkEnd(remaining: 2)
+                index += take
+                continue
+            case .chunkEnd(let remaining):
+                if remaining > 1 {
+                    phase = .chunkEnd(remaining: 1)
+                } else {
+                    phase = .chunkSize(value: 0, digits: 0, extensions: false)
+                    lineStart = index + 1
+                }
+            }
+            index += 1
+        }
+        return .pass
+    }
+
+    private mutating func headByte(_ byte: UInt8) {
+        guard byte == 0x0A else {
+            if byte != 0x0D, line.count < Self.kept { line.append(byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte) }
+            return
+        }
+        defer { line = [] }
+        if line.isEmpty {
+            endOfHead()
+            return
+        }
+        guard case .head = phase else { return }
+        if firstLine {
+            firstLine = false
+            if line.starts(with: Array("pri * http/2.0".utf8)) { phase = .off }
+            return
+        }
+        guard let colon = line.firstIndex(of: 0x3A) else { return }
+        let name = String(decoding: line[..<colon], as: UTF8.self).trimmingSpaces
+        let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingSpaces
+        switch name {
+        case "content-length":
+            guard let length = Int(value), length >= 0 else {
+                phase = .off
+                return
+            }
+            contentLength = length
+        case "transfer-encoding":
+            if value.contains("chunked") { chunked = true }
+        case "upgrade":
+            upgrade = true
+        default:
+            break
+        }
+    }
+
+    private mutating func endOfHead() {
+        if case .trailers = phase {
+            phase = .head
+        } else if firstLine {
+            // Blank lines before a request line are skipped (RFC 9112 §2.2).
+            return
+        } else if upgrade {
+            phase = .off
+        } else if chunked {
+            phase = .chunkSize(value: 0, digits: 0, extensions: false)
+        } else if let contentLength, contentLength > 0 {
+            phase = .body(remaining: contentLength)
+        } else {
+            phase = .head
+        }
+        firstLine = true
+        contentLength = nil
+        chunked = false
+    }
+
+    private static func hex(_ byte: UInt8) -> Int? {
+        switch byte {
+        case 0x30...0x39: Int(byte - 0x30)
+        case 0x41...0x46: Int(byte - 0x41 + 10)
+        case 0x61...0x66: Int(byte - 0x61 + 10)
+        default: nil
+        }
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        var scalars = Substring(self)
+        while scalars.first == " " || scalars.first == "\t" { scalars.removeFirst() }
+        while scalars.last == " " || scalars.last == "\t" { scalars.removeLast() }
+        return String(scalars)
+    }
+}
