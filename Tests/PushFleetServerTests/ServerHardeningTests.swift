@@ -182,7 +182,7 @@ struct RequestTimeoutStateTests {
         #expect(state.head(now: 0) == .arm(at: 1_000_000_000))
         #expect(state.body(now: 600_000_000) == TimerAction.none)
         #expect(state.timerFired(now: 1_000_000_000) == .arm(at: 1_600_000_000))
-        #expect(state.timerFired(now: 1_600_000_000) == .close)
+        #expect(state.timerFired(now: 1_600_000_000) == .reject(status: 408))
         #expect(state.end() == TimerAction.none)
 
         var complete = BodyTimeoutState(bodyTimeout: .seconds(1))
