@@ -1,8 +1,7 @@
 import Foundation
-import HTTPTypes
-import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import PushFleetServerSupport
 import Synchronization
 
@@ -13,8 +12,6 @@ final class DeviceSlots: Sendable {
     /// The port, as the log names it.
     let port: String
     private let state: Mutex<DeviceCap>
-    /// Connections whose upgrade was refused, until their 503 is written.
-    private let refused = Mutex<Set<ObjectIdentifier>>([])
 
     init(cap: Int, port: String) {
         self.port = port
@@ -29,22 +26,21 @@ final class DeviceSlots: Sendable {
         "push service at its connection cap of \(cap.formatted(.number.locale(Locale(identifier: "en_US")))) devices"
     }
 
-    /// Takes a place for the device upgrading on `channel` until the channel closes; false when
-    /// none is left (the request is then answered by ``answeringRefusals(_:)``).
+    /// Takes a place for the device upgrading on `channel` until the channel closes. False when
+    /// none is left: the device has then been answered 503 and the connection is closing.
+    /// Called on the channel's event loop while the upgrade is decided.
     func admit(_ channel: any Channel, logger: Logger) -> Bool {
         switch state.withLock({ $0.admit() }) {
         case .admit:
             channel.closeFuture.whenComplete { _ in self.release(logger: logger) }
             return true
         case .refuse(let startsEpisode):
-            let key = ObjectIdentifier(channel)
-            refused.withLock { _ = $0.insert(key) }
-            channel.closeFuture.whenComplete { _ in _ = self.refused.withLock { $0.remove(key) } }
             if startsEpisode {
                 logger.warning(
                     "\(Self.reason(cap: cap)) on \(port): refusing device sockets with 503; provider and admin connections keep the rest of the port's connections"
                 )
             }
+            refuse(channel)
             return false
         }
     }
@@ -54,24 +50,18 @@ final class DeviceSlots: Sendable {
         logger.notice("device sockets on \(port) below the cap of \(cap) again; \(count) refused while at it")
     }
 
-    /// `responder`, except that a connection whose device upgrade was refused gets a 503 naming
-    /// the cap and is closed (a refused device must not keep holding a place).
-    func answeringRefusals(_ responder: @escaping HTTPChannelHandler.Responder) -> HTTPChannelHandler.Responder {
-        { request, writer, channel in
-            let key = ObjectIdentifier(channel)
-            guard self.refused.withLock({ $0.remove(key) }) != nil else {
-                return try await responder(request, writer, channel)
-            }
-            let cap = self.cap
-            let body = (try? ServerJSON.encoder.encode(Refusal(reason: "AtCapacity", message: Self.reason(cap: cap), cap: cap))) ?? Data()
-            var head = HTTPResponse(status: .serviceUnavailable)
-            head.headerFields[.contentType] = "application/json"
-            head.headerFields[.contentLength] = String(body.count)
-            head.headerFields[.connection] = "close"
-            head.headerFields[.retryAfter] = "5"
-            defer { channel.close(promise: nil) }
-            try await writer.write(response: head, body: .init(byteBuffer: ByteBuffer(bytes: body)))
-        }
+    /// Writes the 503 straight to the HTTP encoder and closes. It cannot go through the router:
+    /// once an upgrade request is declined, the HTTP/1.1 parser refuses the rest of the
+    /// connection, so the router would never see it (the client would get a bare 400).
+    private func refuse(_ channel: any Channel) {
+        let cap = self.cap
+        let body = (try? ServerJSON.encoder.encode(Refusal(reason: "AtCapacity", message: Self.reason(cap: cap), cap: cap))) ?? Data()
+        let headers = HTTPHeaders([
+            ("Content-Type", "application/json"), ("Content-Length", String(body.count)), ("Connection", "close"), ("Retry-After", "5"),
+        ])
+        channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .serviceUnavailable, headers: headers)), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(bytes: body))), promise: nil)
+        channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// The body of a 503 for a device past the cap.

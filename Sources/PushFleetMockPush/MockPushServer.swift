@@ -144,7 +144,7 @@ public struct MockPushServer: Sendable {
         var services: [any Service] = [
             application(router, configuration.listen, limits, name: "pushfleet-mock-push", bound: bound, logger: logger) { responder, cap in
                 GuardedChildChannel(
-                    webSocketChannel(connections.tracking(deviceSlots.answeringRefusals(responder)), limits: limits, slots: deviceSlots),
+                    webSocketChannel(connections.tracking(responder), limits: limits, slots: deviceSlots),
                     limits: limits,
                     cap: cap,
                     connections: connections
@@ -167,7 +167,7 @@ public struct MockPushServer: Sendable {
         if let tls = configuration.tls, let tlsDeviceSlots {
             services.append(
                 application(router, tls.listen, tls.limits, name: "pushfleet-mock-push-tls", bound: boundTLS, logger: logger) { responder, cap in
-                    let tracked = connections.tracking(tlsDeviceSlots.answeringRefusals(responder))
+                    let tracked = connections.tracking(responder)
                     var anyClient = false
                     if case .optional(nil) = tls.clientCertificates { anyClient = true }
                     return GuardedChildChannel(
@@ -201,7 +201,7 @@ public struct MockPushServer: Sendable {
             // Synchronous: decided on the event loop, with no task per upgrade.
             shouldUpgrade: { @Sendable (head: HTTPRequest, channel: any Channel, logger: Logger) throws in
                 let decision = gateway.shouldUpgrade(head)
-                // A valid device upgrade past the cap falls through to the responder, which refuses it.
+                // A valid device upgrade past the cap has been answered 503 and is closing.
                 guard case .upgrade = decision, !slots.admit(channel, logger: logger) else { return decision }
                 return .dontUpgrade
             }
