@@ -97,7 +97,7 @@ struct APNsEndpoint {
             return reject(.badRequest, "BadPayload", id: id)
         }
         let push = PushService.IncomingPush(
-            address: DeviceAddress(platform: .apns, token: token),
+            address: DeviceAddress(platform: .apns, token: TokenRules.normalized(token[...], for: .apns)),
             id: id,
             pushType: pushType,
             body: String(decoding: data, as: UTF8.self),

@@ -61,7 +61,7 @@ struct DeviceGateway {
         guard let platform = query["platform"].flatMap({ Platform(name: $0) }), Platform.pushable.contains(platform),
             let token = query["token"], TokenRules.isValid(token, for: platform)
         else { return nil }
-        return DeviceAddress(platform: platform, token: String(token))
+        return DeviceAddress(platform: platform, token: TokenRules.normalized(token, for: platform))
     }
 
     private func run(
@@ -131,7 +131,7 @@ struct DeviceGateway {
             )
             return
         }
-        var devices = command.devices ?? []
+        var devices = (command.devices ?? []).map(TokenRules.normalized)
         if case .single(let own) = connection.mode {
             // A single-device connection speaks only for its own device.
             guard devices.allSatisfy({ $0 == own }) else {

@@ -51,13 +51,18 @@ struct HubDelivery: PushDelivery {
         }
     }
 
-    /// The channel id of a WNS channel URI on this push service (`…/wns/{channel}`), or of a
-    /// bare channel id.
+    /// The channel id of a WNS channel URI, in every form a device may hold one: the push
+    /// service's `…/wns/{channel}`, WNS's own `https://{host}.notify.windows.com/?token={channel}`
+    /// and `…/w/?token={channel}` (the token percent-decoded, as the WNS endpoint reads its
+    /// query), or a bare channel id. The host is not checked: a hosts entry may name any.
     static func channel(_ handle: String) -> String? {
         guard handle.contains("/") else { return TokenRules.isValidWNS(handle[...]) ? handle : nil }
-        guard let url = URL(string: handle), url.scheme == "http" || url.scheme == "https" else { return nil }
-        let parts = url.path.split(separator: "/")
-        guard parts.count == 2, parts[0] == "wns", TokenRules.isValidWNS(parts[1]) else { return nil }
-        return String(parts[1])
+        guard let url = URLComponents(string: handle), url.scheme == "http" || url.scheme == "https" else { return nil }
+        let parts = url.percentEncodedPath.split(separator: "/")
+        if parts.count == 2, parts[0] == "wns", TokenRules.isValidWNS(parts[1]) { return String(parts[1]) }
+        guard parts.isEmpty || parts == ["w"], let token = url.queryItems?.first(where: { $0.name == "token" })?.value,
+            TokenRules.isValidWNS(token[...])
+        else { return nil }
+        return token
     }
 }

@@ -12,9 +12,21 @@ enum TokenRules {
         (1...4096).contains(token.utf8.count) && token.utf8.allSatisfy { isAlphanumeric($0) || "_-:.".utf8.contains($0) }
     }
 
-    /// WNS channel ids as they appear in a channel URL's last path segment.
+    /// WNS channel ids: a channel URL's last path segment, or the `token` WNS's own channel
+    /// URIs carry (base64, so `+`, `/` and `=` once percent-decoded).
     static func isValidWNS(_ token: Substring) -> Bool {
-        (1...512).contains(token.utf8.count) && token.utf8.allSatisfy { isAlphanumeric($0) || "_-.~%".utf8.contains($0) }
+        (1...512).contains(token.utf8.count) && token.utf8.allSatisfy { isAlphanumeric($0) || "_-.~%+/=".utf8.contains($0) }
+    }
+
+    /// A token as the service keys it. APNs tokens are hex whose case means nothing: they are
+    /// kept in lower case wherever one enters (a provider request's path, a device's
+    /// subscription), so one device has one address.
+    static func normalized(_ token: Substring, for platform: Platform) -> String {
+        platform == .apns ? token.lowercased() : String(token)
+    }
+
+    static func normalized(_ address: DeviceAddress) -> DeviceAddress {
+        DeviceAddress(platform: address.platform, token: normalized(address.token[...], for: address.platform))
     }
 
     static func isValid(_ token: Substring, for platform: Platform) -> Bool {
