@@ -253,6 +253,8 @@ public struct HubEndpoint: Sendable {
             return Self.error(.badRequest, why, trackingID: call.trackingID)
         case .failure(.tooLarge(let why)):
             return Self.error(.forbidden, why, trackingID: call.trackingID)
+        case .failure(.unavailable(let why)):
+            return Self.error(.serviceUnavailable, why, trackingID: call.trackingID)
         }
     }
 

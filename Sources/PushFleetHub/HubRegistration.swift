@@ -105,6 +105,13 @@ public struct HubRegistration: Sendable, Equatable {
     public var tagSet: Set<String> { Set(tags) }
 
     /// The key a handle is found by: APNs tokens are hex, compared without regard to case.
+    /// A handle as the hub keeps it from the moment it enters (a registration, an installation,
+    /// a direct send): APNs tokens are hex whose case means nothing, kept in lower case as the
+    /// push service keys its devices.
+    public static func normalizedHandle(_ handle: String, platform: HubPlatform) -> String {
+        platform == .apple ? handle.lowercased() : handle
+    }
+
     public static func handleKey(_ handle: String, platform: HubPlatform) -> String {
         platform == .apple ? handle.lowercased() : handle
     }

@@ -51,7 +51,7 @@ public struct Installation: Sendable, Equatable {
         }
         self.installationID = id
         self.platform = platform
-        self.pushChannel = channel
+        self.pushChannel = HubRegistration.normalizedHandle(channel, platform: platform)
         self.userID = try Self.optionalString(object["userId"], "userId")
         self.tags = try Self.tagList(object["tags"] ?? [])
         if let templates = object["templates"] {
@@ -83,6 +83,7 @@ public struct Installation: Sendable, Equatable {
         }
         var tags: [String] = []
         for item in list {
+            if let tag = item as? String, TagExpression.isReserved(tag[...]) { throw Failure(description: TagExpression.reservedTagMessage) }
             guard let tag = item as? String, TagExpression.isValidTag(tag[...]) else {
                 throw Failure(description: "invalid tag \(item): 1-\(TagExpression.maxTagLength) characters of A-Z a-z 0-9 _@#.:-")
             }
@@ -170,7 +171,7 @@ public struct Installation: Sendable, Equatable {
                 guard let channel = value as? String, !channel.isEmpty, channel.utf8.count <= 4096 else {
                     throw Failure(description: "pushChannel must be a non-empty string")
                 }
-                result.pushChannel = channel
+                result.pushChannel = HubRegistration.normalizedHandle(channel, platform: result.platform)
                 result.pushChannelExpired = false
             case ("add", "templates", 2), ("replace", "templates", 2):
                 result.templates[parts[1]] = try Self.template(value ?? NSNull(), name: parts[1])

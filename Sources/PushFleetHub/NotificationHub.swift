@@ -1,5 +1,6 @@
 public import Foundation
 public import PushFleetCore
+import ServiceLifecycle
 import Synchronization
 
 /// Hands one native push to a platform push service and says how it answered.
@@ -28,98 +29,6 @@ public enum DeliveryAnswer: Sendable, Equatable {
 
 /// One notification hub: its settings, its registrations and its fan-out to the push services.
 public final class NotificationHub: Sendable {
-    public struct Settings: Sendable {
-        /// `{namespace}.servicebus.windows.net`.
-        public var namespace: String
-        public var hubName: String
-        /// The namespace's authorization rules (keys and their rights).
-        public var rules: [SharedAccessSignature.Rule]
-        /// The hub's registration time to live; nil for the service's "never".
-        public var registrationTTL: Duration?
-        /// `apns-topic` for Apple pushes (the app the hub's APNs credential is for).
-        public var apnsTopic: String
-        /// Sent as `authorization: bearer …` to the push services (the hub's credentials).
-        public var providerToken: String
-        public var limits: HubStore.Limits
-        /// A send's body; larger is 413, as documented.
-        public var maxMessageBytes: Int
-        /// Attempts per push when the push service throttles, the first included.
-        public var maxAttempts: Int
-        public var backoff: Duration
-        /// Pushes of one send in flight at once.
-        public var fanOutConcurrency: Int
-
-        public static let fullAccessKeyName = "DefaultFullSharedAccessSignature"
-        public static let listenKeyName = "DefaultListenSharedAccessSignature"
-
-        public init(
-            namespace: String = "pushfleet",
-            hubName: String = "pushfleet",
-            fullAccessKey: String = Settings.randomKey(),
-            listenKey: String = Settings.randomKey(),
-            registrationTTL: Duration? = nil,
-            apnsTopic: String = "com.pushfleet.app",
-            providerToken: String = "pushfleet-hub-credential",
-            limits: HubStore.Limits = .init(),
-            maxMessageBytes: Int = 64 * 1024,
-            maxAttempts: Int = 4,
-            backoff: Duration = .milliseconds(20),
-            fanOutConcurrency: Int = 64
-        ) {
-            self.namespace = namespace
-            self.hubName = hubName
-            self.rules = [
-                .init(keyName: Self.fullAccessKeyName, key: fullAccessKey, rights: [.listen, .send, .manage]),
-                .init(keyName: Self.listenKeyName, key: listenKey, rights: [.listen]),
-            ]
-            self.registrationTTL = registrationTTL
-            self.apnsTopic = apnsTopic
-            self.providerToken = providerToken
-            self.limits = limits
-            self.maxMessageBytes = maxMessageBytes
-            self.maxAttempts = maxAttempts
-            self.backoff = backoff
-            self.fanOutConcurrency = fanOutConcurrency
-        }
-
-        /// 32 random bytes, base64, as the portal makes keys.
-        public static func randomKey() -> String {
-            var generator = SystemRandomNumberGenerator()
-            return Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()
-        }
-
-        public var namespaceHost: String { "\(namespace).servicebus.windows.net".lowercased() }
-
-        /// Names a hub may not take: the push service's own first path segments.
-        public static let reservedNames: Set<String> = ["3", "v1", "wns", "device", "gateway", "admin", "health", "oauth2", "token", "accesstoken.srf"]
-
-        /// Problems with the settings, empty when they are usable.
-        public func problems() -> [String] {
-            var problems: [String] = []
-            let label = #"^[a-z][a-z0-9-]{4,48}[a-z0-9]$"#
-            if namespace.range(of: label, options: [.regularExpression, .caseInsensitive]) == nil {
-                problems.append("the hub namespace must be 6-50 letters, digits or hyphens, starting with a letter")
-            }
-            if hubName.isEmpty || hubName.count > 260 || hubName.contains("/") || Self.reservedNames.contains(hubName.lowercased()) {
-                problems.append("the hub name must be 1-260 characters without '/', and not one of \(Self.reservedNames.sorted())")
-            }
-            for rule in rules where rule.key.utf8.count < 16 || rule.key.utf8.count > 256 {
-                problems.append("the key of \(rule.keyName) must be 16-256 characters")
-            }
-            if !(1...10).contains(maxAttempts) { problems.append("attempts per push must be 1-10") }
-            return problems
-        }
-
-        /// The connection string of a rule, for `endpoint` (`sb://{namespace}.servicebus.windows.net/`
-        /// by default, or the plain-HTTP base URL of this process).
-        public func connectionString(keyName: String = Settings.fullAccessKeyName, endpoint: String? = nil) -> HubConnectionString {
-            let key = rules.first { $0.keyName == keyName }?.key ?? ""
-            return HubConnectionString(
-                endpoint: endpoint ?? "sb://\(namespaceHost)/", keyName: keyName, key: key, entityPath: hubName
-            )
-        }
-    }
-
     /// Counters since start.
     public struct Stats: Sendable, Equatable, Codable {
         public var sends = 0
@@ -186,17 +95,21 @@ public final class NotificationHub: Sendable {
         case badRequest(String)
         /// 403: the message is too large for its push service.
         case tooLarge(String)
+        /// 503: the process is stopping; the send's remaining pushes were not handed over.
+        case unavailable(String)
 
         public var description: String {
             switch self {
-            case .badRequest(let why), .tooLarge(let why): why
+            case .badRequest(let why), .tooLarge(let why), .unavailable(let why): why
             }
         }
     }
 
     /// Validates a send, fans it out to every registration it selects and acts on the push
     /// services' answers. Returns once every push was handed over (the service answers when it
-    /// has queued the send; see docs/notification-hubs.md).
+    /// has queued the send; see docs/notification-hubs.md). At a graceful shutdown the fan-out
+    /// stops handing over and retrying at once, and the send fails as unavailable: stopping
+    /// waits for the pushes in flight, not for the whole send.
     public func send(_ request: SendRequest) async -> Result<SendReport, SendFailure> {
         let plan: SendPlan
         switch SendPlan.make(request, settings: settings) {
@@ -207,14 +120,14 @@ public final class NotificationHub: Sendable {
         let targets: [Target]
         if let handle = request.directHandle {
             guard let platform = plan.platform else { return .failure(.badRequest("a direct send needs a native format, not template")) }
-            targets = [Target(platform: platform, handle: handle, registration: nil)]
+            targets = [Target(platform: platform, handle: HubRegistration.normalizedHandle(handle, platform: platform), registration: nil)]
         } else {
             targets = store.targets(platform: plan.platform, expression: plan.expression, now: instant).map {
                 Target(platform: $0.platform, handle: $0.handle, registration: $0)
             }
         }
         var report = SendReport(notificationID: notificationID(instant), targets: targets.count)
-        let answers = await fanOut(targets, plan: plan)
+        let answers = await cancelWhenGracefulShutdown { await self.fanOut(targets, plan: plan) }
         var expired = Set<Target.HandleKey>()
         for (target, answer) in answers {
             switch answer {
@@ -234,6 +147,9 @@ public final class NotificationHub: Sendable {
             $0.failed += report.failed
             $0.removedRegistrations += report.removed
         }
+        guard answers.count == targets.count else {
+            return .failure(.unavailable("the hub is stopping: \(targets.count - answers.count) of \(targets.count) pushes were not sent"))
+        }
         return .success(report)
     }
 
@@ -250,7 +166,8 @@ public final class NotificationHub: Sendable {
         var handleKey: HandleKey { HandleKey(platform: platform, handle: HubRegistration.handleKey(handle, platform: platform)) }
     }
 
-    /// At most `fanOutConcurrency` pushes in flight; each retried while throttled.
+    /// At most `fanOutConcurrency` pushes in flight; each retried while throttled. Once the
+    /// task is cancelled no push starts, and the answers are fewer than the targets.
     private func fanOut(_ targets: [Target], plan: SendPlan) async -> [(Target, DeliveryAnswer)] {
         let window = max(1, settings.fanOutConcurrency)
         return await withTaskGroup(of: (Target, DeliveryAnswer).self) { group in
@@ -258,12 +175,13 @@ public final class NotificationHub: Sendable {
             results.reserveCapacity(targets.count)
             var next = 0
             while next < targets.count || !group.isEmpty {
-                while next < targets.count, next - results.count < window {
+                while next < targets.count, next - results.count < window, !Task.isCancelled {
                     let target = targets[next]
                     next += 1
                     group.addTask { (target, await self.push(plan, to: target)) }
                 }
-                if let result = await group.next() { results.append(result) }
+                guard let result = await group.next() else { break }
+                results.append(result)
             }
             return results
         }
@@ -279,9 +197,11 @@ public final class NotificationHub: Sendable {
         var answer = DeliveryAnswer.failed("no attempt")
         for attempt in 0..<max(1, settings.maxAttempts) {
             if attempt > 0 {
-                counters.withLock { $0.retried += 1 }
                 if backoff == nil { backoff = Backoff(base: settings.backoff, cap: .seconds(2), seed: UInt64.random(in: 0...UInt64.max)) }
                 try? await Task.sleep(for: .nanoseconds(backoff!.next()))
+                // Stopping: the push keeps its last answer rather than another attempt.
+                guard !Task.isCancelled else { return answer }
+                counters.withLock { $0.retried += 1 }
             }
             answer = await delivery.deliver(native)
             guard answer == .throttled else { return answer }

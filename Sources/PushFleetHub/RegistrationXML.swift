@@ -87,12 +87,12 @@ public enum RegistrationXML {
 
     /// Parses an Atom `entry` (or a bare description) into a description.
     public static func parse(_ data: Data) throws(ParseError) -> Description {
-        // A registration never needs a DTD; refusing one rules out entity expansion attacks.
-        if data.range(of: Data("<!DOCTYPE".utf8)) != nil || data.range(of: Data("<!doctype".utf8)) != nil {
-            throw ParseError(description: "a DTD is not allowed")
-        }
+        // Well-formed or refused: the parser below recovers from errors. The check also refuses
+        // a DTD in any encoding, which rules out entity expansion attacks.
+        let document: Data
+        do { document = try StrictXML.utf8Document(data) } catch { throw ParseError(description: "not well-formed XML: \(error.description)") }
         let reader = Reader()
-        let parser = XMLParser(data: data)
+        let parser = XMLParser(data: document)
         parser.shouldProcessNamespaces = true
         parser.shouldResolveExternalEntities = false
         parser.delegate = reader
@@ -119,7 +119,7 @@ public enum RegistrationXML {
         else { throw ParseError(description: "\(kind.handleElement) is required (1 to 4096 characters)") }
         let tags = try parseTags(values["Tags"]?.text ?? "")
         var description = Description(
-            platform: kind.platform, handle: handle, tags: tags,
+            platform: kind.platform, handle: HubRegistration.normalizedHandle(handle, platform: kind.platform), tags: tags,
             pushVariables: values["PushVariables"].flatMap { $0.isNil || $0.text.isEmpty ? nil : $0.text },
             secondaryTileName: values["SecondaryTileName"].flatMap { $0.isNil || $0.text.isEmpty ? nil : $0.text },
             template: nil, elementName: element
@@ -152,112 +152,13 @@ public enum RegistrationXML {
         var seen = Set<String>()
         for part in text.split(separator: ",") {
             let tag = part.trimmingCharacters(in: .whitespaces)
+            guard !TagExpression.isReserved(tag[...]) else { throw ParseError(description: TagExpression.reservedTagMessage) }
             guard TagExpression.isValidTag(tag[...]) else {
                 throw ParseError(description: "invalid tag '\(tag)': 1-\(TagExpression.maxTagLength) characters of A-Z a-z 0-9 _@#.:-")
             }
             if seen.insert(tag).inserted { tags.append(tag) }
         }
         return tags
-    }
-
-    private final class Reader: NSObject, XMLParserDelegate {
-        struct Member {
-            var name: String
-            var text = ""
-            var isNil = false
-            var headers: [HubRegistration.Header] = []
-        }
-
-        var descriptionName: String?
-        var members: [Member] = []
-        var failure: String?
-        private var depth = 0
-        private var descriptionDepth: Int?
-        private var current: Member?
-        private var headerName = ""
-        private var headerValue = ""
-        private var headerField: String?
-        private var text = ""
-
-        func parser(
-            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-            attributes: [String: String] = [:]
-        ) {
-            depth += 1
-            guard depth <= 16 else {
-                failure = "XML nested too deeply"
-                parser.abortParsing()
-                return
-            }
-            if descriptionDepth == nil {
-                if name.hasSuffix("RegistrationDescription") {
-                    descriptionName = name
-                    descriptionDepth = depth
-                }
-                return
-            }
-            guard let base = descriptionDepth else { return }
-            switch depth - base {
-            case 1:
-                let isNil = attributes.contains { ($0.key == "nil" || $0.key.hasSuffix(":nil")) && $0.value == "true" }
-                current = Member(name: name, isNil: isNil)
-                text = ""
-            case 3:
-                headerField = name
-                text = ""
-            default:
-                break
-            }
-        }
-
-        func parser(_ parser: XMLParser, foundCharacters string: String) {
-            text += string
-            if text.utf8.count > 1 << 20 {
-                failure = "element text over 1 MiB"
-                parser.abortParsing()
-            }
-        }
-
-        func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
-            text += String(decoding: CDATABlock, as: UTF8.self)
-        }
-
-        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            defer { depth -= 1 }
-            guard let base = descriptionDepth, depth > base else {
-                if descriptionDepth == depth { descriptionDepth = -1000 }
-                return
-            }
-            switch depth - base {
-            case 1:
-                if var member = current {
-                    if member.headers.isEmpty { member.text = text }
-                    members.append(member)
-                    guard members.count <= 64 else {
-                        failure = "too many elements in the registration description"
-                        parser.abortParsing()
-                        return
-                    }
-                }
-                current = nil
-            case 2:
-                if !headerName.isEmpty {
-                    current?.headers.append(.init(headerName, headerValue))
-                    if (current?.headers.count ?? 0) > 32 {
-                        failure = "too many headers in the template"
-                        parser.abortParsing()
-                    }
-                }
-                headerName = ""
-                headerValue = ""
-            case 3:
-                if headerField == "Header" { headerName = text.trimmingCharacters(in: .whitespacesAndNewlines) }
-                if headerField == "Value" { headerValue = text }
-                headerField = nil
-            default:
-                break
-            }
-        }
     }
 
     // MARK: Writing

@@ -47,6 +47,12 @@ public struct HubConnectionString: Sendable, Equatable, CustomStringConvertible 
         "Endpoint=\(endpoint);SharedAccessKeyName=\(keyName);SharedAccessKey=\(key)" + (entityPath.map { ";EntityPath=\($0)" } ?? "")
     }
 
+    /// The string as the portal shows a hub's access policy: Endpoint, SharedAccessKeyName and
+    /// SharedAccessKey only; clients take the hub's name apart (and some refuse a fourth part).
+    public var withoutEntityPath: HubConnectionString {
+        HubConnectionString(endpoint: endpoint, keyName: keyName, key: key)
+    }
+
     /// The base URL requests go to: `sb://` is the service's https; http(s) stay as written.
     public var baseURL: String {
         var base = endpoint

@@ -103,6 +103,14 @@ public indirect enum TagExpression: Sendable, Equatable, CustomStringConvertible
         return tag.utf8.allSatisfy(isTagByte)
     }
 
+    /// Tags starting with `$` are the hub's own (`$InstallationId:{id}`, `$UserId:{id}`): sends
+    /// may name them, registrations and installations may not carry them, or a device could
+    /// take another installation's or user's notifications.
+    public static func isReserved(_ tag: Substring) -> Bool { tag.first == "$" }
+
+    /// The service's words when a registration or installation carries one.
+    public static let reservedTagMessage = "Tags can not start with $"
+
     static func isTagByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true

@@ -110,11 +110,17 @@ struct HubUnitTests {
         for platform in HubPlatform.allCases {
             for template in [nil, HubRegistration.Template(body: #"{"x":"$(y)"} ]]> end"#, name: "n", headers: platform == .windows ? [.init("X-WNS-Type", "wns/raw")] : [])] {
                 let original = RegistrationXML.Description(
-                    platform: platform, handle: "h<&>\"", tags: ["t1", "$InstallationId:{i}"], pushVariables: #"{"v":"1"}"#,
+                    platform: platform, handle: "h<&>\"", tags: ["t1", "a:b@c#d.e-f_g"], pushVariables: #"{"v":"1"}"#,
                     template: template, elementName: RegistrationXML.elementName(platform, template: template != nil)
                 )
                 let read = try RegistrationXML.parse(Data(RegistrationXML.requestEntry(original).utf8))
                 #expect(read.platform == platform && read.handle == original.handle && read.tags == original.tags && read.template?.body == template?.body)
+                // The hub's own tags are never read from a registration.
+                var reserved = original
+                reserved.tags.append("$InstallationId:{i}")
+                #expect(throws: RegistrationXML.ParseError(description: TagExpression.reservedTagMessage)) {
+                    try RegistrationXML.parse(Data(RegistrationXML.requestEntry(reserved).utf8))
+                }
             }
         }
     }

@@ -135,14 +135,20 @@ struct HubWireTests {
         try await TestSystem.run(.withHub(settings)) { system in
             let sdk = DotNetHubWire(base: system.pushService, settings: settings)
             let entry = ["Content-Type": "application/atom+xml;type=entry;charset=utf-8"].map { ($0.key, $0.value) }
+            // In the Atom and hub namespaces, so each is refused for what it shows, not for its namespace.
+            func atom(_ description: String) -> String {
+                "<entry xmlns=\"http://www.w3.org/2005/Atom\"><content>"
+                    + description.replacingOccurrences(of: "RegistrationDescription>", with: "RegistrationDescription xmlns=\"\(RegistrationXML.hubNamespace)\">", options: [], range: description.range(of: "RegistrationDescription>"))
+                    + "</content></entry>"
+            }
             for body in [
                 "", "<entry", "not xml at all \u{0}", "<entry xmlns=\"http://www.w3.org/2005/Atom\"><content/></entry>",
                 "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY a \"aaaa\"><!ENTITY b \"&a;&a;&a;\">]><entry>&b;</entry>",
-                "<entry><content><MpnsRegistrationDescription><ChannelUri>https://x/</ChannelUri></MpnsRegistrationDescription></content></entry>",
-                "<entry><content><AppleRegistrationDescription><Tags>bad tag!</Tags><DeviceToken>aa</DeviceToken></AppleRegistrationDescription></content></entry>",
-                "<entry><content><AppleRegistrationDescription><DeviceToken></DeviceToken></AppleRegistrationDescription></content></entry>",
+                atom("<MpnsRegistrationDescription><ChannelUri>https://x/</ChannelUri></MpnsRegistrationDescription>"),
+                atom("<AppleRegistrationDescription><Tags>bad tag!</Tags><DeviceToken>aa</DeviceToken></AppleRegistrationDescription>"),
+                atom("<AppleRegistrationDescription><DeviceToken></DeviceToken></AppleRegistrationDescription>"),
                 // The token after the body template is out of order, so ignored (as by the service's serializer): it is missing.
-                "<entry><content><AppleTemplateRegistrationDescription><BodyTemplate>{}</BodyTemplate><DeviceToken>aa</DeviceToken></AppleTemplateRegistrationDescription></content></entry>",
+                atom("<AppleTemplateRegistrationDescription><BodyTemplate>{}</BodyTemplate><DeviceToken>aa</DeviceToken></AppleTemplateRegistrationDescription>"),
                 String(repeating: "<a>", count: 5000),
             ] {
                 let response = try await sdk.request(.PUT, "registrations/r1", body: Data(body.utf8), headers: entry)
@@ -151,7 +157,7 @@ struct HubWireTests {
             // Members out of their declared order are ignored, as the service's serializer ignores them.
             let reordered = try await sdk.request(
                 .PUT, "registrations/r1",
-                body: Data("<entry><content><AppleRegistrationDescription><DeviceToken>aa</DeviceToken><Tags>ignored</Tags></AppleRegistrationDescription></content></entry>".utf8),
+                body: Data(atom("<AppleRegistrationDescription><DeviceToken>aa</DeviceToken><Tags>ignored</Tags></AppleRegistrationDescription>").utf8),
                 headers: entry
             )
             #expect(reordered.status == 200)
