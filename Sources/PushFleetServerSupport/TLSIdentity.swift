@@ -19,6 +19,26 @@ public struct TLSIdentity: Sendable {
     /// Names every generated leaf also carries, so tools can reach it on loopback by address.
     static let loopbackNames = ["localhost", "127.0.0.1", "::1"]
 
+    /// Whether a certificate for `names` is valid for `host`: an exact name (without regard to
+    /// case), or `*.` covering exactly one label, as clients match them (RFC 6125).
+    public static func names(_ names: [String], cover host: String) -> Bool {
+        let host = host.lowercased()
+        return names.contains { name in
+            let name = name.lowercased()
+            guard name.hasPrefix("*.") else { return name == host }
+            guard let dot = host.firstIndex(of: "."), dot != host.startIndex else { return false }
+            return host[dot...] == name.dropFirst(1)
+        }
+    }
+
+    /// `names` and each of `hosts` they do not cover yet: a generated certificate's names when
+    /// this process also answers for `hosts` (the notification hub's namespace, say).
+    public static func names(_ names: [String], adding hosts: [String]) -> [String] {
+        var all = names
+        for host in hosts where !Self.names(all, cover: host) { all.append(host) }
+        return all
+    }
+
     public struct InputError: Error, CustomStringConvertible {
         public let description: String
         init(_ description: String) { self.description = description }

@@ -35,7 +35,7 @@ extension Serve {
             http2Limits: limits,
             adminToken: token,
             hub: hubSettings,
-            tls: try tls.server(limits: limits),
+            tls: try tls.server(limits: limits, hubHost: hubSettings.namespaceHost),
             maxDeviceConnections: try deviceCap(limits)
         )
         let level = try logLevelSetting()
@@ -139,7 +139,7 @@ extension Serve {
 
     /// The hub the push service serves, whether or not the backend sends through it.
     private func embeddedHub(registrationTTL: Duration) throws -> NotificationHub.Settings {
-        var settings = NotificationHub.Settings(namespace: hubNamespace, hubName: hubName, registrationTTL: registrationTTL)
+        var settings = NotificationHub.Settings(namespace: hubNamespace, hubName: hubName ?? "pushfleet", registrationTTL: registrationTTL)
         if let hubKey { settings.rules[0].key = hubKey }
         let problems = settings.problems()
         guard problems.isEmpty else { throw ValidationError("hub: " + problems.joined(separator: "; ")) }
@@ -157,7 +157,11 @@ extension Serve {
             return true
         case let text?:
             do { backend.hub = try HubConnectionString(parsing: text) } catch { throw ValidationError("--hub: \(error)") }
-            guard backend.hub?.entityPath != nil else { throw ValidationError("--hub: the connection string needs EntityPath=<hub name>") }
+            if backend.hub?.entityPath == nil {
+                // The portal's access-policy strings name no hub; it is given apart, as clients take it.
+                guard let hubName else { throw ValidationError("--hub: the connection string names no hub: give --hub-name <hub name>, or add ;EntityPath=<hub name>") }
+                backend.hub?.entityPath = hubName
+            }
             return false
         }
     }

@@ -38,8 +38,9 @@ struct ServeTLSOptions: ParsableArguments {
         return auth
     }
 
-    /// The TLS listener, or nil without --pns-tls-listen.
-    func server(limits: ServerLimits) throws -> MockPushServer.TLS? {
+    /// The TLS listener, or nil without --pns-tls-listen. A generated certificate covers
+    /// `hubHost` (the notification hub's namespace) too, unless --tls-names says otherwise.
+    func server(limits: ServerLimits, hubHost: String? = nil) throws -> MockPushServer.TLS? {
         guard let pnsTlsListen else {
             guard tlsCert == nil, tlsKey == nil, tlsNames == nil, tlsCaOut == nil, apnsClientCa == nil else {
                 throw ValidationError("the --tls-* and --apns-client-ca options need --pns-tls-listen")
@@ -57,7 +58,7 @@ struct ServeTLSOptions: ParsableArguments {
                 }
                 identity = try TLSIdentity.load(certificateFile: cert, keyFile: key)
             case (nil, nil):
-                identity = try TLSIdentity.generate(names: tlsNames.map(Self.list) ?? TLSNames.defaults)
+                identity = try TLSIdentity.generate(names: tlsNames.map(Self.list) ?? TLSIdentity.names(TLSNames.defaults, adding: hubHost.map { [$0] } ?? []))
             default:
                 throw ValidationError("--tls-cert and --tls-key go together")
             }
@@ -96,7 +97,7 @@ struct ServeTLSOptions: ParsableArguments {
     }
 
     /// What a backend must set to send here with its platform's own libraries.
-    static func instructions(url: String, names: [String], ca: String?, bundle: String?) -> [String] {
+    static func instructions(url: String, names: [String], hubHost: String? = nil, ca: String?, bundle: String?) -> [String] {
         let port = url.split(separator: ":").last.map(String.init) ?? "443"
         func hosts(_ suffixes: [String]) -> String {
             let matching = names.filter { name in suffixes.contains { name.hasSuffix($0) } }
@@ -113,6 +114,13 @@ struct ServeTLSOptions: ParsableArguments {
             "  WNS   hosts: \(hosts(["login.live.com", "notify.windows.com"]))",
             "        client credentials at /accesstoken.srf; a device's channel URI from POST https://<notify host>/wns/channels",
         ]
+        if let hubHost {
+            let covered = TLSIdentity.names(names, cover: hubHost)
+            lines += [
+                "  Hub   hosts: \(covered ? "127.0.0.1 \(hubHost)" : "(none of --tls-names covers \(hubHost))")",
+                "        the hub connection string below, as written (Endpoint=sb://\(hubHost)/)",
+            ]
+        }
         if port != "443" {
             lines.append("  Libraries connect to port 443: listen on :443, or forward 443 to \(port).")
         }

@@ -50,10 +50,11 @@ struct Serve: AsyncParsableCommand {
     var adminToken: String?
     @Option(help: "on, or off to leave /admin open: allowed only when the push service listens on loopback.")
     var adminAuth = "on"
-    @Option(help: "The backend sends through a notification hub: 'embedded' (the one the push service serves) or a connection string with EntityPath.")
+    @Option(help: "The backend sends through a notification hub: 'embedded' (the one the push service serves) or a connection string (the hub named by its EntityPath, else by --hub-name).")
     var hub: String?
     @Option(help: "The embedded hub's namespace: {namespace}.servicebus.windows.net.") var hubNamespace = "pushfleet"
-    @Option(help: "The embedded hub's name (its path: /{hub}/registrations, /{hub}/messages, …).") var hubName = "pushfleet"
+    @Option(help: "The embedded hub's name (its path: /{hub}/registrations, /{hub}/messages, …; default pushfleet), and the hub --hub's connection string sends to when it has no EntityPath.")
+    var hubName: String?
     @Option(help: "The embedded hub's DefaultFullSharedAccessSignature key (default: random, printed at start).") var hubKey: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
     @OptionGroup(title: "TLS and provider credentials") var tls: ServeTLSOptions
@@ -92,7 +93,10 @@ struct Serve: AsyncParsableCommand {
             ]
             if let h2 = endpoints.pushServiceHTTP2 { lines.append("push h2c:     \(h2)") }
             if let url = endpoints.pushServiceTLS, let identity = parsed.configuration.pushServer.tls?.identity {
-                lines += ServeTLSOptions.instructions(url: url, names: identity.names, ca: authorityFiles?.ca, bundle: authorityFiles?.bundle)
+                lines += ServeTLSOptions.instructions(
+                    url: url, names: identity.names, hubHost: parsed.configuration.pushServer.hub?.namespaceHost, ca: authorityFiles?.ca,
+                    bundle: authorityFiles?.bundle
+                )
             }
             lines.append("device gateway: \(endpoints.pushService.replacingOccurrences(of: "http", with: "ws"))/device")
             lines += system.connectionCaps()
@@ -103,9 +107,13 @@ struct Serve: AsyncParsableCommand {
                 )
                 if let hub = parsed.configuration.pushServer.hub {
                     lines.append("notification hub: \(endpoints.pushService)/\(hub.hubName)  (namespace \(hub.namespaceHost))")
-                    lines.append("hub connection string: \(hub.connectionString())")
-                    lines.append("hub connection string (plain HTTP): \(hub.connectionString(endpoint: endpoints.pushService + "/"))")
-                    lines.append("hub listen-only connection string: \(hub.connectionString(keyName: NotificationHub.Settings.listenKeyName))")
+                    // As the portal shows a hub's access policies: the hub's name apart from the strings.
+                    lines.append("hub name: \(hub.hubName)")
+                    lines.append("hub connection string: \(hub.connectionString().withoutEntityPath)")
+                    lines.append("hub connection string (plain HTTP): \(hub.connectionString(endpoint: endpoints.pushService + "/").withoutEntityPath)")
+                    lines.append(
+                        "hub listen-only connection string: \(hub.connectionString(keyName: NotificationHub.Settings.listenKeyName).withoutEntityPath)"
+                    )
                 }
             }
             if let through = system.configuration.backend.hub {
