@@ -148,6 +148,8 @@ final class StoreHandle: Sendable {
         self.open = open
     }
 
+    /// The store; an opening that failed (a database not up yet, a full disk) is tried again
+    /// by the next call rather than kept as every call's answer.
     func get() async throws -> any BackendStore {
         let task = opening.withLock { task in
             if let task { return task }
@@ -155,7 +157,12 @@ final class StoreHandle: Sendable {
             task = new
             return new
         }
-        return try await task.value
+        do {
+            return try await task.value
+        } catch {
+            opening.withLock { if $0 == task { $0 = nil } }
+            throw error
+        }
     }
 
     func close() async {

@@ -40,10 +40,17 @@ final class SQLiteExecutor: SQLExecutor {
     static func open(path: String, pragmas: [String] = []) async throws -> SQLiteExecutor {
         let connection = try await SQLiteConnection.open(storage: .file(path: path))
         let executor = SQLiteExecutor(connection: connection, file: SQLiteFile(path: path))
-        _ = try await connection.query("PRAGMA journal_mode=WAL")
-        _ = try await connection.query("PRAGMA busy_timeout=5000")
-        for pragma in pragmas { _ = try await connection.query(pragma) }
-        for statement in SQLStore<SQLiteExecutor>.schema { _ = try await connection.query(statement) }
+        do {
+            _ = try await connection.query("PRAGMA journal_mode=WAL")
+            _ = try await connection.query("PRAGMA busy_timeout=5000")
+            for pragma in pragmas { _ = try await connection.query(pragma) }
+            for statement in SQLStore<SQLiteExecutor>.schema { _ = try await connection.query(statement) }
+        } catch {
+            // A setup that fails (a full disk) must not drop an open connection: sqlite-nio
+            // traps on one deinitialized unclosed, and the file would stay locked.
+            await executor.close()
+            throw executor.file.storeError(error)
+        }
         return executor
     }
 

@@ -116,6 +116,38 @@ struct StoreFailureTests {
         #expect(storeLines.filter { $0.hasPrefix("error") && $0.contains("store_full") }.count == 1, "\(storeLines)")
     }
 
+    /// The store opened on a disk already full: creating the schema fails with SQLITE_FULL
+    /// (here through `max_page_count = 1`); the connection opened must be closed, not dropped.
+    @Test("a SQLite store that cannot be set up for lack of space: 507 store_full, and the server lives on")
+    func sqliteFullAtOpening() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("store.sqlite").path
+        var configuration = BackendConfiguration()
+        configuration.store = .sqlite(path: path)
+        // Full until the test says otherwise, as a disk that gets some space back.
+        let diskFull = Atomic<Bool>(true)
+        let backend = ReferenceBackend(configuration: configuration, pushServiceURL: { "http://127.0.0.1:9" }) { [configuration] in
+            let full = diskFull.load(ordering: .relaxed)
+            return SQLStore(
+                executor: try await SQLiteExecutor.open(path: path, pragmas: full ? ["PRAGMA max_page_count = 1"] : []), configuration: configuration
+            )
+        }
+        let logs = LogCapture()
+        try await withServices([backend.makeService(logger: logs.logger)], logger: logs.logger) {
+            let url = try await backend.bound.value().httpURL
+            let refused = try await Self.createRegistration(url, "bob")
+            #expect(refused.status == 507, "\(refused.text)")
+            #expect(try Self.errorObject(refused)["reason"] as? String == "store_full", "\(refused.text)")
+            #expect(try await TestHTTP.request(.GET, "\(url)/health").status == 200)
+            #expect(try await Self.createRegistration(url, "bob").status == 507)
+            // The failed opening is not kept: the next call opens the store again.
+            diskFull.store(false, ordering: .relaxed)
+            #expect(try await Self.createRegistration(url, "bob").status == 200)
+        }
+        #expect(logs.lines.filter { $0.hasPrefix("notice") && $0.contains("store works again after store_full") }.count == 1, "\(logs.lines)")
+    }
+
     @Test("a configured limit is 507 store_limit with the reason in the body")
     func limit() async throws {
         var configuration = EmbeddedSystem.Configuration()
