@@ -5,7 +5,7 @@ installations (tag username:<user>, plus a template for secure pushes) and sends
 hub — plain sends as native notifications to a tag expression, secure sends as a template
 notification (APNs, FCM v1) and a native raw one (WNS). pushfleet load-tests it unchanged.
 
-Usage: hub_backend.py --listen 127.0.0.1:PORT --connection-string "Endpoint=…;EntityPath=hub"
+Usage: hub_backend.py --listen 127.0.0.1:PORT --connection-string "Endpoint=…" --hub-name hub
 """
 import argparse
 import base64
@@ -219,9 +219,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--listen", required=True)
     parser.add_argument("--connection-string", required=True)
+    parser.add_argument("--hub-name", help="the hub (the portal's connection strings name none); else the string's EntityPath")
     parser.add_argument("--pns", required=True, help="the push service's base URL, for WNS channel URIs")
     args = parser.parse_args()
-    hub_name = dict(p.split("=", 1) for p in args.connection_string.split(";") if "=" in p)["EntityPath"]
+    hub_name = args.hub_name or dict(p.split("=", 1) for p in args.connection_string.split(";") if "=" in p)["EntityPath"]
     Handler.state = State(args.connection_string, hub_name, args.pns)
     host, port = args.listen.rsplit(":", 1)
     server = ThreadingHTTPServer((host, int(port)), Handler)

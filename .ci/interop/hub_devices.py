@@ -5,7 +5,7 @@ Devices hold WebSockets to pushfleet's push service; the client installs each wi
 Every device must receive exactly the pushes whose expression its tags satisfy, judged by an
 evaluator written here, apart from the hub's.
 
-Usage: hub_devices.py --pns http://127.0.0.1:PORT --connection-string "Endpoint=…;EntityPath=hub" [--seed N]
+Usage: hub_devices.py --pns http://127.0.0.1:PORT --connection-string "Endpoint=…" --hub-name hub [--seed N]
 """
 import argparse
 import json
@@ -86,11 +86,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--pns", required=True)
     parser.add_argument("--connection-string", required=True)
+    parser.add_argument("--hub-name", help="the hub (the portal's connection strings name none); else the string's EntityPath")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--sends", type=int, default=40)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    hub = dict(p.split("=", 1) for p in args.connection_string.split(";") if "=" in p)["EntityPath"]
+    hub = args.hub_name or dict(p.split("=", 1) for p in args.connection_string.split(";") if "=" in p)["EntityPath"]
     client = NotificationHubsClient(args.connection_string, hub)
 
     devices = []
