@@ -173,6 +173,7 @@ public enum StrictXML {
                     declared[""] = value
                 } else if attribute.hasPrefix("xmlns:") {
                     let prefix = String(attribute.dropFirst(6))
+                    guard !prefix.isEmpty, !prefix.contains(":") else { throw Failure("'\(attribute.prefix(40))' is not a namespace declaration") }
                     guard !value.isEmpty else { throw Failure("prefix '\(prefix.prefix(40))' declared with an empty namespace") }
                     guard prefix != "xmlns", (prefix == "xml") == (value == StrictXML.xmlNamespace), value != StrictXML.xmlnsNamespace else {
                         throw Failure("a reserved prefix or namespace declared")

@@ -283,7 +283,8 @@ struct StrictXMLTests {
         "<x:a/>", "<a x:b=\"1\"/>", "<a xmlns:p=\"\"/>", "<a xmlns:x=\"u\" xmlns:y=\"u\" x:b=\"1\" y:b=\"2\"/>", "<a:b:c xmlns:a=\"u\"/>",
         "<a><?xml version=\"1.0\"?></a>", " <?xml version=\"1.0\"?><a/>", "<!DOCTYPE a><a/>", "<a/><!DOCTYPE a>", "<a><![CDATA[x</a>",
         "<?xml version=\"2.0\"?><a/>", "<?xml encoding=\"utf-8\"?><a/>", "<?xml version=\"1.0\" encoding=\"utf-16\"?><a/>",
-        "<?xml version=\"1.0\" encoding=\"ebcdic-cp-us\"?><a/>", "<1a/>", "<a><b></a></b>", "<a xmlns:xmlns=\"u\"/>",
+        "<?xml version=\"1.0\" encoding=\"ebcdic-cp-us\"?><a/>", "<1a/>", "<a><b></a></b>", "<a xmlns:xmlns=\"u\"/>", "<a xmlns:=\"u\"/>",
+        "<a xmlns:p:q=\"u\"/>",
     ]
 
     @Test func wellFormedDocumentsPassAndComeOutAsUTF8() throws {
