@@ -82,6 +82,8 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var framing: RequestFramingState?
     /// A request was refused here: the rest of the input is dropped.
     private var refused = false
+    /// The server is stopping and this connection had sent no request.
+    private var stopping = false
 
     init(headerTimeout: Duration, maxBodySize: Int? = nil, stalled: StalledConnections? = nil) {
         state = FirstRequestState(headerTimeout: headerTimeout)
@@ -157,7 +159,11 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
         case is HandlerFinished:
-            if context.channel.isActive { perform(state.handlerFinished(), context) }
+            if stopping {
+                context.close(promise: nil)
+            } else if context.channel.isActive {
+                perform(state.handlerFinished(), context)
+            }
         case is ParseFailed:
             if context.channel.isActive { perform(state.parseFailed(now: Self.now()), context) }
         case let stall as RequestBodyGuard.Stall:
@@ -165,6 +171,14 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
             case .began: stalled?.began(context.channel, now: Self.now())
             case .ended: stalled?.ended(context.channel)
             }
+        case is ChannelShouldQuiesceEvent where state.awaitingHead:
+            // The server is stopping and this connection never sent a request. Hummingbird's
+            // WebSocket-upgrade channel and an HTTP/2 connection without its preface would wait
+            // for one: end the input, which each closes on quietly (a close from here would be
+            // logged as a failed upgrade), once the handlers that take the event have had it.
+            stopping = true
+            context.fireUserInboundEventTriggered(event)
+            if context.channel.isActive { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
         case is StalledConnections.Evict:
             guard context.channel.isActive else { return }
             if state.awaitingHead {

@@ -32,6 +32,10 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var responding = false
     private var upgraded = false
     private var stalled = false
+    /// HTTP/1.1 between requests: the last answer ended and no new head came.
+    private var idle = false
+    /// The server is stopping: close once the answer in progress has ended.
+    private var quiescing = false
 
     init(limits: ServerLimits, isHTTP2: Bool) {
         state = BodyTimeoutState(bodyTimeout: limits.bodyTimeout, minRate: limits.minBodyRate, maxSize: limits.maxBodySize)
@@ -44,6 +48,7 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head):
             refused = false
             responding = false
+            idle = false
             setStalled(true, context)
             let length = head.headerFields[.contentLength].flatMap { Int($0) } ?? (head.headerFields[.contentLength] == nil ? nil : .max)
             perform(state.head(now: now, declaredLength: length), context)
@@ -65,9 +70,16 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
             break
         case .end:
             // A kept-alive HTTP/1.1 connection now waits on its client.
-            if !isHTTP2, !upgraded, !refused { setStalled(true, context) }
+            if !isHTTP2, !upgraded, !refused {
+                setStalled(true, context)
+                idle = true
+            }
         }
         context.write(data, promise: promise)
+        if quiescing, idle {
+            context.flush()
+            context.close(promise: nil)
+        }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -78,6 +90,14 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case is TooLarge:
             perform(.reject(status: 413), context)
             return
+        case is ChannelShouldQuiesceEvent where !isHTTP2 && !upgraded:
+            // Hummingbird's WebSocket-upgrade channel leaves kept-alive connections open when
+            // the server stops, which holds the stop until the client leaves.
+            quiescing = true
+            if idle {
+                context.close(promise: nil)
+                return
+            }
         default:
             break
         }
