@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import Synchronization
 import PushFleetBackend
 import PushFleetEmbedded
 import PushFleetMockPush
@@ -160,6 +162,47 @@ struct SlowClientTests {
         try await TLSTestSystem.run(limits: Self.limits()) { (tls: TLSTestSystem) async throws in
             let client = RawStream.TLS(configuration: try tls.clientTLS(), serverName: "api.push.apple.com", alpn: ["h2"])
             try await check({ try await RawStream.run(port: tls.port, tls: client, $0, wait: .seconds(3)) }, "TLS h2")
+        }
+    }
+
+    @Test("servers stop at once with idle and kept-alive connections on every port, and log nothing at error level")
+    func cleanStop() async throws {
+        let records = LogRecords()
+        var logger = Logger(label: "pushfleet.stop-test") { _ in RecordingLogHandler(records: records) }
+        logger.logLevel = .info
+        var configuration = Self.configuration()
+        configuration.pushServer.tls = .init(
+            listen: .init(host: "127.0.0.1", port: 0), identity: try TLSIdentity.generate(names: ["api.push.apple.com"]), limits: Self.limits()
+        )
+        let (held, stopping) = try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
+            let tls = try await system.pushServer!.boundTLS.value().port
+            let ports = [Self.port(endpoints.backend), Self.port(endpoints.pushService), Self.port(endpoints.pushServiceHTTP2!), tls]
+            // A connection that never sends a request on each port, as a client pool's spare.
+            var held = try ports.map { (name: "idle \($0)", fd: try RawSocket.openIdle(port: $0)) }
+            // One kept alive after an answer on each HTTP/1.1 port.
+            for port in ports.prefix(2) {
+                let fd = try RawSocket.openIdle(port: port)
+                let request = Array("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+                _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                var buffer = [UInt8](repeating: 0, count: 1024)
+                #expect(read(fd, &buffer, buffer.count) > 0)
+                held.append((name: "kept alive \(port)", fd: fd))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            return (held, ContinuousClock.now)
+        }
+        let stop = ContinuousClock.now - stopping
+        // withServices waits up to 5 s for a graceful stop, then cancels the servers (which logs).
+        #expect(stop < .seconds(2), "the servers took \(stop) to stop")
+        #expect(records.errors.isEmpty, "\(records.errors)")
+        for (name, fd) in held {
+            var timeout = timeval(tv_sec: 1, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            var count = read(fd, &buffer, buffer.count)
+            while count > 0 { count = read(fd, &buffer, buffer.count) }
+            #expect(count == 0 || errno == ECONNRESET, "\(name) is still open after the stop")
+            RawSocket.closeIdle(fd)
         }
     }
 
@@ -358,5 +401,27 @@ struct SlowClientStateTests {
         #expect(StalledConnections.longestStalled([(key: 1, since: 50), (key: 2, since: nil), (key: 3, since: 20), (key: 4, since: 30)]) == 3)
         #expect(StalledConnections.longestStalled([(key: 1, since: Int64?.none), (key: 2, since: nil)]) == nil)
         #expect(StalledConnections.longestStalled([(key: Int, since: Int64?)]()) == nil)
+    }
+}
+
+/// Log lines at error level and above, kept for a test to read.
+final class LogRecords: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var errors: [String] { lines.withLock { $0 } }
+}
+
+struct RecordingLogHandler: LogHandler {
+    let records: LogRecords
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .info
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        if event.level >= .error { records.append("\(event.level) [\(event.source)] \(event.message) \(event.metadata ?? [:])") }
     }
 }
