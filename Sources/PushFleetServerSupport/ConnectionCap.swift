@@ -1,5 +1,5 @@
 public import HummingbirdCore
-public import NIOCore
+import NIOCore
 import Synchronization
 
 /// The accept-side connection cap, which keeps room for clients that are not stalled.
@@ -8,25 +8,24 @@ import Synchronization
 /// nobody new while slow clients hold every slot (each within its timeouts), so whenever the cap
 /// is reached the connection that has been stalled longest is closed (see
 /// ``StalledConnections``): a request head or body still arriving, or a keep-alive connection
-/// between requests. Busy connections (a response being made, an upgraded WebSocket, an HTTP/2
-/// connection without a pending body) are never closed for room.
+/// between requests, stalled for at least ``ServerLimits/evictionGrace`` (a connection just
+/// accepted has not had time to send). Busy connections (a response being made, an upgraded
+/// WebSocket, an HTTP/2 connection without a pending body) are never closed for room.
 public struct ConnectionCap: AvailableConnectionsDelegate {
-    public let max: Int
+    public var max: Int { stalled.max }
     public let stalled: StalledConnections
-    var count = 0
 
-    public init(_ max: Int, stalled: StalledConnections = StalledConnections()) {
-        self.max = max
-        self.stalled = stalled
+    public init(_ max: Int, evictionGrace: Duration = .seconds(1)) {
+        stalled = StalledConnections(max: max, grace: evictionGrace)
     }
 
-    public mutating func connectionOpened() { count += 1 }
-    public mutating func connectionClosed() { count -= 1 }
+    public mutating func connectionOpened() { stalled.open.withLock { $0 += 1 } }
+    public mutating func connectionClosed() { stalled.open.withLock { $0 -= 1 } }
 
     public func isAcceptingNewConnections() -> Bool {
-        guard count < max else {
+        guard !stalled.isFull else {
             // Its close comes back as connectionClosed, which takes the next connection.
-            stalled.evictLongestStalled()
+            stalled.evictLongestStalled(now: FirstRequestGuard.now())
             return false
         }
         return true
@@ -47,8 +46,20 @@ public final class StalledConnections: Sendable {
     struct Evict {}
 
     private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
+    /// How long a connection must have been stalled to be closed for room.
+    let grace: Int64
+    let max: Int
+    /// Connections open now, counted as the server accepts and closes them.
+    let open = Mutex(0)
+    /// A later look is scheduled, for when the longest stall passes the grace.
+    private let retrying = Mutex(false)
 
-    public init() {}
+    init(max: Int, grace: Duration) {
+        self.max = max
+        self.grace = grace.saturatingNanoseconds
+    }
+
+    var isFull: Bool { open.withLock { $0 >= max } }
 
     /// Tracks `channel` until it closes.
     func register(_ channel: any Channel) {
@@ -84,15 +95,30 @@ public final class StalledConnections: Sendable {
 
     public var stalledCount: Int { entries.withLock { $0.values.count { $0.depth > 0 && !$0.evicted } } }
 
-    /// Closes the connection stalled longest, if any is.
-    func evictLongestStalled() {
-        let victim: (any Channel)? = entries.withLock { entries in
+    /// Closes the connection stalled longest if it has been stalled for the grace; if it has not
+    /// yet, looks again when it will have (the server takes no connection until one closes).
+    func evictLongestStalled(now: Int64) {
+        let choice: (channel: any Channel, due: Int64)? = entries.withLock { entries in
             let candidates = entries.map { (key: $0.key, since: $0.value.depth > 0 && !$0.value.evicted ? $0.value.since : nil) }
             guard let key = Self.longestStalled(candidates) else { return nil }
-            entries[key]!.evicted = true
-            return entries[key]!.channel
+            let due = PushFleetServerSupport.deadline(entries[key]!.since, plus: grace)
+            if due <= now { entries[key]!.evicted = true }
+            return (entries[key]!.channel, due)
         }
-        victim?.pipeline.fireUserInboundEventTriggered(Evict())
+        guard let choice else { return }
+        if choice.due <= now {
+            choice.channel.pipeline.fireUserInboundEventTriggered(Evict())
+            return
+        }
+        guard retrying.withLock({ scheduled in
+            defer { scheduled = true }
+            return !scheduled
+        }) else { return }
+        choice.channel.eventLoop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(Swift.max(0, choice.due)))) { [weak self] in
+            guard let self else { return }
+            retrying.withLock { $0 = false }
+            if isFull { evictLongestStalled(now: FirstRequestGuard.now()) }
+        }
     }
 
     /// The key whose stall began first; nil when none is stalled.
@@ -110,6 +136,6 @@ extension ServerLimits {
     /// The cap for one server: pass it as the server's `availableConnectionsDelegate` and to
     /// its ``GuardedChildChannel``s.
     public func connectionCap() -> ConnectionCap {
-        ConnectionCap(maxConnections ?? Self.defaultMaxConnections())
+        ConnectionCap(maxConnections ?? Self.defaultMaxConnections(), evictionGrace: evictionGrace)
     }
 }

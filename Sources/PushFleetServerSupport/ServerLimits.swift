@@ -28,6 +28,9 @@ public struct ServerLimits: Sendable, Equatable {
     /// (see ``PingRateState``).
     public var pingBurst: Int
     public var pingInterval: Duration
+    /// How long a connection must have been stalled before a full server closes it to take a
+    /// new one (see ``ConnectionCap``).
+    public var evictionGrace: Duration
 
     public init(
         maxConnections: Int? = nil,
@@ -37,7 +40,8 @@ public struct ServerLimits: Sendable, Equatable {
         minBodyRate: Int = 1024,
         maxBodySize: Int = 4 * 1024 * 1024,
         pingBurst: Int = 10,
-        pingInterval: Duration = .seconds(1)
+        pingInterval: Duration = .seconds(1),
+        evictionGrace: Duration = .seconds(1)
     ) {
         self.maxConnections = maxConnections
         self.idleTimeout = idleTimeout
@@ -47,6 +51,7 @@ public struct ServerLimits: Sendable, Equatable {
         self.maxBodySize = maxBodySize
         self.pingBurst = pingBurst
         self.pingInterval = pingInterval
+        self.evictionGrace = evictionGrace
     }
 
     /// The bounds every value must be within (checked where a value enters).
@@ -56,6 +61,7 @@ public struct ServerLimits: Sendable, Equatable {
     public static let bodySizeRange = 1024...(1 << 40)
     public static let pingBurstRange = 1...1_000
     public static let pingIntervalRange: ClosedRange<Duration> = .milliseconds(1)...(.seconds(86_400))
+    public static let evictionGraceRange: ClosedRange<Duration> = .zero...(.seconds(86_400))
 
     /// This port's share of the open-files limit in force now, less room for the process's other
     /// descriptors.
@@ -96,6 +102,9 @@ public struct ServerLimits: Sendable, Equatable {
         }
         if !Self.pingIntervalRange.contains(pingInterval) {
             problems.append("ping interval must be between 1ms and 24h")
+        }
+        if !Self.evictionGraceRange.contains(evictionGrace) {
+            problems.append("eviction grace must be between 0 and 24h")
         }
         return problems
     }
