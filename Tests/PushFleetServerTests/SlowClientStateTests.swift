@@ -1,0 +1,104 @@
+@testable import PushFleetServerSupport
+import Testing
+
+/// The body, framing, ping and eviction rules without sockets, on integer times.
+@Suite("Slow-client state machines")
+struct SlowClientStateTests {
+    static let second: Int64 = 1_000_000_000
+
+    @Test("a body trickling under the minimum rate is refused one body timeout after its head, whatever its pauses")
+    func minimumRate() {
+        var state = BodyTimeoutState(bodyTimeout: .seconds(60), minRate: 1024, maxSize: 1 << 20)
+        #expect(state.head(now: 0, declaredLength: 100_000) == .arm(at: 60 * Self.second))
+        // A byte every 5 s: each moves the pause deadline, none the rate deadline by much.
+        for tick in 1...11 { #expect(state.body(now: Int64(tick) * 5 * Self.second, bytes: 1) == TimerAction.none) }
+        let due = 60 * Self.second + 11 * Self.second / 1024
+        #expect(state.timerFired(now: 60 * Self.second) == .arm(at: due))
+        #expect(state.timerFired(now: due) == .reject(status: 408))
+        #expect(state.end() == TimerAction.none)
+
+        // A large body at a good rate is never cut: each KiB buys a second.
+        var fast = BodyTimeoutState(bodyTimeout: .seconds(1), minRate: 1024, maxSize: 1 << 30)
+        _ = fast.head(now: 0)
+        for tick in 1...100 { _ = fast.body(now: Int64(tick) * Self.second / 2, bytes: 2048) }
+        #expect(fast.timerFired(now: 50 * Self.second) == .arm(at: 50 * Self.second + Self.second))
+        #expect(fast.end() == .disarm)
+
+        // Without a rate, pauses alone count, as before.
+        var pauses = BodyTimeoutState(bodyTimeout: .seconds(1))
+        #expect(pauses.head(now: 0) == .arm(at: Self.second))
+        #expect(pauses.body(now: 600_000_000) == TimerAction.none)
+        #expect(pauses.timerFired(now: Self.second) == .arm(at: 1_600_000_000))
+        #expect(pauses.timerFired(now: 1_600_000_000) == .reject(status: 408))
+    }
+
+    @Test("a body over the cap is refused at its head when declared, else when it grows past it")
+    func sizeCap() {
+        var declared = BodyTimeoutState(bodyTimeout: .seconds(1), minRate: 1, maxSize: 1000)
+        #expect(declared.head(now: 0, declaredLength: 1 << 62) == .reject(status: 413))
+        #expect(declared.body(now: 1, bytes: 10) == TimerAction.none)
+        #expect(declared.head(now: 0, declaredLength: .max) == .reject(status: 413))
+        var grown = BodyTimeoutState(bodyTimeout: .seconds(1), minRate: 1, maxSize: 1000)
+        #expect(grown.head(now: 0, declaredLength: nil) == .arm(at: Self.second))
+        #expect(grown.body(now: 1, bytes: 1000) == TimerAction.none)
+        #expect(grown.body(now: 2, bytes: 1) == .reject(status: 413))
+        #expect(grown.timerFired(now: 5 * Self.second) == TimerAction.none)
+    }
+
+    static func framing(_ text: String, cap: Int = 65_536) -> (RequestFramingState, RequestFramingState.Verdict) {
+        var state = RequestFramingState(maxBodySize: cap)
+        let verdict = state.received(Array(text.utf8))
+        return (state, verdict)
+    }
+
+    @Test("a chunk declared over the cap is found at its size line, whatever came before it")
+    func chunkSizes() {
+        let head = "PUT /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        #expect(Self.framing(head + "8000000000000000\r\nab").1 == .tooLarge(prefix: head.utf8.count))
+        #expect(Self.framing(head + "ffffffffffffffffffff").1 == .tooLarge(prefix: head.utf8.count))
+        #expect(Self.framing(head + "100000\r\n").1 == .tooLarge(prefix: head.utf8.count))
+        let first = head + "2;ext=1\r\nab\r\n"
+        #expect(Self.framing(first + "100000\r\n").1 == .tooLarge(prefix: first.utf8.count))
+        // After a whole request with a Content-Length body, pipelined.
+        let earlier = "PUT /x HTTP/1.1\r\ncontent-length: 5\r\n\r\nhello"
+        #expect(Self.framing(earlier + head + "20000\r\n").1 == .tooLarge(prefix: (earlier + head).utf8.count))
+        // Within the cap, with trailers, and the next request plain.
+        let fine = head + "10000\r\n" + String(repeating: "a", count: 65_536) + "\r\n0\r\nX-T: 1\r\n\r\nGET / HTTP/1.1\r\n\r\n"
+        let (state, verdict) = Self.framing(fine)
+        #expect(verdict == .pass && state.phase == .head)
+        // A size line split across reads is still found; the bytes before it already went on.
+        var split = RequestFramingState(maxBodySize: 65_536)
+        #expect(split.received(Array((head + "1").utf8)) == .pass)
+        #expect(split.received(Array("00000".utf8)) == .tooLarge(prefix: 0))
+    }
+
+    @Test("what the framing does not follow turns it off, for the parser to decide")
+    func framingOff() {
+        #expect(Self.framing("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").0.isOff)
+        #expect(Self.framing("GET /device HTTP/1.1\r\nUpgrade: websocket\r\n\r\n").0.isOff)
+        #expect(Self.framing("PUT /x HTTP/1.1\r\nContent-Length: abc\r\n\r\n").0.isOff)
+        #expect(Self.framing("PUT /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").0.isOff)
+        #expect(!Self.framing("GET / HTTP/1.1\r\n\r\n").0.isOff)
+    }
+
+    @Test("PINGs within the burst and rate pass, a flood does not, and the bucket refills")
+    func pingRate() {
+        var state = PingRateState(interval: .seconds(1), burst: 3)
+        for _ in 0..<3 { #expect(state.received(now: 0) == true) }
+        #expect(state.received(now: 0) == false)
+        #expect(state.received(now: Self.second / 2) == false)
+        #expect(state.received(now: Self.second + Self.second / 2) == true)
+        // One a second forever is fine.
+        for tick in 3...100 { #expect(state.received(now: Int64(tick) * Self.second) == true) }
+        // Hours of quiet refill no more than the burst.
+        for _ in 0..<3 { #expect(state.received(now: 10_000 * Self.second) == true) }
+        #expect(state.received(now: 10_000 * Self.second) == false)
+    }
+
+    @Test("the connection stalled longest is the one closed for room; none when none is stalled")
+    func eviction() {
+        #expect(StalledConnections.longestStalled([(key: 1, since: 50), (key: 2, since: nil), (key: 3, since: 20), (key: 4, since: 30)]) == 3)
+        #expect(StalledConnections.longestStalled([(key: 1, since: Int64?.none), (key: 2, since: nil)]) == nil)
+        #expect(StalledConnections.longestStalled([(key: Int, since: Int64?)]()) == nil)
+    }
+}
