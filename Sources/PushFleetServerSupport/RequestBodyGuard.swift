@@ -114,8 +114,10 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
         guard value != stalled else { return }
         stalled = value
         let event: Stall = value ? .began : .ended
-        // An HTTP/2 stream reports to its connection.
-        (context.channel.parent ?? context.channel).pipeline.fireUserInboundEventTriggered(event)
+        // An HTTP/2 stream reports to its connection (an HTTP/1.1 connection's parent is the
+        // listening socket).
+        let connection = isHTTP2 ? (context.channel.parent ?? context.channel) : context.channel
+        connection.pipeline.fireUserInboundEventTriggered(event)
     }
 
     private func perform(_ action: TimerAction, _ context: ChannelHandlerContext) {
