@@ -74,6 +74,43 @@ struct SlowClientTests {
         }
     }
 
+    @Test("a full server closes the connection stalled longest to answer a newcomer, before any timeout would")
+    func roomForNewcomers() async throws {
+        // Timeouts far beyond the test: only the cap's eviction can make room.
+        var configuration = EmbeddedSystem.Configuration()
+        let limits = ServerLimits(maxConnections: 4, idleTimeout: .seconds(60), headerTimeout: .seconds(60), bodyTimeout: .seconds(60))
+        configuration.backend.server = limits
+        configuration.pushServer.limits = limits
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            for base in [system.backend, system.pushService] {
+                let port = Self.port(base)
+                let trickle = Self.trickle(base == system.pushService ? "/token" : "/admin/faults")
+                let outcomes = try await withThrowingTaskGroup(of: RawStream.Outcome?.self) { group -> [RawStream.Outcome] in
+                    for _ in 0..<4 {
+                        group.addTask { try await RawStream.run(port: port, Array(trickle.prefix(20)), wait: .seconds(6)) }
+                    }
+                    group.addTask {
+                        try await Task.sleep(for: .milliseconds(300))
+                        let health = try await RawStream.run(
+                            port: port, [(.zero, Array("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))], wait: .seconds(6)
+                        )
+                        #expect(health.text.hasPrefix("HTTP/1.1 200"), "\(base) /health beside 4 trickles: \(health.text.prefix(40))")
+                        // The eviction grace (1 s) from the oldest trickle's head, with room for a loaded machine.
+                        #expect((health.firstByteAfter ?? 99) < 4, "\(base) /health answered after \(String(describing: health.firstByteAfter)) s")
+                        return nil
+                    }
+                    return try await group.reduce(into: []) { if let outcome = $1 { $0.append(outcome) } }
+                }
+                let evicted = outcomes.filter { $0.closedAfter != nil }
+                #expect(!evicted.isEmpty, "\(base): no trickle was closed for room")
+                // Closed for room: 503 unless the route had answered already (the backend's 404).
+                for outcome in evicted {
+                    #expect(["HTTP/1.1 503", "HTTP/1.1 404"].contains { outcome.text.hasPrefix($0) }, "\(base): \(outcome.text.prefix(40))")
+                }
+            }
+        }
+    }
+
     @Test("a stream trickling DATA is answered 408 and ended, over h2c and over TLS")
     func trickledHTTP2() async throws {
         let post = HTTP2Wire.headers(stream: 1, path: "/token", extra: [("content-length", "50000")], endStream: false)
