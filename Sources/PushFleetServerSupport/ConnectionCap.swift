@@ -53,6 +53,8 @@ public final class StalledConnections: Sendable {
     let open = Mutex(0)
     /// A later look is scheduled, for when the longest stall passes the grace.
     private let retrying = Mutex(false)
+    /// A look is wanted but no connection was there to schedule it on.
+    private let unscheduled = Mutex(false)
 
     init(max: Int, grace: Duration) {
         self.max = max
@@ -65,6 +67,13 @@ public final class StalledConnections: Sendable {
     func register(_ channel: any Channel) {
         let key = ObjectIdentifier(channel)
         entries.withLock { $0[key] = Entry(channel: channel) }
+        // A full server found none of its connections set up yet: look from this one's loop.
+        if unscheduled.withLock({ wanted in
+            defer { wanted = false }
+            return wanted
+        }) {
+            scheduleLook(on: channel.eventLoop, at: PushFleetServerSupport.deadline(FirstRequestGuard.now(), plus: grace))
+        }
         channel.closeFuture.whenComplete { [weak self] _ in
             _ = self?.entries.withLock { $0.removeValue(forKey: key) }
         }
@@ -95,30 +104,59 @@ public final class StalledConnections: Sendable {
 
     public var stalledCount: Int { entries.withLock { $0.values.count { $0.depth > 0 && !$0.evicted } } }
 
-    /// Closes the connection stalled longest if it has been stalled for the grace; if it has not
-    /// yet, looks again when it will have (the server takes no connection until one closes).
+    /// Closes the connection stalled longest if it has been stalled for the grace; else looks
+    /// again when it will have been, or after a grace when none is stalled yet (the server
+    /// takes no connection until one closes, so it must look again itself).
     func evictLongestStalled(now: Int64) {
-        let choice: (channel: any Channel, due: Int64)? = entries.withLock { entries in
+        let action: (channel: any Channel, evict: Bool, at: Int64)? = entries.withLock { entries in
             let candidates = entries.map { (key: $0.key, since: $0.value.depth > 0 && !$0.value.evicted ? $0.value.since : nil) }
-            guard let key = Self.longestStalled(candidates) else { return nil }
-            let due = PushFleetServerSupport.deadline(entries[key]!.since, plus: grace)
-            if due <= now { entries[key]!.evicted = true }
-            return (entries[key]!.channel, due)
+            switch Self.room(candidates, now: now, grace: grace) {
+            case .evict(let key):
+                entries[key]!.evicted = true
+                return (entries[key]!.channel, true, now)
+            case .lookAgain(let at):
+                return entries.first.map { ($0.value.channel, false, at) }
+            }
         }
-        guard let choice else { return }
-        if choice.due <= now {
-            choice.channel.pipeline.fireUserInboundEventTriggered(Evict())
+        guard let action else {
+            // Connections accepted but not set up yet (they register from their own loops).
+            unscheduled.withLock { $0 = true }
             return
         }
+        if action.evict {
+            action.channel.pipeline.fireUserInboundEventTriggered(Evict())
+            return
+        }
+        scheduleLook(on: action.channel.eventLoop, at: action.at)
+    }
+
+    /// One look at a time is scheduled.
+    private func scheduleLook(on loop: any EventLoop, at: Int64) {
         guard retrying.withLock({ scheduled in
             defer { scheduled = true }
             return !scheduled
         }) else { return }
-        choice.channel.eventLoop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(Swift.max(0, choice.due)))) { [weak self] in
+        loop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(Swift.max(0, at)))) { [weak self] in
             guard let self else { return }
             retrying.withLock { $0 = false }
             if isFull { evictLongestStalled(now: FirstRequestGuard.now()) }
         }
+    }
+
+    enum Room<Key: Equatable>: Equatable {
+        case evict(Key)
+        case lookAgain(at: Int64)
+    }
+
+    /// What a full server does now: close the connection stalled longest once it has been
+    /// stalled for `grace`, else look again when it will have been (or a grace from now, when
+    /// none is stalled).
+    static func room<Key: Equatable>(_ candidates: [(key: Key, since: Int64?)], now: Int64, grace: Int64) -> Room<Key> {
+        guard let key = longestStalled(candidates), let since = candidates.first(where: { $0.key == key })?.since else {
+            return .lookAgain(at: PushFleetServerSupport.deadline(now, plus: grace))
+        }
+        let due = PushFleetServerSupport.deadline(since, plus: grace)
+        return due <= now ? .evict(key) : .lookAgain(at: due)
     }
 
     /// The key whose stall began first; nil when none is stalled.

@@ -100,5 +100,10 @@ struct SlowClientStateTests {
         #expect(StalledConnections.longestStalled([(key: 1, since: 50), (key: 2, since: nil), (key: 3, since: 20), (key: 4, since: 30)]) == 3)
         #expect(StalledConnections.longestStalled([(key: 1, since: Int64?.none), (key: 2, since: nil)]) == nil)
         #expect(StalledConnections.longestStalled([(key: Int, since: Int64?)]()) == nil)
+        // Closed only once stalled for the grace; else looked at again then, or a grace from now.
+        let second = Self.second
+        #expect(StalledConnections.room([(key: 1, since: 0), (key: 2, since: 5)], now: second, grace: second) == .evict(1))
+        #expect(StalledConnections.room([(key: 1, since: 500), (key: 2, since: nil)], now: second, grace: second) == .lookAgain(at: second + 500))
+        #expect(StalledConnections.room([(key: 1, since: Int64?.none)], now: second, grace: second) == .lookAgain(at: 2 * second))
     }
 }
