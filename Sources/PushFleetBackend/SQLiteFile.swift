@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Foundation
 import SQLiteNIO
 
 /// The SQLite store's file as the server opened it: deleted, moved away or replaced under a
@@ -24,9 +20,13 @@ struct SQLiteFile: Sendable {
     }
 
     static func identity(of path: String) -> Identity? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        // Through FileManager: Glibc's `struct stat` is owned by CoreFoundation in release
+        // builds, whose members a file may not name without importing it.
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let device = (attributes[.systemNumber] as? NSNumber)?.uint64Value,
+              let inode = (attributes[.systemFileNumber] as? NSNumber)?.uint64Value
+        else { return nil }
+        return Identity(device: device, inode: inode)
     }
 
     func checkInPlace() throws {
