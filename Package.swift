@@ -214,6 +214,7 @@ let package = Package(
             name: "PushFleetEmbedded",
             dependencies: [
                 "PushFleetBackend",
+                "PushFleetCore",
                 "PushFleetHub",
                 "PushFleetMockPush",
                 "PushFleetServerSupport",

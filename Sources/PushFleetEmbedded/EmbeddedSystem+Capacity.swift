@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import PushFleetBackend
+import PushFleetCore
 import PushFleetMockPush
 import PushFleetServerSupport
 
@@ -22,40 +23,30 @@ extension EmbeddedSystem {
     /// One line per port with the connections it serves at once and, on the push service's
     /// gateway ports, the device sockets among them; then the open-files limit they come from.
     public func connectionCaps() -> [String] {
-        let backendCap = configuration.backend.server.maxConnections.map(Self.grouped) ?? "?"
+        let backendCap = configuration.backend.server.maxConnections.map(\.grouped) ?? "?"
         var lines = ["backend connections: \(backendCap) at once"]
         guard let pushServer else { return lines }
         let push = pushServer.configuration
         let total = push.limits.maxConnections ?? ServerLimits.defaultMaxConnections()
         lines.append(
-            "push service connections: \(Self.grouped(total)) at once, of which device sockets \(Self.grouped(push.deviceCap)) "
-                + "(the other \(Self.grouped(max(0, total - push.deviceCap))) kept for providers, hub and admin); "
+            "push service connections: \(total.grouped) at once, of which device sockets \(push.deviceCap.grouped) "
+                + "(the other \(max(0, total - push.deviceCap).grouped) kept for providers, hub and admin); "
                 + "a device past it gets 503 at once"
         )
         if push.http2Listen != nil, let h2 = push.http2Limits.maxConnections {
-            lines.append("push h2c connections: \(Self.grouped(h2)) at once")
+            lines.append("push h2c connections: \(h2.grouped) at once")
         }
         if let tls = push.tls, let tlsTotal = tls.limits.maxConnections, let tlsDevices = push.tlsDeviceCap {
-            lines.append("push TLS connections: \(Self.grouped(tlsTotal)) at once, of which device sockets \(Self.grouped(tlsDevices))")
+            lines.append("push TLS connections: \(tlsTotal.grouped) at once, of which device sockets \(tlsDevices.grouped)")
         }
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max {
             lines.append(
-                "open-files limit: \(Self.grouped(Int(limit.rlim_cur))) (hard \(limit.rlim_max == rlim_t.max ? "unlimited" : Self.grouped(Int(limit.rlim_max)))); "
+                "open-files limit: \(limit.rlim_cur.grouped) (hard \(limit.rlim_max == rlim_t.max ? "unlimited" : limit.rlim_max.grouped)); "
                     + "for more devices raise it (ulimit -n), or carry devices on shared sockets (/gateway)"
             )
         }
         return lines
     }
 
-    /// 9968 as 9,968, whatever the locale.
-    static func grouped(_ value: Int) -> String {
-        var digits = Array(String(value.magnitude))
-        var index = digits.count - 3
-        while index > 0 {
-            digits.insert(",", at: index)
-            index -= 3
-        }
-        return (value < 0 ? "-" : "") + String(digits)
-    }
 }

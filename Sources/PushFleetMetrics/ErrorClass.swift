@@ -1,3 +1,5 @@
+import PushFleetCore
+
 /// A class of runtime error, as errors.csv, the time series and the live metrics group them:
 /// `operation:reason`, drawn from a bounded set (an operation of the api description, a status,
 /// a transport failure class), never from an error's text.
@@ -24,19 +26,9 @@ package struct ErrorClass: Sendable, Hashable, CustomStringConvertible {
     package static let connectAtCapacity = connect("at_capacity")
 
     /// The run's marker when the push service first refuses a device at its cap.
-    package static func deviceCapMarker(_ cap: Int) -> String { "\(deviceCapMarkerPrefix) \(grouped(cap)) devices" }
+    package static func deviceCapMarker(_ cap: Int) -> String { "\(deviceCapMarkerPrefix) \(cap.grouped) devices" }
     package static let deviceCapMarkerPrefix = "push service at its connection cap of"
 
-    /// 9968 as 9,968, whatever the locale.
-    private static func grouped(_ value: Int) -> String {
-        var digits = Array(String(value.magnitude))
-        var index = digits.count - 3
-        while index > 0 {
-            digits.insert(",", at: index)
-            index -= 3
-        }
-        return (value < 0 ? "-" : "") + String(digits)
-    }
 
     /// A device on the shared channel was not confirmed online in time.
     package static let connectTimeout = connect("timeout")

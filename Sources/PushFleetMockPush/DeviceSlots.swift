@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import PushFleetCore
 import PushFleetServerSupport
 import Synchronization
 
@@ -23,13 +24,9 @@ final class DeviceSlots: Sendable {
 
     /// What a refused device is told (and how a run names it).
     static func reason(cap: Int) -> String {
-        "push service at its connection cap of \(grouped(cap)) devices"
+        "push service at its connection cap of \(cap.grouped) devices"
     }
 
-    /// 9968 as 9,968, whatever the locale.
-    static func grouped(_ value: Int) -> String {
-        value.formatted(.number.locale(Locale(identifier: "en_US")))
-    }
 
     /// Takes a place for the device upgrading on `channel` until the channel closes. False when
     /// none is left: the device has then been answered 503 and the connection is closing.
@@ -52,7 +49,7 @@ final class DeviceSlots: Sendable {
 
     private func release(logger: Logger) {
         guard case .episodeEnded(let count) = state.withLock({ $0.release() }) else { return }
-        logger.notice("device sockets on \(port) below the cap of \(Self.grouped(cap)) again; \(Self.grouped(count)) refused while at it")
+        logger.notice("device sockets on \(port) below the cap of \(cap.grouped) again; \(count.grouped) refused while at it")
     }
 
     /// Writes the 503 straight to the HTTP encoder and closes. It cannot go through the router:

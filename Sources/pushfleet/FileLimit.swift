@@ -46,9 +46,9 @@ enum FileLimit {
             devices > cap
         else { return nil }
         return """
-            this scenario's \(grouped(devices)) devices each open a socket to the embedded push service, which takes at most \
-            \(grouped(cap)) device sockets (its share of the open-files limit of \(grouped(Int(limit))), less a reserve kept for the \
-            backend's pushes): \(grouped(devices - cap)) devices would be refused at connect (connect:at_capacity). Use \
+            this scenario's \(devices.grouped) devices each open a socket to the embedded push service, which takes at most \
+            \(cap.grouped) device sockets (its share of the open-files limit of \(limit.grouped), less a reserve kept for the \
+            backend's pushes): \((devices - cap).grouped) devices would be refused at connect (connect:at_capacity). Use \
             push_channel: multiplexed, run the servers in another process (pushfleet serve; target: {backend, pns}), shard the \
             fleet, or raise the open-files limit (see docs/performance.md).
             """
@@ -67,14 +67,4 @@ enum FileLimit {
             """
     }
 
-    /// 9968 as 9,968, whatever the locale.
-    static func grouped(_ value: Int) -> String {
-        var digits = Array(String(value.magnitude))
-        var index = digits.count - 3
-        while index > 0 {
-            digits.insert(",", at: index)
-            index -= 3
-        }
-        return (value < 0 ? "-" : "") + String(digits)
-    }
 }

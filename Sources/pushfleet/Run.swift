@@ -111,7 +111,7 @@ struct Run: AsyncParsableCommand {
         let refused = result.errors.first { $0.errorClass == ErrorClass.connectAtCapacity.label }?.count ?? 0
         return """
 
-            \(marker.label): \(FileLimit.grouped(refused)) device connection attempts refused (\(ErrorClass.connectAtCapacity.label)) from \
+            \(marker.label): \(refused.grouped) device connection attempts refused (\(ErrorClass.connectAtCapacity.label)) from \
             \(String(format: "%.1f", marker.second)) s on. Carry the devices on shared sockets (fleet.push_channel: multiplexed), give \
             the push service more (serve --max-device-connections, --max-connections, a higher open-files limit), or shard the fleet.
             """

@@ -79,9 +79,8 @@ struct DeviceCapTests {
 
     @Test("60 devices against a push port of 40 connections: 20 held, 40 refused at once with the cap named, providers and admin served")
     func devicesPastTheCap() async throws {
-        let logs = LogLines()
-        var logger = Logger(label: "device-cap-test") { _ in LogLines.Handler(lines: logs) }
-        logger.logLevel = .notice
+        let logs = LogCapture()
+        let logger = logs.logger(level: .notice)
         var configuration = EmbeddedSystem.Configuration()
         configuration.pushServer.limits = ServerLimits(maxConnections: 40)
         let deviceCap = MockPushServer.Configuration.deviceCap(total: 40)
@@ -163,27 +162,6 @@ struct DeviceCapTests {
             #expect(try await TestHTTP.request(.GET, "\(system.pushService)/device?platform=apns&token=zz").status == 400)
             first.close()
             second.close()
-        }
-    }
-}
-
-/// Log lines kept for a test to read.
-final class LogLines: Sendable {
-    private let storage = Mutex<[String]>([])
-    var lines: [String] { storage.withLock { $0 } }
-
-    struct Handler: LogHandler {
-        let lines: LogLines
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            lines.storage.withLock { $0.append("\(event.level): \(event.message)") }
         }
     }
 }

@@ -205,9 +205,8 @@ struct SlowClientTests {
 
     @Test("servers stop at once with idle and kept-alive connections on every port, and log nothing at error level")
     func cleanStop() async throws {
-        let records = LogRecords()
-        var logger = Logger(label: "pushfleet.stop-test") { _ in RecordingLogHandler(records: records) }
-        logger.logLevel = .info
+        let records = LogCapture()
+        let logger = records.logger
         var configuration = Self.configuration()
         configuration.pushServer.tls = .init(
             listen: .init(host: "127.0.0.1", port: 0), identity: try TLSIdentity.generate(names: ["api.push.apple.com"]), limits: Self.limits()
@@ -254,27 +253,5 @@ struct SlowClientTests {
         #expect(ServerLimits(pingBurst: 0).problems() == ["ping burst must be between 1 and 1000, got 0"])
         #expect(ServerLimits(pingInterval: .zero).problems() == ["ping interval must be between 1ms and 24h"])
         #expect(ServerLimits(evictionGrace: .seconds(-1)).problems() == ["eviction grace must be between 0 and 24h"])
-    }
-}
-
-/// Log lines at error level and above, kept for a test to read.
-final class LogRecords: Sendable {
-    private let lines = Mutex<[String]>([])
-    func append(_ line: String) { lines.withLock { $0.append(line) } }
-    var errors: [String] { lines.withLock { $0 } }
-}
-
-struct RecordingLogHandler: LogHandler {
-    let records: LogRecords
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .info
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        if event.level >= .error { records.append("\(event.level) [\(event.source)] \(event.message) \(event.metadata ?? [:])") }
     }
 }

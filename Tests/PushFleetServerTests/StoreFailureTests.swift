@@ -199,32 +199,3 @@ struct StoreFailureTests {
         return try #require(object?["error"] as? [String: Any], "\(response.text)")
     }
 }
-
-/// Collects log lines as `level message metadata`, for tests that check what was logged.
-final class LogCapture: Sendable {
-    private let collected = Mutex<[String]>([])
-
-    var lines: [String] { collected.withLock { $0 } }
-
-    var logger: Logger {
-        var logger = Logger(label: "test") { _ in Handler(capture: self) }
-        logger.logLevel = .info
-        return logger
-    }
-
-    struct Handler: LogHandler {
-        let capture: LogCapture
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .info
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let fields = (metadata.merging(event.metadata ?? [:]) { $1 }).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
-            capture.collected.withLock { $0.append("\(event.level) \(event.message) \(fields)") }
-        }
-    }
-}

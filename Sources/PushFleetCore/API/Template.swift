@@ -62,7 +62,7 @@ public struct Template: Sendable, Equatable {
     ) -> Result<Template, TemplateError> {
         let bytes = Array(text.utf8)
         guard bytes.count <= maxSourceBytes else {
-            return .failure(TemplateError("a template of \(grouped(bytes.count)) bytes; at most \(grouped(maxSourceBytes)) bytes"))
+            return .failure(TemplateError("a template of \(bytes.count.grouped) bytes; at most \(maxSourceBytes.grouped) bytes"))
         }
         let open = UInt8(ascii: "{")
         let close = UInt8(ascii: "}")
@@ -91,16 +91,6 @@ public struct Template: Sendable, Equatable {
         return .success(Template(parts: parts, source: text))
     }
 
-    /// 1048576 as 1,048,576, whatever the locale.
-    static func grouped(_ value: Int) -> String {
-        var digits = Array(String(value))
-        var index = digits.count - 3
-        while index > 0 {
-            digits.insert(",", at: index)
-            index -= 3
-        }
-        return String(digits)
-    }
 }
 
 /// Why a template or a value in it is unusable.
