@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension NotificationHub {
     /// A hub's settings: its namespace and name, the namespace's keys, its limits and its fan-out.
