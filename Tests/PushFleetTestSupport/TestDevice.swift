@@ -13,6 +13,8 @@ package final class TestDevice: Sendable {
     package let address: DeviceAddress?
     private let frames = Mutex<[String]>([])
     private let isClosed = Mutex(false)
+    /// Why the WebSocket ended, when it ended with an error.
+    private let failure = Mutex<String?>(nil)
     private let writer = Readiness<WebSocketOutboundWriter>()
     private let task = Mutex<Task<Void, Never>?>(nil)
 
@@ -62,6 +64,7 @@ package final class TestDevice: Sendable {
                     }
                 }
             } catch {
+                self.failure.withLock { $0 = String(describing: error) }
                 self.writer.fail(error)
             }
             self.isClosed.withLock { $0 = true }
@@ -101,14 +104,17 @@ package final class TestDevice: Sendable {
 
     package struct Timeout: Error, CustomStringConvertible {
         package var frames: [String]
-        package var description: String { "condition not met in time; frames so far: \(frames)" }
+        package var failure: String?
+        package var description: String {
+            "condition not met in time; frames so far: \(frames)" + (failure.map { "; the socket ended: \($0)" } ?? "")
+        }
     }
 
     /// Polls until `condition` holds; polling keeps the device free of per-test plumbing.
     package func waitFor(timeout: Duration = .seconds(5), _ condition: (TestDevice) -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while !condition(self) {
-            guard ContinuousClock.now < deadline else { throw Timeout(frames: rawFrames) }
+            guard ContinuousClock.now < deadline else { throw Timeout(frames: rawFrames, failure: failure.withLock { $0 }) }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
