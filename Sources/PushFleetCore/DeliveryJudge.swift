@@ -4,6 +4,10 @@
 /// 3. **receipts and rejections**, in time order, because the first event of a pair decides it;
 /// 4. **close-out**: pairs nothing settled are lost (or indeterminate), probe leaks are counted.
 ///
+/// Before the expectations the push service's reports are placed by pair (``placeTrail()``), so
+/// that every lost, late and unverified pair is explained by where it went (``Ledger/Explanation``)
+/// and counted in its platform's funnel (see DeliveryJudge+Hops.swift).
+///
 /// The material may be one process's ledger or several merged (``DeliveryLedger/merge(_:)``);
 /// a `window` judges only the sends that started in it (a capacity step, a time slice), with
 /// everything that names them wherever it falls, and the pushes that name no send when they
@@ -11,7 +15,7 @@
 struct DeliveryJudge {
     typealias Ledger = DeliveryLedger
 
-    private struct Pair: Hashable {
+    struct Pair: Hashable {
         var send: Int
         var device: Int
     }
@@ -40,9 +44,11 @@ struct DeliveryJudge {
     private let listeningEnded: Int64?
     private let window: Range<Int64>?
     private let history: [[Ledger.Transition]]
-    private var verdict: Ledger.Verdict
+    var verdict: Ledger.Verdict
     private var owners: [String: Int] = [:]
-    private var expected = Set<Pair>()
+    /// The push service's reports, placed by pair (``placeTrail()``).
+    var trail = TrailIndex()
+    var expected = Set<Pair>()
     /// Pairs whose device changed state while the send was open, or whose send failed.
     private var unsure = Set<Pair>()
     /// Pairs whose first receipt or refusal has been judged.
@@ -57,6 +63,7 @@ struct DeliveryJudge {
     ) -> Ledger.Verdict {
         var judge = DeliveryJudge(ledger, deadline: deadline.nanoseconds, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window)
         judge.findContentOwners()
+        judge.placeTrail()
         judge.expectations()
         judge.receiptsAndRejections()
         judge.closeOut()
@@ -84,6 +91,7 @@ struct DeliveryJudge {
     /// Who each send expected, and who was indeterminate.
     private mutating func expectations() {
         for send in ledger.sends.values where judged(send) {
+            countSend(send)
             for device in ledger.devicesOfUser[send.to] where send.platforms.contains(ledger.devices[device].platform) {
                 let pair = Pair(send: send.id, device: device)
                 if !send.succeeded || Ledger.changed(history[device], within: send.start, send.end) {
@@ -91,6 +99,7 @@ struct DeliveryJudge {
                 } else if Ledger.eligible(history[device], at: send.start) {
                     expected.insert(pair)
                     count(device, \.expected)
+                    reached(device)
                 }
             }
         }
@@ -124,7 +133,8 @@ struct DeliveryJudge {
                 continue
             }
             count(pair.device, \.lost)
-            incident(.lost, send: pair.send, device: pair.device, time: nil)
+            let explanation = explainLost(pair)
+            incident(.lost, send: pair.send, device: pair.device, time: nil, explanation.cause.phrase, explanation: explanation)
         }
         for leak in ledger.probeLeaks where inWindow(leak.time) {
             count(leak.device, \.leaks)
@@ -180,18 +190,27 @@ struct DeliveryJudge {
         }
         if let failure {
             count(device, \.unverified)
-            incident(.unverified, send: send.id, device: device, time: receipt.time, "fetch \(failure)")
+            reached(device, received: true, inHand: false)
+            let explanation = explain(.unverified, device: device, hop: .fetch, cause: .fetchFailed, reason: failure)
+            incident(.unverified, send: send.id, device: device, time: receipt.time, "fetch \(failure)", explanation: explanation)
             return
         }
         let raw = receipt.time - send.start
         let late = raw > deadline
         count(device, late ? \.late : \.delivered)
-        if late { incident(.late, send: send.id, device: device, time: receipt.time, "after \(raw / 1_000_000) ms") }
+        reached(device, received: true, inHand: true)
+        let hops = receipt.path.map {
+            Ledger.HopTimes.of($0, start: send.start, intended: send.intended, received: receipt.time, inHand: receipt.contentTime)
+        }
+        if late {
+            let explanation = explainLate(device, path: receipt.path, hops: hops)
+            incident(.late, send: send.id, device: device, time: receipt.time, "after \(raw / 1_000_000) ms", explanation: explanation)
+        }
         verdict.deliveries.append(
             Ledger.Delivery(
                 send: send.id, device: device, receivedAt: receipt.time, raw: raw, corrected: receipt.time - send.intended,
                 endToEndRaw: receipt.contentTime.map { $0 - send.start }, endToEndCorrected: receipt.contentTime.map { $0 - send.intended },
-                late: late
+                late: late, hops: hops
             )
         )
     }
@@ -225,6 +244,7 @@ struct DeliveryJudge {
     }
 
     private mutating func deadToken(_ device: Int, send: Int?, at time: Int64, knownAt: Int64?) {
+        if let send, expected.contains(Pair(send: send, device: device)) { reached(device, handed: true) }
         if knownAt != nil {
             count(device, \.sentToDeadToken)
             incident(.sentToDeadToken, send: send, device: device, time: time, "after the backend was told")
@@ -236,13 +256,15 @@ struct DeliveryJudge {
     private mutating func misdelivered(_ device: Int, send: Int?, at time: Int64, _ detail: String) {
         count(device, \.misdelivered)
         verdict.misdeliveredAt.append(time)
-        incident(.misdelivered, send: send, device: device, time: time, detail)
+        // The push service delivers to the token it was given: the backend addressed this one.
+        let token = ledger.devices[device].token.map { "addressed to token \($0)" }
+        incident(.misdelivered, send: send, device: device, time: time, [detail, token].compactMap { $0?.isEmpty == false ? $0 : nil }.joined(separator: "; "))
     }
 
     // MARK: Helpers
 
     /// Whether the send is judged here (every send, without a window).
-    private func judged(_ send: Ledger.Send) -> Bool {
+    func judged(_ send: Ledger.Send) -> Bool {
         window?.contains(send.start) ?? true
     }
 
@@ -261,15 +283,18 @@ struct DeliveryJudge {
         return id.flatMap { ledger.sends[$0] }.map(Resolved.send) ?? .unknown
     }
 
-    private mutating func count(_ device: Int, _ path: WritableKeyPath<Ledger.Counts, Int>) {
+    mutating func count(_ device: Int, _ path: WritableKeyPath<Ledger.Counts, Int>) {
         verdict.total[keyPath: path] += 1
         verdict.byUser[ledger.devices[device].user][keyPath: path] += 1
         verdict.byPlatform[ledger.devices[device].platform, default: Ledger.Counts()][keyPath: path] += 1
     }
 
-    private mutating func incident(_ outcome: Ledger.Outcome, send: Int?, device: Int?, time: Int64?, _ detail: String = "") {
+    private mutating func incident(
+        _ outcome: Ledger.Outcome, send: Int?, device: Int?, time: Int64?, _ detail: String = "", explanation: Ledger.Explanation? = nil
+    ) {
         verdict.incidentTotals[outcome, default: 0] += 1
+        if let explanation { verdict.explanations[explanation, default: 0] += 1 }
         guard verdict.incidentTotals[outcome]! <= incidentLimit else { return }
-        verdict.incidents.append(Ledger.Incident(outcome: outcome, send: send, device: device, time: time, detail: detail))
+        verdict.incidents.append(Ledger.Incident(outcome: outcome, send: send, device: device, time: time, detail: detail, explanation: explanation))
     }
 }

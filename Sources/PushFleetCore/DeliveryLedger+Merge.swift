@@ -43,6 +43,41 @@ extension DeliveryLedger {
             }
             for leak in part.probeLeaks { merged.record(leak) }
         }
+        merged.trail = PushTrail.merged(parts.map(\.trail))
+        return merged
+    }
+}
+
+extension DeliveryLedger.PushTrail {
+    /// The reports of several parts of one run, as if one had recorded them all: a push one part
+    /// saw received is not kept from another's reports; the view is watched only if every part's
+    /// was, from the latest start, with every part's gaps.
+    static func merged(_ parts: [Self]) -> Self {
+        var merged = Self()
+        merged.reader = parts.lazy.compactMap(\.reader).first
+        for part in parts {
+            for (push, record) in part.open where merged.open[push] == nil || record.step.isFinal { merged.open[push] = record }
+            merged.receivedEarly.formUnion(part.receivedEarly)
+            merged.hubNotes += part.hubNotes
+            merged.reports += part.reports
+        }
+        for push in merged.receivedEarly where merged.open[push] != nil {
+            merged.open[push] = nil
+            merged.receivedEarly.remove(push)
+        }
+        var since = Int64.min
+        var gaps: [Range<Int64>] = []
+        for part in parts {
+            switch part.view {
+            case .unknown:
+                merged.view = part.view
+                return merged
+            case .watched(let start, let own):
+                since = max(since, start)
+                gaps += own
+            }
+        }
+        if !parts.isEmpty { merged.view = .watched(since: since, gaps: gaps.sorted { $0.lowerBound < $1.lowerBound }) }
         return merged
     }
 }

@@ -75,6 +75,8 @@ extension DeliveryLedger {
         public var endToEndRaw: Int64?
         public var endToEndCorrected: Int64?
         public var late: Bool
+        /// Each hop's time, when the push service said where the push went.
+        public var hops: HopTimes?
     }
 
     /// Evidence of one thing that went wrong (or was judged late), for `incidents.csv`.
@@ -86,6 +88,8 @@ extension DeliveryLedger {
         public var time: Int64?
         /// A short explanation (the fetch's status, what a probe read).
         public var detail: String
+        /// For a lost, late or unverified pair: where and why.
+        public var explanation: Explanation?
     }
 
     public struct Verdict: Sendable {
@@ -99,5 +103,11 @@ extension DeliveryLedger {
         public var incidents: [Incident] = []
         /// How many incidents of each outcome there were, kept or not.
         public var incidentTotals: [Outcome: Int] = [:]
+        /// Every lost, late and unverified pair, counted by where and why.
+        public var explanations: [Explanation: Int] = [:]
+        /// Per platform, the sends and expected pairs by how far they got.
+        public var funnel: [Scenario.PlatformName: Funnel] = [:]
+        /// How much of the push service the run saw.
+        public var pushServiceView: PushServiceView = .unknown("the push service was not watched")
     }
 }

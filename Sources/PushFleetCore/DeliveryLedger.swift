@@ -26,10 +26,14 @@ public struct DeliveryLedger: Sendable {
     public struct Device: Sendable {
         public var user: Int
         public var platform: Scenario.PlatformName
+        /// Its push token as the push service knows it (a WNS channel's id), when the push
+        /// service's reports are to be matched to devices.
+        public var token: String?
 
-        public init(user: Int, platform: Scenario.PlatformName) {
+        public init(user: Int, platform: Scenario.PlatformName, token: String? = nil) {
             self.user = user
             self.platform = platform
+            self.token = token
         }
     }
 
@@ -99,13 +103,18 @@ public struct DeliveryLedger: Sendable {
         /// The stored content's id the push named, when it was fetched (teaches the ledger
         /// which send an id belongs to).
         public var contentID: String?
+        /// Where the push went on its way, when the push service said.
+        public var path: PushPath?
 
-        public init(device: Int, attribution: Attribution, time: Int64, content: ContentCheck = .none, contentID: String? = nil) {
+        public init(
+            device: Int, attribution: Attribution, time: Int64, content: ContentCheck = .none, contentID: String? = nil, path: PushPath? = nil
+        ) {
             self.device = device
             self.attribution = attribution
             self.time = time
             self.content = content
             self.contentID = contentID
+            self.path = path
         }
 
         /// When the content was in hand (after a secure or rich fetch that succeeded).
@@ -124,11 +133,14 @@ public struct DeliveryLedger: Sendable {
         public var attribution: Attribution
         /// When the push service refused it.
         public var time: Int64
+        /// The push service's number for the push, when it gave one.
+        public var push: UInt64?
 
-        public init(device: Int, refused attribution: Attribution, at time: Int64) {
+        public init(device: Int, refused attribution: Attribution, at time: Int64, push: UInt64? = nil) {
             self.device = device
             self.attribution = attribution
             self.time = time
+            self.push = push
         }
     }
 
@@ -160,6 +172,8 @@ public struct DeliveryLedger: Sendable {
     public internal(set) var rejections: [Rejection] = []
     public private(set) var probeLeaks: [ProbeLeak] = []
     var awaiting = Awaited()
+    /// What the push service reported of the run's pushes (``PushTrail``).
+    public internal(set) var trail = PushTrail()
 
     public init(users: Int) {
         devicesOfUser = Array(repeating: [], count: users)
@@ -187,6 +201,7 @@ public struct DeliveryLedger: Sendable {
 
     public mutating func record(_ receipt: Receipt) {
         receipts.append(receipt)
+        pushArrived(receipt.path?.push)
         learnOwner(from: receipt)
         settle(receipt.attribution, device: receipt.device, at: receipt.time)
     }
@@ -194,6 +209,7 @@ public struct DeliveryLedger: Sendable {
     /// Records a refused push; the first one for a token ends the device's eligibility then.
     public mutating func record(_ rejection: Rejection) {
         rejections.append(rejection)
+        pushArrived(rejection.push)
         settle(rejection.attribution, device: rejection.device, at: rejection.time)
         setEligible(rejection.device, false, at: rejection.time)
     }

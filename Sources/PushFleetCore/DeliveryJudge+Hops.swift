@@ -1,0 +1,191 @@
+/// The judge's explanations: where each lost, late and unverified pair went wrong, from the push
+/// service's reports (``DeliveryLedger/PushTrail``) and the paths receipts carry, and each
+/// platform's funnel. Only what was seen is said: with a push service that is not pushfleet's, or
+/// a gap in its reports over a pair's time, the hop is `unknown`.
+extension DeliveryJudge {
+    struct TrailIndex {
+        /// The push service saw the run's pushes; its reports may have gaps.
+        var watched = false
+        var gaps: [Range<Int64>] = []
+        /// Why it was not watched.
+        var unwatchedReason = ""
+        /// The furthest report of each pair's push.
+        var byPair: [Pair: Ledger.PushRecord] = [:]
+        /// Reports of pushes to a device's token that name no send the run knows (content whose id
+        /// no answer or fetch gave), earliest first, each used once.
+        var unplaced: [Int: [(record: Ledger.PushRecord, used: Bool)]] = [:]
+        /// The first token that is no device's a send was pushed to.
+        var otherTokens: [Int: String] = [:]
+        /// Sends a hub took, and whether the run's pushes went through a hub at all.
+        var hubSends = Set<Int>()
+        var hubInPath = false
+    }
+
+    /// Places every report the ledger kept by (send, device): its token says the device, what it
+    /// carried says the send.
+    mutating func placeTrail() {
+        verdict.pushServiceView = ledger.trail.view
+        switch ledger.trail.view {
+        case .unknown(let reason):
+            trail.unwatchedReason = reason
+        case .watched(_, let gaps):
+            trail.watched = true
+            trail.gaps = gaps
+        }
+        let records = ledger.trailRecords()
+        // Only the tokens reports name are looked up: a healthy run indexes none.
+        let named = Set(records.map(\.record.token))
+        var devices: [String: Int] = [:]
+        if !named.isEmpty {
+            for (index, device) in ledger.devices.enumerated() {
+                if let token = device.token, named.contains(token) { devices[token] = index }
+            }
+        }
+        for (_, record) in records {
+            if record.hubAt != nil { trail.hubInPath = true }
+            var send: Int?
+            if let attribution = record.attribution, case .send(let found) = resolve(attribution) { send = found.id }
+            guard let device = devices[record.token] else {
+                if let send, trail.otherTokens[send] == nil { trail.otherTokens[send] = record.token }
+                continue
+            }
+            if let send {
+                let pair = Pair(send: send, device: device)
+                if let kept = trail.byPair[pair], Self.rank(kept.step) >= Self.rank(record.step) { continue }
+                trail.byPair[pair] = record
+            } else if record.attribution != .otherRun {
+                trail.unplaced[device, default: []].append((record, false))
+            }
+        }
+        for device in trail.unplaced.keys { trail.unplaced[device]!.sort { $0.record.handedAt < $1.record.handedAt } }
+        for note in ledger.trail.hubNotes {
+            trail.hubInPath = true
+            if case .send(let send) = resolve(note.attribution) { trail.hubSends.insert(send.id) }
+        }
+        if !trail.hubInPath { trail.hubInPath = ledger.receipts.contains { $0.path?.hubAt != nil } }
+    }
+
+    /// How far a report's push got: a refusal least, a write to the device most.
+    static func rank(_ step: PushHop.Step) -> Int {
+        switch step {
+        case .refused: 0
+        case .dropped, .holdFull, .notStored, .expired, .replaced, .unregistered: 1
+        case .held: 2
+        case .accepted, .delayed: 3
+        case .written: 4
+        }
+    }
+
+    // MARK: Explanations
+
+    /// Where an expected pair that nothing settled was lost.
+    mutating func explainLost(_ pair: Pair) -> Ledger.Explanation {
+        let device = pair.device
+        guard trail.watched, let send = ledger.sends[pair.send] else {
+            return explain(.lost, device: device, hop: .unknown, cause: .unwatched, reason: trail.unwatchedReason)
+        }
+        if let record = trail.byPair[pair] { return explain(lostAt: record, device: device, byToken: false) }
+        let span = send.start..<max(send.start, send.end) + deadline
+        if let index = trail.unplaced[device]?.firstIndex(where: { !$0.used && span.contains($0.record.handedAt) }) {
+            trail.unplaced[device]![index].used = true
+            return explain(lostAt: trail.unplaced[device]![index].record, device: device, byToken: true)
+        }
+        // Absence is evidence only where the reports had no gap.
+        if trail.gaps.contains(where: { $0.overlaps(span) }) {
+            return explain(.lost, device: device, hop: .unknown, cause: .unwatched, reason: "the push service's reports had a gap")
+        }
+        if let token = trail.otherTokens[send.id] { return explain(.lost, device: device, hop: .backend, cause: .otherToken, reason: token) }
+        if trail.hubInPath {
+            return trail.hubSends.contains(send.id)
+                ? explain(.lost, device: device, hop: .hub, cause: .hubSkipped) : explain(.lost, device: device, hop: .backend, cause: .notToHub)
+        }
+        return explain(.lost, device: device, hop: .backend, cause: .notPushed)
+    }
+
+    private mutating func explain(lostAt record: Ledger.PushRecord, device: Int, byToken: Bool) -> Ledger.Explanation {
+        let cause: Ledger.Cause
+        switch record.step {
+        case .refused:
+            reached(device, handed: true)
+            return explain(.lost, device: device, hop: .pushService, cause: .refused, status: record.status, reason: record.reason, byToken: byToken)
+        case .written:
+            reached(device, handed: true, accepted: true, written: true)
+            return explain(.lost, device: device, hop: .device, cause: .notReceived, byToken: byToken)
+        case .dropped: cause = .dropped
+        case .holdFull: cause = .holdFull
+        case .notStored: cause = .notStored
+        case .expired: cause = .expired
+        case .replaced: cause = .replaced
+        case .unregistered: cause = .unregistered
+        case .held: cause = .held
+        case .accepted, .delayed: cause = .inFlight
+        }
+        reached(device, handed: true, accepted: true)
+        return explain(.lost, device: device, hop: .pushService, cause: cause, byToken: byToken)
+    }
+
+    /// Which hop made a late pair late: the one that took longest.
+    func explainLate(_ device: Int, path: Ledger.PushPath?, hops: Ledger.HopTimes?) -> Ledger.Explanation {
+        guard let hops, let path else {
+            return explain(.late, device: device, hop: .unknown, cause: .unwatched, reason: "the push service gave no path")
+        }
+        let hop = hops.longest
+        var cause = Ledger.Cause.slow
+        if hop == .pushService {
+            if path.held {
+                cause = .heldOffline
+            } else if (path.delay ?? 0) > 0 {
+                cause = .delayed
+            }
+        }
+        return explain(.late, device: device, hop: hop, cause: cause)
+    }
+
+    func explain(
+        _ outcome: Ledger.Outcome, device: Int, hop: Ledger.Hop, cause: Ledger.Cause, status: Int? = nil, reason: String? = nil, byToken: Bool = false
+    ) -> Ledger.Explanation {
+        Ledger.Explanation(
+            outcome: outcome, hop: hop, cause: cause, platform: ledger.devices[device].platform, status: status, reason: reason, byToken: byToken
+        )
+    }
+
+    // MARK: The funnel
+
+    /// A judged send, under every platform it targeted.
+    mutating func countSend(_ send: Ledger.Send) {
+        for platform in Set(send.platforms) {
+            update(platform) {
+                $0.sends += 1
+                if send.succeeded { $0.sendsAccepted += 1 }
+            }
+        }
+    }
+
+    /// An expected pair of `device` got this far (nothing more: it is expected).
+    mutating func reached(
+        _ device: Int, handed: Bool = false, accepted: Bool = false, written: Bool = false, received: Bool = false, inHand: Bool = false
+    ) {
+        let watched = trail.watched
+        update(ledger.devices[device].platform) { funnel in
+            if !(handed || received) { funnel.expected += 1 }
+            if watched {
+                if handed || received { funnel.handed! += 1 }
+                if accepted || received { funnel.accepted! += 1 }
+                if written || received { funnel.written! += 1 }
+            }
+            if received { funnel.received += 1 }
+            if inHand { funnel.inHand += 1 }
+        }
+    }
+
+    private mutating func update(_ platform: Scenario.PlatformName, _ body: (inout Ledger.Funnel) -> Void) {
+        var funnel = verdict.funnel[platform] ?? Ledger.Funnel()
+        if trail.watched && funnel.handed == nil {
+            funnel.handed = 0
+            funnel.accepted = 0
+            funnel.written = 0
+        }
+        body(&funnel)
+        verdict.funnel[platform] = funnel
+    }
+}

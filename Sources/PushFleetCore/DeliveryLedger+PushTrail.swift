@@ -1,0 +1,191 @@
+import Foundation
+
+extension DeliveryLedger {
+    /// Where a received push went on its way, on the run's clock: when the hub took its send (if it
+    /// came through one), when the push service accepted it and when it wrote it to the device's
+    /// socket. A device reads these from the push's frame; a push service that is not pushfleet's
+    /// gives none.
+    public struct PushPath: Sendable, Equatable {
+        /// The push service's number for the push.
+        public var push: UInt64?
+        public var hubAt: Int64?
+        public var acceptedAt: Int64
+        public var writtenAt: Int64?
+        /// It was held for the device while it was offline.
+        public var held: Bool
+        /// An injected latency fault held it back this long (nanoseconds).
+        public var delay: Int64?
+
+        public init(push: UInt64?, hubAt: Int64? = nil, acceptedAt: Int64, writtenAt: Int64?, held: Bool = false, delay: Int64? = nil) {
+            self.push = push
+            self.hubAt = hubAt
+            self.acceptedAt = acceptedAt
+            self.writtenAt = writtenAt
+            self.held = held
+            self.delay = delay
+        }
+    }
+
+    /// How much of the push service's view a run had.
+    public enum PushServiceView: Sendable, Equatable {
+        /// Not watched: the push service is not pushfleet's, or would not be watched; why.
+        case unknown(String)
+        /// Watched from `since`; in each gap reports may be missing (the watch dropped, or the
+        /// service left reports out because the run read too slowly).
+        case watched(since: Int64, gaps: [Range<Int64>])
+    }
+
+    /// What the push service reported of one push not received yet (or never to be).
+    struct PushRecord: Sendable {
+        var token: String
+        var platform: String
+        var pushType: String
+        /// Kept until the push is read (``PushReader``); dropped then.
+        var body: String?
+        var base64: Bool
+        var attribution: Attribution?
+        var hubAt: Int64?
+        /// The first report's time: when the service refused or accepted it.
+        var handedAt: Int64
+        var step: PushHop.Step
+        var stepAt: Int64
+        var status: Int?
+        var reason: String?
+        var delay: Int64?
+        var held = false
+    }
+
+    /// How a run reads a push body the push service reported: its receive description's layout
+    /// per platform and its run id, as its devices read what they receive.
+    public struct PushReader: Sendable {
+        public var layouts: [Scenario.PlatformName: PushLayout]
+        public var run: String
+
+        public init(layouts: [Scenario.PlatformName: PushLayout], run: String) {
+            self.layouts = layouts
+            self.run = run
+        }
+
+        func attribution(body: String, base64: Bool, pushType: String, platform: String) -> Attribution {
+            let bytes = base64 ? Array(Data(base64Encoded: body) ?? Data()) : Array(body.utf8)
+            let layout = Scenario.PlatformName(rawValue: platform).flatMap { layouts[$0] } ?? PushLayout()
+            return PushContent(body: bytes, pushType: pushType, layout: layout, run: run).attribution
+        }
+
+        /// A hub send's body: the platform's layout when the format is a platform's, else the
+        /// nonce anywhere in it (a template's properties).
+        func attribution(of note: HubNote) -> Attribution {
+            let platform: Scenario.PlatformName? =
+                switch note.format {
+                case "apple": .apns
+                case "fcmv1", "gcm": .fcm
+                case "windows": .wns
+                default: nil
+                }
+            let layout = platform.flatMap { layouts[$0] } ?? PushLayout()
+            let pushType = platform == .wns && !note.body.hasPrefix("<") ? "wns/raw" : ""
+            return PushContent(body: Array(note.body.utf8), pushType: pushType, layout: layout, run: run).attribution
+        }
+    }
+
+    /// The push service's reports of a run's pushes, as material for the judge: pushes not
+    /// received yet are kept by number, and dropped once their device has received them (a
+    /// received push's path comes with its receipt), so what is kept is what went wrong and what is
+    /// still in flight.
+    public struct PushTrail: Sendable {
+        var open: [UInt64: PushRecord] = [:]
+        /// Received pushes whose `written` report has not come yet (over `/observe` a report can
+        /// come after the device's receipt).
+        var receivedEarly = Set<UInt64>()
+        /// Hub sends of this run (or naming content only), when the hub took them.
+        var hubNotes: [(attribution: Attribution, at: Int64)] = []
+        public internal(set) var view: PushServiceView = .unknown("the push service was not watched")
+        var reader: PushReader?
+        /// Reports recorded, for the record.
+        public internal(set) var reports = 0
+
+        public init() {}
+    }
+
+    /// Reads push bodies the push service reports with `reader`.
+    public mutating func setPushReader(_ reader: PushReader) {
+        trail.reader = reader
+    }
+
+    /// The run watches the push service from `since` (or cannot, and says why).
+    public mutating func setPushServiceView(_ view: PushServiceView) {
+        trail.view = view
+    }
+
+    /// Reports may be missing in `gap` (the watch dropped, or the service left some out).
+    public mutating func addPushServiceGap(_ gap: Range<Int64>) {
+        guard case .watched(let since, var gaps) = trail.view else { return }
+        if let last = gaps.last, last.upperBound >= gap.lowerBound {
+            gaps[gaps.count - 1] = last.lowerBound..<max(last.upperBound, gap.upperBound)
+        } else {
+            gaps.append(gap)
+        }
+        trail.view = .watched(since: since, gaps: gaps)
+    }
+
+    /// One report of the push service, its time already on the run's clock.
+    public mutating func record(_ hop: PushHop) {
+        trail.reports += 1
+        if hop.step == .written || hop.step == .refused, trail.receivedEarly.remove(hop.push) != nil {
+            trail.open[hop.push] = nil
+            return
+        }
+        if hop.step.isFirst || trail.open[hop.push] == nil {
+            trail.open[hop.push] = PushRecord(
+                token: hop.token, platform: hop.platform, pushType: hop.pushType ?? "", body: hop.body, base64: hop.base64 ?? false,
+                hubAt: hop.hubAt, handedAt: hop.at, step: hop.step, stepAt: hop.at, status: hop.status, reason: hop.reason
+            )
+        }
+        guard var record = trail.open[hop.push] else { return }
+        record.step = hop.step
+        record.stepAt = hop.at
+        switch hop.step {
+        case .delayed: record.delay = hop.delay
+        case .held: record.held = true
+        default: break
+        }
+        // A push that will never arrive is read now, so its body is not kept to the end.
+        if hop.step.isFinal { read(&record) }
+        trail.open[hop.push] = record
+    }
+
+    /// A hub took a send, its time already on the run's clock; kept when it names this run.
+    public mutating func record(_ note: HubNote) {
+        guard let reader = trail.reader else { return }
+        let attribution = reader.attribution(of: note)
+        switch attribution {
+        case .send, .content: trail.hubNotes.append((attribution, note.at))
+        case .otherRun, .unattributable: break
+        }
+    }
+
+    /// A push with this number reached its device (as a push, or as a refusal it was told of).
+    mutating func pushArrived(_ push: UInt64?) {
+        guard let push else { return }
+        if let record = trail.open[push], record.step == .written || record.step == .refused {
+            trail.open[push] = nil
+        } else {
+            trail.receivedEarly.insert(push)
+        }
+    }
+
+    private func read(_ record: inout PushRecord) {
+        guard let body = record.body, let reader = trail.reader else { return }
+        record.attribution = reader.attribution(body: body, base64: record.base64, pushType: record.pushType, platform: record.platform)
+        record.body = nil
+    }
+
+    /// Every push still kept, read.
+    func trailRecords() -> [(push: UInt64, record: PushRecord)] {
+        trail.open.map { push, record in
+            var record = record
+            read(&record)
+            return (push, record)
+        }
+    }
+}
