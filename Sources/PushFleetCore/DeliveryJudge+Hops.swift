@@ -28,9 +28,10 @@ extension DeliveryJudge {
         switch ledger.trail.view {
         case .unknown(let reason):
             trail.unwatchedReason = reason
-        case .watched(_, let gaps):
+        case .watched(let since, let gaps):
             trail.watched = true
-            trail.gaps = gaps
+            // Before the watch began nothing was seen.
+            trail.gaps = [Int64.min..<since] + gaps
         }
         let records = ledger.trailRecords()
         // Only the tokens reports name are looked up: a healthy run indexes none.
@@ -62,14 +63,14 @@ extension DeliveryJudge {
             trail.hubInPath = true
             if case .send(let send) = resolve(note.attribution) { trail.hubSends.insert(send.id) }
         }
-        if !trail.hubInPath { trail.hubInPath = ledger.receipts.contains { $0.path?.hubAt != nil } }
+        if !trail.hubInPath { trail.hubInPath = ledger.receipts.contains { $0.path?.hubAt(receivedAt: $0.time) != nil } }
     }
 
     /// How far a report's push got: a refusal least, a write to the device most.
     static func rank(_ step: PushHop.Step) -> Int {
         switch step {
         case .refused: 0
-        case .dropped, .holdFull, .notStored, .expired, .replaced, .unregistered: 1
+        case .dropped, .holdFull, .notStored, .expired, .replaced, .unregistered, .disconnected: 1
         case .held: 2
         case .accepted, .delayed: 3
         case .written: 4
@@ -117,6 +118,7 @@ extension DeliveryJudge {
         case .expired: cause = .expired
         case .replaced: cause = .replaced
         case .unregistered: cause = .unregistered
+        case .disconnected: cause = .disconnected
         case .held: cause = .held
         case .accepted, .delayed: cause = .inFlight
         }
@@ -134,7 +136,7 @@ extension DeliveryJudge {
         if hop == .pushService {
             if path.held {
                 cause = .heldOffline
-            } else if (path.delay ?? 0) > 0 {
+            } else if path.delayed {
                 cause = .delayed
             }
         }

@@ -52,6 +52,8 @@ extension DeliveryLedger {
         case replaced
         /// Held, and discarded when the device's token was unregistered.
         case unregistered
+        /// Handed to the device's connection, which closed before the push went out.
+        case disconnected
         /// Accepted, and not yet written to the device when the run ended.
         case inFlight = "in_flight"
         /// Written to the device's socket and never received.
@@ -82,6 +84,7 @@ extension DeliveryLedger {
             case .expired: "held for the offline device and expired"
             case .replaced: "held for the offline device and replaced by a newer push"
             case .unregistered: "held, then the device's token was unregistered"
+            case .disconnected: "the device's connection closed before the push went out"
             case .inFlight: "accepted, not yet written to the device at the end"
             case .notReceived: "written to the device's socket, never received"
             case .fetchFailed: "received, fetching its content failed"
@@ -89,6 +92,38 @@ extension DeliveryLedger {
             case .heldOffline: "held while the device was offline"
             case .delayed: "held back by an injected latency fault"
             case .unwatched: "not seen: the push service is not pushfleet's or its reports had a gap"
+            }
+        }
+
+        /// What to look at for it, when there is a usual suspect (a refusal's status says which).
+        public func advice(status: Int?, hop: Hop) -> String? {
+            switch self {
+            case .refused:
+                switch status {
+                case 401, 403: "check the backend's push credentials"
+                case 429, 406: "the push service throttled the backend: it should send slower and retry"
+                case 413: "the backend's pushes are too large"
+                case 400, 404, 410: "check the tokens and payloads the backend sends"
+                default: nil
+                }
+            case .notPushed: "check how the backend finds the user's devices (tags, registrations)"
+            case .notToHub: "check the backend's sends to the hub"
+            case .hubSkipped: "check the registrations and tags the backend keeps in the hub"
+            case .otherToken: "the backend pushed to tokens no device has: check its registrations"
+            case .dropped, .delayed: "the scenario's push-service fault"
+            case .held, .expired, .notStored, .holdFull, .replaced, .unregistered, .heldOffline: "devices were offline (disconnect faults, or devices that left)"
+            case .notReceived, .disconnected: "see the gateway and connect errors"
+            case .fetchFailed: "the backend's fetch failed for the recipient"
+            case .inFlight: "the run ended before the push service wrote them: a longer grace shows whether they arrive"
+            case .slow:
+                switch hop {
+                case .backend: "the backend is slow to hand pushes to the push service"
+                case .hub: "the hub is slow to hand pushes to the push service"
+                case .pushService: "the push service is slow to write to devices"
+                case .device: "the fleet is slow to read its sockets: see whether the generator was saturated"
+                case .fetch, .unknown: nil
+                }
+            case .unwatched: "run the push service as pushfleet's (embedded or pushfleet serve) to see where"
             }
         }
     }
@@ -181,9 +216,9 @@ extension DeliveryLedger {
         /// negative hop and the hops always add up.
         public static func of(_ path: PushPath, start: Int64, intended: Int64, received: Int64, inHand: Int64?) -> HopTimes {
             func held(_ value: Int64, after low: Int64) -> Int64 { min(max(value, low), max(received, low)) }
-            let hubAt = path.hubAt.map { held($0, after: start) }
-            let accepted = held(path.acceptedAt, after: hubAt ?? start)
-            let written = held(path.writtenAt ?? accepted, after: accepted)
+            let hubAt = path.hubAt(receivedAt: received).map { held($0, after: start) }
+            let accepted = held(path.acceptedAt(receivedAt: received), after: hubAt ?? start)
+            let written = held(path.writtenAt(receivedAt: received) ?? accepted, after: accepted)
             let end = max(received, written)
             let backend = (hubAt ?? accepted) - start
             return HopTimes(

@@ -1,29 +1,35 @@
 import Foundation
 
 extension DeliveryLedger {
-    /// Where a received push went on its way, on the run's clock: when the hub took its send (if it
-    /// came through one), when the push service accepted it and when it wrote it to the device's
-    /// socket. A device reads these from the push's frame; a push service that is not pushfleet's
-    /// gives none.
+    /// Where a received push went on its way: when the hub took its send (if it came through
+    /// one), when the push service accepted it and when it wrote it to the device's socket. A device
+    /// reads these from the push's frame; a push service that is not pushfleet's gives none.
+    ///
+    /// Kept with every receipt, so it is small: each instant as microseconds before the receipt.
     public struct PushPath: Sendable, Equatable {
-        /// The push service's number for the push.
-        public var push: UInt64?
-        public var hubAt: Int64?
-        public var acceptedAt: Int64
-        public var writtenAt: Int64?
-        /// It was held for the device while it was offline.
-        public var held: Bool
-        /// An injected latency fault held it back this long (nanoseconds).
-        public var delay: Int64?
+        private static let none = UInt32.max
+        private var acceptedBefore: UInt32
+        private var writtenBefore: UInt32
+        private var hubBefore: UInt32
+        private var flags: UInt8
 
-        public init(push: UInt64?, hubAt: Int64? = nil, acceptedAt: Int64, writtenAt: Int64?, held: Bool = false, delay: Int64? = nil) {
-            self.push = push
-            self.hubAt = hubAt
-            self.acceptedAt = acceptedAt
-            self.writtenAt = writtenAt
-            self.held = held
-            self.delay = delay
+        /// Instants on the run's clock; `receivedAt` is the receipt's.
+        public init(hubAt: Int64? = nil, acceptedAt: Int64, writtenAt: Int64?, held: Bool = false, delayed: Bool = false, receivedAt: Int64) {
+            func before(_ instant: Int64) -> UInt32 { UInt32(clamping: max(0, Saturating.add(receivedAt, -instant)) / 1_000).clamped(below: Self.none) }
+            acceptedBefore = before(acceptedAt)
+            writtenBefore = writtenAt.map(before) ?? Self.none
+            hubBefore = hubAt.map(before) ?? Self.none
+            flags = (held ? 1 : 0) | (delayed ? 2 : 0)
         }
+
+        /// It was held for the device while it was offline.
+        public var held: Bool { flags & 1 != 0 }
+        /// An injected latency fault held it back.
+        public var delayed: Bool { flags & 2 != 0 }
+
+        public func acceptedAt(receivedAt: Int64) -> Int64 { receivedAt - Int64(acceptedBefore) * 1_000 }
+        public func writtenAt(receivedAt: Int64) -> Int64? { writtenBefore == Self.none ? nil : receivedAt - Int64(writtenBefore) * 1_000 }
+        public func hubAt(receivedAt: Int64) -> Int64? { hubBefore == Self.none ? nil : receivedAt - Int64(hubBefore) * 1_000 }
     }
 
     /// How much of the push service's view a run had.

@@ -199,9 +199,10 @@ public struct DeliveryLedger: Sendable {
         awaitSend(send)
     }
 
-    public mutating func record(_ receipt: Receipt) {
+    /// Records a receipt; `push` is the push service's number for the push, when it gave one.
+    public mutating func record(_ receipt: Receipt, push: UInt64? = nil) {
         receipts.append(receipt)
-        pushArrived(receipt.path?.push)
+        pushArrived(push)
         learnOwner(from: receipt)
         settle(receipt.attribution, device: receipt.device, at: receipt.time)
     }

@@ -6,7 +6,7 @@ public enum DefaultGate {
     public static let rules: [Threshold] = [
         ("delivery.misdelivered", "count == 0"), ("leaks", "count == 0"), ("delivery.duplicates", "count == 0"),
         ("delivery.stale", "count == 0"), ("delivery.unverified", "count == 0"), ("delivery.sent_to_dead_token", "count == 0"),
-        ("delivery.lost_ratio", "value <= 0.001"), ("delivery.indeterminate_ratio", "value <= 0.05"),
+        ("delivery.lost_ratio", "value <= 0.001"), ("delivery.late_ratio", "value <= 0.01"), ("delivery.indeterminate_ratio", "value <= 0.05"),
         ("sends.failed_ratio", "value <= 0.01"), ("sends.dropped_ratio", "value <= 0.01"), ("sends.late_start_ratio", "value <= 0.05"),
         ("devices.failed_ratio", "value <= 0.01"),
     ].map { try! Threshold(metric: $0.0, expression: $0.1) }
@@ -23,9 +23,17 @@ public enum MetricName {
     public static let fetchRich = "http.fetch_rich"
     public static let delivery = "delivery"
     public static let endToEnd = "end_to_end"
+    /// Each hop of a delivered push (docs/reports.md): they add up to `delivery`, and with
+    /// `hop.fetch` to `end_to_end`. `hop.backend` is corrected (from the intended start) like them.
+    public static let hopBackend = "hop.backend"
+    public static let hopHub = "hop.hub"
+    public static let hopPushService = "hop.push_service"
+    public static let hopDevice = "hop.device"
+    public static let hopFetch = "hop.fetch"
+    public static let hops = [hopBackend, hopHub, hopPushService, hopDevice, hopFetch]
 
     /// Latency metrics, in report order.
-    public static let operations = [login, registerPost, registerPut, connect, send, delivery, fetchSecure, fetchRich, endToEnd]
+    public static let operations = [login, registerPost, registerPut, connect, send, delivery, fetchSecure, fetchRich, endToEnd] + hops
     /// Operations measured against an open-model schedule, which also get an uncorrected histogram.
     public static let openModel: Set<String> = [send, delivery, endToEnd]
 

@@ -28,13 +28,15 @@ public struct PushHop: Codable, Sendable, Equatable {
         case notStored = "not_stored"
         /// Held, and discarded because its device's token was unregistered.
         case unregistered
+        /// Handed to its device's connection, which closed before the push went out.
+        case disconnected
 
         /// The push's first report: it says what the push was.
         public var isFirst: Bool { self == .refused || self == .accepted }
         /// Nothing follows: the push will never reach its device.
         public var isFinal: Bool {
             switch self {
-            case .refused, .dropped, .expired, .replaced, .holdFull, .notStored, .unregistered: true
+            case .refused, .dropped, .expired, .replaced, .holdFull, .notStored, .unregistered, .disconnected: true
             case .accepted, .delayed, .held, .written: false
             }
         }

@@ -24,3 +24,8 @@ public enum Saturating {
         return value.isFinite && value < 9.2e18 ? Int64(value) : .max
     }
 }
+
+extension UInt32 {
+    /// The value, or one less than `limit` when it is not below it.
+    func clamped(below limit: UInt32) -> UInt32 { self < limit ? self : limit - 1 }
+}

@@ -131,10 +131,10 @@ struct LedgerHopTests {
         var f = fleet()
         let start = 1_000 * Self.ms
         f.ledger.record(send(1, to: 0, kind: .secure, platforms: [.apns], at: start))
-        let path = DeliveryLedger.PushPath(push: 7, acceptedAt: start + 3 * Self.ms, writtenAt: start + 4 * Self.ms)
+        let path = DeliveryLedger.PushPath(acceptedAt: start + 3 * Self.ms, writtenAt: start + 4 * Self.ms, receivedAt: start + 6 * Self.ms)
         f.ledger.record(handed(7, token: f.tokens[0], platform: "apns", body: plainBody(1, platform: "apns"), at: start + 3 * Self.ms))
         f.ledger.record(next(7, .written, token: f.tokens[0], at: start + 4 * Self.ms))
-        f.ledger.record(.init(device: f.alicePhone, attribution: .send(1), time: start + 6 * Self.ms, content: .fetched(at: start + 9 * Self.ms), path: path))
+        f.ledger.record(.init(device: f.alicePhone, attribution: .send(1), time: start + 6 * Self.ms, content: .fetched(at: start + 9 * Self.ms), path: path), push: 7)
         let verdict = f.ledger.verdict(deadline: .seconds(5))
         #expect(verdict.total.delivered == 1)
         let delivery = verdict.deliveries[0]
@@ -152,8 +152,8 @@ struct LedgerHopTests {
     func receiptFirst() {
         var f = fleet()
         f.ledger.record(send(1, to: 0, platforms: [.apns], at: 100 * Self.ms))
-        let path = DeliveryLedger.PushPath(push: 3, acceptedAt: 101 * Self.ms, writtenAt: 102 * Self.ms)
-        f.ledger.record(.init(device: f.alicePhone, attribution: .send(1), time: 103 * Self.ms, path: path))
+        let path = DeliveryLedger.PushPath(acceptedAt: 101 * Self.ms, writtenAt: 102 * Self.ms, receivedAt: 103 * Self.ms)
+        f.ledger.record(.init(device: f.alicePhone, attribution: .send(1), time: 103 * Self.ms, path: path), push: 3)
         f.ledger.record(handed(3, token: f.tokens[0], platform: "apns", body: plainBody(1, platform: "apns"), at: 101 * Self.ms))
         f.ledger.record(next(3, .written, token: f.tokens[0], at: 102 * Self.ms))
         f.ledger.record(send(2, to: 0, platforms: [.apns], at: 200 * Self.ms))
@@ -165,31 +165,34 @@ struct LedgerHopTests {
 
     @Test("clocks a little apart never give a negative hop: each instant is held between the one before and the receipt")
     func clockSkew() {
-        let path = DeliveryLedger.PushPath(push: 1, acceptedAt: 90, writtenAt: 200)
-        let hops = DeliveryLedger.HopTimes.of(path, start: 100, intended: 95, received: 150, inHand: nil)
-        #expect(hops.backend == 0 && hops.pushService == 50 && hops.device == 0 && hops.total == 50 && hops.backendCorrected == 5)
+        let us: Int64 = 1_000
+        let path = DeliveryLedger.PushPath(acceptedAt: 90 * us, writtenAt: 200 * us, receivedAt: 150 * us)
+        let hops = DeliveryLedger.HopTimes.of(path, start: 100 * us, intended: 95 * us, received: 150 * us, inHand: nil)
+        #expect(hops.backend == 0 && hops.pushService == 50 * us && hops.device == 0 && hops.total == 50 * us && hops.backendCorrected == 5 * us)
     }
 
     @Test("a late pair is explained by its longest hop: held while offline, a latency fault, or a slow backend")
     func lateByHop() {
         var f = fleet()
-        let cases: [(DeliveryLedger.PushPath, DeliveryLedger.Cause, DeliveryLedger.Hop)] = [
-            (.init(push: 1, acceptedAt: 1, writtenAt: 7_000, held: true), .heldOffline, .pushService),
-            (.init(push: 2, acceptedAt: 1, writtenAt: 7_000, delay: 6_999), .delayed, .pushService),
-            (.init(push: 3, acceptedAt: 6_900, writtenAt: 6_901), .slow, .backend),
-            (.init(push: 4, acceptedAt: 1, writtenAt: 2), .slow, .device),
+        // Accepted and written, in ms after the send's start; received at 7,100 ms.
+        let cases: [(accepted: Int64, written: Int64, held: Bool, delayed: Bool, cause: DeliveryLedger.Cause, hop: DeliveryLedger.Hop)] = [
+            (1, 7_000, true, false, .heldOffline, .pushService),
+            (1, 7_000, false, true, .delayed, .pushService),
+            (6_900, 6_901, false, false, .slow, .backend),
+            (1, 2, false, false, .slow, .device),
         ]
         for (index, item) in cases.enumerated() {
             let start = Int64(index + 1) * 100_000 * Self.ms
+            let received = start + 7_100 * Self.ms
             f.ledger.record(send(index + 1, to: 1, platforms: [.apns], at: start))
-            var path = item.0
-            path.acceptedAt = start + path.acceptedAt * Self.ms
-            path.writtenAt = path.writtenAt.map { start + $0 * Self.ms }
-            f.ledger.record(.init(device: f.bobPhone, attribution: .send(index + 1), time: start + 7_100 * Self.ms, path: path))
+            let path = DeliveryLedger.PushPath(
+                acceptedAt: start + item.accepted * Self.ms, writtenAt: start + item.written * Self.ms, held: item.held, delayed: item.delayed, receivedAt: received
+            )
+            f.ledger.record(.init(device: f.bobPhone, attribution: .send(index + 1), time: received, path: path))
         }
         let verdict = f.ledger.verdict(deadline: .seconds(5))
         #expect(verdict.total.late == 4)
-        for (_, cause, hop) in cases {
+        for (_, _, _, _, cause, hop) in cases {
             #expect(verdict.explanations[.init(outcome: .late, hop: hop, cause: cause, platform: .apns)] == 1, "\(hop) \(cause)")
         }
     }
@@ -226,7 +229,7 @@ struct LedgerHopTests {
         f.ledger.record(send(2, to: 1, platforms: [.apns], at: 200 * Self.ms))
         f.ledger.record(HubNote(at: 102 * Self.ms, body: plainBody(1, platform: "apns"), format: "apple", targets: 0))
         f.ledger.record(send(3, to: 1, platforms: [.apns], at: 300 * Self.ms))
-        let path = DeliveryLedger.PushPath(push: 9, hubAt: 302 * Self.ms, acceptedAt: 305 * Self.ms, writtenAt: 306 * Self.ms)
+        let path = DeliveryLedger.PushPath(hubAt: 302 * Self.ms, acceptedAt: 305 * Self.ms, writtenAt: 306 * Self.ms, receivedAt: 310 * Self.ms)
         f.ledger.record(.init(device: f.bobPhone, attribution: .send(3), time: 310 * Self.ms, path: path))
         let verdict = f.ledger.verdict(deadline: .seconds(5))
         #expect(verdict.explanations[.init(outcome: .lost, hop: .hub, cause: .hubSkipped, platform: .apns)] == 1)
@@ -269,10 +272,11 @@ struct LedgerHopTests {
             first.ledger.record(report)
         }
         let receipt = DeliveryLedger.Receipt(
-            device: whole.alicePhone, attribution: .send(2), time: 203 * Self.ms, path: .init(push: 2, acceptedAt: 201 * Self.ms, writtenAt: 202 * Self.ms)
+            device: whole.alicePhone, attribution: .send(2), time: 203 * Self.ms,
+            path: .init(acceptedAt: 201 * Self.ms, writtenAt: 202 * Self.ms, receivedAt: 203 * Self.ms)
         )
-        whole.ledger.record(receipt)
-        second.ledger.record(receipt)
+        whole.ledger.record(receipt, push: 2)
+        second.ledger.record(receipt, push: 2)
         let merged = try DeliveryLedger.merged([first.ledger, second.ledger])
         let a = whole.ledger.verdict(deadline: .seconds(5))
         let b = merged.verdict(deadline: .seconds(5))
