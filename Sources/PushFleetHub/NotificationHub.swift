@@ -6,6 +6,12 @@ import Synchronization
 /// Hands one native push to a platform push service and says how it answered.
 public protocol PushDelivery: Sendable {
     func deliver(_ push: NativePush) async -> DeliveryAnswer
+    /// The hub took a send (before its fan-out), for a run watching where its pushes go.
+    func took(_ note: HubNote)
+}
+
+extension PushDelivery {
+    public func took(_ note: HubNote) {}
 }
 
 /// A push as the hub sends it to APNs, FCM v1 or WNS: the device's handle, the provider
@@ -15,6 +21,8 @@ public struct NativePush: Sendable, Equatable {
     public var handle: String
     public var headers: [HubRegistration.Header]
     public var body: String
+    /// When the hub took the send this push is part of.
+    public var hubAt: Int64? = nil
 }
 
 public enum DeliveryAnswer: Sendable, Equatable {
@@ -127,7 +135,8 @@ public final class NotificationHub: Sendable {
             }
         }
         var report = SendReport(notificationID: notificationID(instant), targets: targets.count)
-        let answers = await cancelWhenGracefulShutdown { await self.fanOut(targets, plan: plan) }
+        delivery.took(HubNote(at: instant, body: String(decoding: request.body, as: UTF8.self), format: request.format, targets: targets.count))
+        let answers = await cancelWhenGracefulShutdown { await self.fanOut(targets, plan: plan, at: instant) }
         var expired = Set<Target.HandleKey>()
         for (target, answer) in answers {
             switch answer {
@@ -168,7 +177,7 @@ public final class NotificationHub: Sendable {
 
     /// At most `fanOutConcurrency` pushes in flight; each retried while throttled. Once the
     /// task is cancelled no push starts, and the answers are fewer than the targets.
-    private func fanOut(_ targets: [Target], plan: SendPlan) async -> [(Target, DeliveryAnswer)] {
+    private func fanOut(_ targets: [Target], plan: SendPlan, at instant: Int64) async -> [(Target, DeliveryAnswer)] {
         let window = max(1, settings.fanOutConcurrency)
         return await withTaskGroup(of: (Target, DeliveryAnswer).self) { group in
             var results: [(Target, DeliveryAnswer)] = []
@@ -178,7 +187,7 @@ public final class NotificationHub: Sendable {
                 while next < targets.count, next - results.count < window, !Task.isCancelled {
                     let target = targets[next]
                     next += 1
-                    group.addTask { (target, await self.push(plan, to: target)) }
+                    group.addTask { (target, await self.push(plan, to: target, at: instant)) }
                 }
                 guard let result = await group.next() else { break }
                 results.append(result)
@@ -187,12 +196,13 @@ public final class NotificationHub: Sendable {
         }
     }
 
-    private func push(_ plan: SendPlan, to target: Target) async -> DeliveryAnswer {
-        let native: NativePush
+    private func push(_ plan: SendPlan, to target: Target, at instant: Int64) async -> DeliveryAnswer {
+        var native: NativePush
         switch plan.native(for: target.registration, platform: target.platform, handle: target.handle, settings: settings) {
         case .success(let push): native = push
         case .failure(let why): return .failed(why.reason)
         }
+        native.hubAt = instant
         var backoff: Backoff?
         var answer = DeliveryAnswer.failed("no attempt")
         for attempt in 0..<max(1, settings.maxAttempts) {

@@ -21,14 +21,14 @@ struct APNsEndpoint {
         }
         // Apple's answers for requests that reach no device.
         router.post("/3/device") { request, _ in
-            reject(.badRequest, "MissingDeviceToken", id: request.headers[.apnsID] ?? UUID().uuidString)
+            reject(.badRequest, "MissingDeviceToken", id: request.headers[.apnsID] ?? UUID().uuidString).response
         }
         router.post("/3/**") { request, _ in
-            reject(.notFound, "BadPath", id: request.headers[.apnsID] ?? UUID().uuidString)
+            reject(.notFound, "BadPath", id: request.headers[.apnsID] ?? UUID().uuidString).response
         }
         for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
             router.on("/3/device/:token", method: method) { request, _ in
-                reject(.methodNotAllowed, "MethodNotAllowed", id: request.headers[.apnsID] ?? UUID().uuidString)
+                reject(.methodNotAllowed, "MethodNotAllowed", id: request.headers[.apnsID] ?? UUID().uuidString).response
             }
         }
     }
@@ -48,13 +48,26 @@ struct APNsEndpoint {
         _ reason: String,
         id: String,
         timestamp: Int64? = nil
-    ) -> Response {
+    ) -> ProviderAnswer {
         service.recordRejection("apns:\(reason)")
-        return .json(Reason(reason: reason, timestamp: timestamp), status: status, headers: [.apnsID: id])
+        return .refused(.json(Reason(reason: reason, timestamp: timestamp), status: status, headers: [.apnsID: id]), status: status.code, reason: reason)
     }
 
-    func handle(_ request: Request, token: String) async -> Response {
+    /// Answers one provider request; `hubAt` when a notification hub in this process sends it.
+    func handle(_ request: Request, token: String, hubAt: Int64? = nil) async -> Response {
         var request = request
+        let push = service.nextPush()
+        let answer = await decide(&request, token: token, push: push, hubAt: hubAt)
+        if case .refused(_, let status, let reason) = answer {
+            await service.reportRefusal(
+                &request, push: push, platform: .apns, token: TokenRules.normalized(token[...], for: .apns),
+                pushType: request.headers[.apnsPushType] ?? "alert", status: status, reason: reason, hubAt: hubAt, bodyLimit: Self.maxPayload
+            )
+        }
+        return answer.response
+    }
+
+    private func decide(_ request: inout Request, token: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {
         let headers = request.headers
         let id = headers[.apnsID] ?? UUID().uuidString
         guard UUID(uuidString: id) != nil else { return reject(.badRequest, "BadMessageId", id: UUID().uuidString) }
@@ -101,11 +114,13 @@ struct APNsEndpoint {
             id: id,
             pushType: pushType,
             body: String(decoding: data, as: UTF8.self),
-            retention: retention
+            retention: retention,
+            push: number,
+            hubAt: hubAt
         )
         switch service.accept(push) {
         case .accepted:
-            return .empty(headers: [.apnsID: id])
+            return .done(.empty(headers: [.apnsID: id]))
         case .unregistered(let since):
             return reject(.gone, "Unregistered", id: id, timestamp: since)
         case .throttled:

@@ -4,6 +4,7 @@ import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOWebSocket
+import PushFleetCore
 import PushFleetServerSupport
 import PushFleetWire
 import ServiceLifecycle
@@ -19,6 +20,11 @@ struct DeviceGateway {
 
     let service: PushService
 
+    /// Whether an upgrade is a device's (counted against the device cap), not a run's watch.
+    static func isDevice(_ head: HTTPRequest) -> Bool {
+        !(head.path.map { URI($0).path == GatewayFrame.observePath } ?? false)
+    }
+
     /// Decides whether an HTTP request becomes a gateway connection. Requests that do not
     /// qualify fall through to the router, which explains what was wrong.
     func shouldUpgrade(_ head: HTTPRequest) -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
@@ -33,6 +39,12 @@ struct DeviceGateway {
         case GatewayFrame.multiplexPath:
             return .upgrade([:]) { inbound, outbound, context in
                 await run(.multiplexed, inbound: inbound, outbound: outbound, logger: context.logger)
+            }
+        case GatewayFrame.observePath:
+            guard let run = uri.queryParameters["run"], ObserveEndpoint.isRunID(run) else { return .dontUpgrade }
+            let endpoint = ObserveEndpoint(service: service)
+            return .upgrade([:]) { inbound, outbound, context in
+                await endpoint.run(String(run), inbound: inbound, outbound: outbound, logger: context.logger)
             }
         default:
             return .dontUpgrade
@@ -52,6 +64,12 @@ struct DeviceGateway {
             throw HTTPError(.upgradeRequired, message: "open a WebSocket on this path")
         }
         router.get(RouterPath(stringLiteral: GatewayFrame.multiplexPath)) { _, _ -> Response in
+            throw HTTPError(.upgradeRequired, message: "open a WebSocket on this path")
+        }
+        router.get(RouterPath(stringLiteral: GatewayFrame.observePath)) { request, _ -> Response in
+            guard let run = request.uri.queryParameters["run"], ObserveEndpoint.isRunID(run) else {
+                throw HTTPError(.badRequest, message: "run (the run id: 4 to 64 letters and digits) is required: /observe?run=<run id>")
+            }
             throw HTTPError(.upgradeRequired, message: "open a WebSocket on this path")
         }
     }
@@ -98,6 +116,12 @@ struct DeviceGateway {
                         switch message {
                         case .text(let text):
                             try await outbound.write(.text(text))
+                        case .push(var frame):
+                            let instant = service.now()
+                            frame.writtenAt = instant
+                            try await outbound.write(.text(service.encode(frame)))
+                            connection.wrote(frame)
+                            service.report(.written, of: frame, at: instant)
                         case .close(let reason):
                             try await outbound.close(.goingAway, reason: reason)
                             return

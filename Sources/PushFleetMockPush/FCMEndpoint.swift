@@ -53,19 +53,21 @@ struct FCMEndpoint {
     }
 
     /// Google's error shape: HTTP code, canonical status, and the FCM error code in details.
-    private func reject(_ status: HTTPResponse.Status, _ canonical: String, _ errorCode: String, _ message: String) -> Response {
+    private func reject(_ status: HTTPResponse.Status, _ canonical: String, _ errorCode: String, _ message: String) -> ProviderAnswer {
         reject(status, canonical, label: errorCode, message, detail: .init(errorCode: errorCode))
     }
 
     private func reject(
         _ status: HTTPResponse.Status, _ canonical: String, label: String, _ message: String, detail: ErrorBody.Detail
-    ) -> Response {
+    ) -> ProviderAnswer {
         service.recordRejection("fcm:\(label)")
-        return .json(ErrorBody(error: .init(code: status.code, message: message, status: canonical, details: [detail])), status: status)
+        let response = Response.json(ErrorBody(error: .init(code: status.code, message: message, status: canonical, details: [detail])), status: status)
+        // What a client shows: FCM's error code, or for authentication Google's canonical status.
+        return .refused(response, status: status.code, reason: detail.errorCode ?? canonical)
     }
 
     /// Google's answers for a request whose OAuth access token does not allow the send.
-    private func authenticate(_ request: Request, project: String) -> Response? {
+    private func authenticate(_ request: Request, project: String) -> ProviderAnswer? {
         let unauthenticated = "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential."
         let grant: GoogleOAuth.Grant
         switch service.authority.googleGrant(authorization: request.headers[.authorization]) {
@@ -93,12 +95,30 @@ struct FCMEndpoint {
         return nil
     }
 
-    private func invalid(_ message: String) -> Response {
+    private func invalid(_ message: String) -> ProviderAnswer {
         reject(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", message)
     }
 
-    func handle(_ request: Request, project: String) async -> Response {
+    /// Answers one provider request; `hubAt` when a notification hub in this process sends it.
+    func handle(_ request: Request, project: String, hubAt: Int64? = nil) async -> Response {
         var request = request
+        let push = service.nextPush()
+        let answer = await decide(&request, project: project, push: push, hubAt: hubAt)
+        if case .refused(_, let status, let reason) = answer {
+            await service.reportRefusal(
+                &request, push: push, platform: .fcm, token: nil, pushType: nil, status: status, reason: reason, hubAt: hubAt,
+                bodyLimit: Self.maxRequest, tokenInBody: Self.token
+            )
+        }
+        return answer.response
+    }
+
+    /// `message.token` of a request body, if it names one.
+    static func token(in body: Data) -> String? {
+        ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any]).flatMap { $0["message"] as? [String: Any] }?["token"] as? String
+    }
+
+    private func decide(_ request: inout Request, project: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {
         if let refusal = authenticate(request, project: project) { return refusal }
         guard let body = try? await request.collectBody(limit: Self.maxRequest) else {
             return invalid("Request payload size exceeds the limit.")
@@ -125,18 +145,20 @@ struct FCMEndpoint {
         let validateOnly = root["validate_only"] as? Bool ?? false
         let id = String(UInt64.random(in: 1...UInt64.max), radix: 16)
         let name = "projects/\(project)/messages/\(id)"
-        if validateOnly { return .json(Accepted(name: "projects/\(project)/messages/fake_message_id")) }
+        if validateOnly { return .done(.json(Accepted(name: "projects/\(project)/messages/fake_message_id"))) }
 
         let push = PushService.IncomingPush(
             address: DeviceAddress(platform: .fcm, token: token),
             id: id,
             pushType: message["notification"] == nil ? "data" : "notification",
             body: String(buffer: body),
-            retention: Self.retention(message)
+            retention: Self.retention(message),
+            push: number,
+            hubAt: hubAt
         )
         switch service.accept(push) {
         case .accepted:
-            return .json(Accepted(name: name))
+            return .done(.json(Accepted(name: name)))
         case .unregistered:
             return reject(.notFound, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.")
         case .throttled:

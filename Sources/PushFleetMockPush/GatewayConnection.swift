@@ -9,6 +9,8 @@ import Synchronization
 final class GatewayConnection: Sendable {
     enum Outbound: Sendable {
         case text(String)
+        /// A push, encoded when it is written (the frame then says when).
+        case push(PushFrame)
         /// Close a single-device connection (forced disconnect).
         case close(reason: String)
     }
@@ -26,6 +28,8 @@ final class GatewayConnection: Sendable {
     private let continuation: AsyncStream<Outbound>.Continuation
     /// Devices this connection holds online; the registry is the authority, this is its index.
     private let devices = Mutex<Set<DeviceAddress>>([])
+    /// Pushes handed over and not yet written, while a run watches the service.
+    private let unsent = Mutex<[UInt64: PushFrame]>([:])
 
     init(id: UInt64, mode: Mode) {
         self.id = id
@@ -35,6 +39,29 @@ final class GatewayConnection: Sendable {
 
     func send(_ text: String) {
         continuation.yield(.text(text))
+    }
+
+    /// Hands a push to the connection's writer; with `tracked`, one the connection closes on
+    /// before writing is given back by ``takeUnsent()``.
+    func send(_ push: PushFrame, tracked: Bool) {
+        if tracked, let number = push.push { unsent.withLock { $0[number] = push } }
+        continuation.yield(.push(push))
+    }
+
+    /// The push went out.
+    func wrote(_ push: PushFrame) {
+        guard let number = push.push else { return }
+        unsent.withLock { unsent in
+            if !unsent.isEmpty { unsent[number] = nil }
+        }
+    }
+
+    /// Tracked pushes handed over and never written (the connection closed first).
+    func takeUnsent() -> [PushFrame] {
+        unsent.withLock { unsent in
+            defer { unsent = [:] }
+            return Array(unsent.values)
+        }
     }
 
     func close(reason: String) {

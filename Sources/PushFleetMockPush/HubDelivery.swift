@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PushFleetCore
 import PushFleetHub
 
 /// The hub's way to the push services: each push goes through the same APNs, FCM v1 and WNS
@@ -34,11 +35,15 @@ struct HubDelivery: PushDelivery {
         let request = Request(head: head, body: .init(buffer: ByteBuffer(string: push.body)))
         let response: Response
         switch push.platform {
-        case .apple: response = await APNsEndpoint(service: service).handle(request, token: push.handle)
-        case .fcmv1, .gcm: response = await FCMEndpoint(service: service).handle(request, project: fcmProject)
-        case .windows: response = await WNSEndpoint(service: service).handle(request, channel: String(path.dropFirst("/wns/".count)))
+        case .apple: response = await APNsEndpoint(service: service).handle(request, token: push.handle, hubAt: push.hubAt)
+        case .fcmv1, .gcm: response = await FCMEndpoint(service: service).handle(request, project: fcmProject, hubAt: push.hubAt)
+        case .windows: response = await WNSEndpoint(service: service).handle(request, channel: String(path.dropFirst("/wns/".count)), hubAt: push.hubAt)
         }
         return Self.answer(response.status.code, platform: push.platform)
+    }
+
+    func took(_ note: HubNote) {
+        service.watchers.report(note)
     }
 
     /// What a hub makes of a push service's status: dead handles go, throttling is retried.

@@ -202,7 +202,7 @@ public struct MockPushServer: Sendable {
             shouldUpgrade: { @Sendable (head: HTTPRequest, channel: any Channel, logger: Logger) throws in
                 let decision = gateway.shouldUpgrade(head)
                 // A valid device upgrade past the cap has been answered 503 and is closing.
-                guard case .upgrade = decision, !slots.admit(channel, logger: logger) else { return decision }
+                guard case .upgrade = decision, DeviceGateway.isDevice(head), !slots.admit(channel, logger: logger) else { return decision }
                 return .dontUpgrade
             }
         )

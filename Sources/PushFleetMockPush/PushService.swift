@@ -51,6 +51,10 @@ public final class PushService: Sendable {
         var body: String
         var bodyEncoding: String?
         var retention: Retention
+        /// The service's number for it (``nextPush()``), in every report of it and in its frame.
+        var push: UInt64 = 0
+        /// When the notification hub that sent it took the send, if one did.
+        var hubAt: Int64? = nil
     }
 
     enum AcceptOutcome: Equatable {
@@ -60,7 +64,7 @@ public final class PushService: Sendable {
         case throttled
     }
 
-    private struct DeviceEntry {
+    struct DeviceEntry {
         var connection: GatewayConnection?
         var pending: StoredPush?
         /// Set when the device unregistered through the gateway (ms since the epoch).
@@ -69,25 +73,28 @@ public final class PushService: Sendable {
         var isDisposable: Bool { connection == nil && pending == nil && unregisteredAt == nil }
     }
 
-    private struct StoredPush {
+    struct StoredPush {
         var frame: PushFrame
         var expiresAt: Int64
     }
 
-    private final class Shard: Sendable {
+    final class Shard: Sendable {
         let devices = Mutex<[DeviceAddress: DeviceEntry]>([:])
     }
 
     public let configuration: Configuration
     let faults: FaultInjector
     let authority: ProviderAuthority
-    private let shards: [Shard]
-    private let counters = Mutex(PushServiceStats())
-    private let nextConnectionID = Atomic<UInt64>(1)
+    let shards: [Shard]
+    let counters = Mutex(PushServiceStats())
+    let nextConnectionID = Atomic<UInt64>(1)
     /// Pushes held now, across shards.
-    private let held = Atomic<Int>(0)
+    let held = Atomic<Int>(0)
     private let sweep = Mutex(ExpirySweep())
-    private let now: @Sendable () -> Int64
+    let now: @Sendable () -> Int64
+    /// The runs watching what becomes of their pushes.
+    let watchers = PushWatchers()
+    private let nextPushNumber = Atomic<UInt64>(1)
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
@@ -105,7 +112,7 @@ public final class PushService: Sendable {
         self.now = now
     }
 
-    private func shard(for address: DeviceAddress) -> Shard {
+    func shard(for address: DeviceAddress) -> Shard {
         shards[Int(UInt(bitPattern: address.token.hashValue) % UInt(shards.count))]
     }
 
@@ -127,6 +134,17 @@ public final class PushService: Sendable {
         counters.withLock { $0.rejected[reason, default: 0] += 1 }
     }
 
+    /// A number for the next push a provider hands over, unique while the service runs.
+    func nextPush() -> UInt64 {
+        nextPushNumber.add(1, ordering: .relaxed).oldValue
+    }
+
+    /// Reports a step of a push (after its first report) to the runs watching.
+    func report(_ step: PushHop.Step, of frame: PushFrame, at instant: Int64, delay: Int64? = nil) {
+        guard let push = frame.push else { return }
+        watchers.report(PushHop(push: push, step: step, at: instant, platform: frame.platform.rawValue, token: frame.token, delay: delay))
+    }
+
     // MARK: Pushes
 
     /// Decides a push's fate: answered unregistered or throttled, or accepted and then delivered,
@@ -146,6 +164,7 @@ public final class PushService: Sendable {
                     platform: push.address.platform, token: push.address.token, id: push.id, acceptedAt: now(), pushType: push.pushType,
                     body: push.body, bodyEncoding: push.bodyEncoding
                 )
+                refused.push = push.push
                 refused.type = PushFrame.refusedType
                 refused.reason = "Unregistered"
                 connection.send(encode(refused))
@@ -161,10 +180,7 @@ public final class PushService: Sendable {
             $0.accepted += 1
             if decision.dropped { $0.dropped += 1 }
         }
-        if decision.dropped {
-            return .accepted(acceptedAt: acceptedAt, online: online)
-        }
-        let frame = PushFrame(
+        var frame = PushFrame(
             platform: push.address.platform,
             token: push.address.token,
             id: push.id,
@@ -173,6 +189,18 @@ public final class PushService: Sendable {
             body: push.body,
             bodyEncoding: push.bodyEncoding
         )
+        frame.push = push.push
+        frame.hubAt = push.hubAt
+        watchers.report(
+            PushHop(
+                push: push.push, step: .accepted, at: acceptedAt, platform: push.address.platform.rawValue, token: push.address.token,
+                pushType: push.pushType, body: push.body, base64: push.bodyEncoding == "base64" ? true : nil, hubAt: push.hubAt
+            )
+        )
+        if decision.dropped {
+            report(.dropped, of: frame, at: acceptedAt)
+            return .accepted(acceptedAt: acceptedAt, online: online)
+        }
         let expiresAt: Int64? =
             switch push.retention {
             case .defaultDuration: Saturating.add(acceptedAt, configuration.defaultStoreDuration.nanoseconds)
@@ -180,6 +208,8 @@ public final class PushService: Sendable {
             case .doNotStore: nil
             }
         if decision.delay > .zero {
+            frame.delay = decision.delay.nanoseconds
+            report(.delayed, of: frame, at: acceptedAt, delay: frame.delay)
             Task {
                 try? await Task.sleep(for: decision.delay)
                 self.deliver(frame, expiresAt: expiresAt)
@@ -192,28 +222,36 @@ public final class PushService: Sendable {
 
     private func deliver(_ frame: PushFrame, expiresAt: Int64?) {
         let address = DeviceAddress(platform: frame.platform, token: frame.token)
-        let text = encode(frame)
+        // Reports are made after the lock: a watcher in this process records them at once.
+        var fates: [(PushHop.Step, PushFrame)] = []
         shard(for: address).devices.withLock { devices in
             var entry = devices[address] ?? DeviceEntry()
             if let connection = entry.connection {
-                connection.send(text)
+                connection.send(frame, tracked: watchers.isActive)
                 counters.withLock { $0.delivered += 1 }
             } else if let expiresAt {
-                let replaced = entry.pending != nil
-                guard replaced || reserveHold() else {
+                let replaced = entry.pending
+                guard replaced != nil || reserveHold() else {
                     counters.withLock { $0.heldFull += 1 }
+                    fates.append((.holdFull, frame))
                     return
                 }
                 entry.pending = StoredPush(frame: frame, expiresAt: expiresAt)
                 devices[address] = entry
                 counters.withLock {
                     $0.stored += 1
-                    if replaced { $0.storedReplaced += 1 }
+                    if replaced != nil { $0.storedReplaced += 1 }
                 }
+                if let replaced { fates.append((.replaced, replaced.frame)) }
+                fates.append((.held, frame))
             } else {
                 counters.withLock { $0.discardedOffline += 1 }
+                fates.append((.notStored, frame))
             }
         }
+        guard watchers.isActive, !fates.isEmpty else { return }
+        let instant = now()
+        for (step, frame) in fates { report(step, of: frame, at: instant) }
     }
 
     /// Takes a place in the hold if there is one.
@@ -235,141 +273,22 @@ public final class PushService: Sendable {
     /// Drops every held push that expired by `now`.
     private func sweepExpired(now: Int64) {
         var dropped = 0
+        var frames: [PushFrame] = []
+        let watched = watchers.isActive
         for shard in shards {
             shard.devices.withLock { devices in
                 let expired = ExpirySweep.expired(in: devices, now: now) { $0.pending?.expiresAt }
                 for address in expired {
+                    if watched, let frame = devices[address]?.pending?.frame { frames.append(frame) }
                     devices[address]?.pending = nil
                     if devices[address]?.isDisposable == true { devices[address] = nil }
                 }
                 dropped += expired.count
             }
         }
+        for frame in frames { report(.expired, of: frame, at: now) }
         held.subtract(dropped, ordering: .relaxed)
         counters.withLock { $0.expired += dropped }
-    }
-
-    // MARK: Gateway
-
-    func openConnection(mode: GatewayConnection.Mode) -> GatewayConnection {
-        counters.withLock { $0.connections += 1 }
-        return GatewayConnection(id: nextConnectionID.add(1, ordering: .relaxed).oldValue, mode: mode)
-    }
-
-    func closeConnection(_ connection: GatewayConnection) {
-        detach(Array(connection.takeAll()), from: connection)
-        connection.finish()
-        counters.withLock { $0.connections -= 1 }
-    }
-
-    /// Takes the devices online on `connection`, sending each one's held push first.
-    /// A device online elsewhere is taken over; its old connection is told (or closed).
-    func attach(_ addresses: [DeviceAddress], to connection: GatewayConnection) {
-        var displaced: [(GatewayConnection, DeviceAddress)] = []
-        let instant = now()
-        for address in addresses {
-            shard(for: address).devices.withLock { devices in
-                var entry = devices[address] ?? DeviceEntry()
-                if let old = entry.connection, old !== connection {
-                    displaced.append((old, address))
-                }
-                let wasOnline = entry.connection != nil
-                entry.connection = connection
-                entry.unregisteredAt = nil
-                connection.insert(address)
-                if let pending = entry.pending {
-                    entry.pending = nil
-                    held.subtract(1, ordering: .relaxed)
-                    if pending.expiresAt > instant {
-                        var frame = pending.frame
-                        frame.stored = true
-                        connection.send(encode(frame))
-                        counters.withLock {
-                            $0.delivered += 1
-                            $0.storedDelivered += 1
-                        }
-                    } else {
-                        counters.withLock { $0.expired += 1 }
-                    }
-                }
-                devices[address] = entry
-                if !wasOnline { counters.withLock { $0.online += 1 } }
-            }
-        }
-        takeOffline(displaced, reason: "replaced")
-    }
-
-    /// Takes the devices offline if `connection` still holds them.
-    func detach(_ addresses: [DeviceAddress], from connection: GatewayConnection) {
-        for address in addresses {
-            connection.remove(address)
-            shard(for: address).devices.withLock { devices in
-                guard var entry = devices[address], entry.connection === connection else { return }
-                entry.connection = nil
-                devices[address] = entry.isDisposable ? nil : entry
-                counters.withLock { $0.online -= 1 }
-            }
-        }
-    }
-
-    /// Marks the tokens unregistered (the app was removed): later pushes are refused as
-    /// Unregistered until the device subscribes again. Any held push is discarded.
-    func unregister(_ addresses: [DeviceAddress]) {
-        let since = now() / 1_000_000
-        for address in addresses {
-            shard(for: address).devices.withLock { devices in
-                var entry = devices[address] ?? DeviceEntry()
-                entry.unregisteredAt = since
-                if entry.pending != nil { held.subtract(1, ordering: .relaxed) }
-                entry.pending = nil
-                devices[address] = entry
-            }
-        }
-    }
-
-    /// Takes online devices offline from the service side: each with probability `ratio`, and
-    /// every one whose token is listed. Single-device connections are closed; multiplexed ones
-    /// are told which of their devices went offline.
-    public func forceDisconnect(_ request: DisconnectRequest) -> Int {
-        let ratio = request.ratio ?? 0
-        let tokens = Set(request.tokens ?? [])
-        var taken: [(GatewayConnection, DeviceAddress)] = []
-        for shard in shards {
-            shard.devices.withLock { devices in
-                for (address, entry) in devices {
-                    guard let connection = entry.connection else { continue }
-                    guard tokens.contains(address.token) || (ratio > 0 && faults.nextUnit() < ratio) else { continue }
-                    var updated = entry
-                    updated.connection = nil
-                    devices[address] = updated.isDisposable ? nil : updated
-                    taken.append((connection, address))
-                }
-            }
-        }
-        counters.withLock {
-            $0.online -= taken.count
-        }
-        takeOffline(taken, reason: "forced")
-        return taken.count
-    }
-
-    /// Tells connections that devices they held are offline now; closes single-device ones.
-    private func takeOffline(_ pairs: [(GatewayConnection, DeviceAddress)], reason: String) {
-        guard !pairs.isEmpty else { return }
-        counters.withLock { $0.forcedDisconnects += pairs.count }
-        var byConnection: [ObjectIdentifier: (GatewayConnection, [DeviceAddress])] = [:]
-        for (connection, address) in pairs {
-            connection.remove(address)
-            byConnection[ObjectIdentifier(connection), default: (connection, [])].1.append(address)
-        }
-        for (connection, addresses) in byConnection.values {
-            switch connection.mode {
-            case .single:
-                connection.close(reason: reason)
-            case .multiplexed:
-                connection.send(encode(GatewayNotice(type: .disconnected, devices: addresses, reason: reason)))
-            }
-        }
     }
 
     func encode(_ value: some Encodable) -> String {

@@ -17,7 +17,7 @@ struct WNSEndpoint {
 
     func register(on router: Router<BasicRequestContext>) {
         router.post("/wns/channels") { request, _ in
-            mintChannel(request)
+            mintChannel(request).response
         }
         router.post("/wns/:channel") { request, context in
             await handle(request, channel: context.parameters.get("channel") ?? "")
@@ -37,7 +37,7 @@ struct WNSEndpoint {
     }
 
     /// `POST /wns/channels[?token=ID]`: a channel URI for the device `ID` (a new id if none).
-    private func mintChannel(_ request: Request) -> Response {
+    private func mintChannel(_ request: Request) -> ProviderAnswer {
         let given = request.uri.queryParameters["token"].map(String.init)
         let token = given ?? "pf" + String(UInt64.random(in: 1...UInt64.max), radix: 36) + String(UInt64.random(in: 1...UInt64.max), radix: 36)
         guard TokenRules.isValidWNS(token[...]) else { return reject(.badRequest, "invalid channel id") }
@@ -45,29 +45,43 @@ struct WNSEndpoint {
         let authority = request.head.authority ?? "localhost"
         let uri = tls ? "https://\(authority)/w/?token=\(token)" : "http://\(authority)/wns/\(token)"
         let expiresAt = Saturating.add(WallClock.nanoseconds() / 1_000_000, 30 * 86_400_000)
-        return .json(Channel(channelUri: uri, token: token, expiresAt: expiresAt))
+        return .done(.json(Channel(channelUri: uri, token: token, expiresAt: expiresAt)))
     }
 
-    private func reject(_ status: HTTPResponse.Status, _ reason: String) -> Response {
+    private func reject(_ status: HTTPResponse.Status, _ reason: String) -> ProviderAnswer {
         service.recordRejection("wns:\(status.code)")
-        return .empty(status: status, headers: [.wnsErrorDescription: reason])
+        return .refused(.empty(status: status, headers: [.wnsErrorDescription: reason]), status: status.code, reason: reason)
     }
 
-    func handle(_ request: Request, channel: String) async -> Response {
+    /// Answers one provider request; `hubAt` when a notification hub in this process sends it.
+    func handle(_ request: Request, channel: String, hubAt: Int64? = nil) async -> Response {
         var request = request
+        let push = service.nextPush()
+        let answer = await decide(&request, channel: channel, push: push, hubAt: hubAt)
+        if case .refused(_, let status, let reason) = answer {
+            await service.reportRefusal(
+                &request, push: push, platform: .wns, token: channel, pushType: request.headers[.wnsType], status: status, reason: reason, hubAt: hubAt,
+                bodyLimit: Self.maxPayload
+            )
+        }
+        return answer.response
+    }
+
+    private func decide(_ request: inout Request, channel: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {
         let headers = request.headers
         switch service.authority.wnsGrant(authorization: headers[.authorization]) {
         case .valid:
             break
         case .expired:
             service.recordRejection("wns:401")
-            return .empty(
+            let response = Response.empty(
                 status: .unauthorized,
                 headers: [
                     .wwwAuthenticate: "Bearer error=\"invalid_request\",error_description=\"Token has expired\"",
                     .wnsErrorDescription: "Token has expired",
                 ]
             )
+            return .refused(response, status: 401, reason: "Token has expired")
         case .unknown:
             return reject(.unauthorized, "The cloud service did not present a valid authentication ticket.")
         }
@@ -99,15 +113,17 @@ struct WNSEndpoint {
             pushType: type,
             body: text ?? data.base64EncodedString(),
             bodyEncoding: text == nil ? "base64" : nil,
-            retention: retention
+            retention: retention,
+            push: number,
+            hubAt: hubAt
         )
         switch service.accept(push) {
         case .accepted(_, let online):
-            return .empty(headers: [
+            return .done(.empty(headers: [
                 .wnsStatus: "received",
                 .wnsMessageID: id,
                 .wnsDeviceConnectionStatus: online ? "connected" : "disconnected",
-            ])
+            ]))
         case .unregistered:
             return reject(.gone, "channel expired")
         case .throttled:

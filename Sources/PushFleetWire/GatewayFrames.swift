@@ -8,6 +8,9 @@ public enum GatewayFrame {
     public static let devicePath = "/device"
     /// The route of the multiplexed gateway.
     public static let multiplexPath = "/gateway"
+    /// The route a run watches its pushes on: `GET /observe?run=<run id>`, a WebSocket of
+    /// `PushReport` frames (see docs/mock-push.md).
+    public static let observePath = "/observe"
 }
 
 /// A push as a device receives it: the provider's request body verbatim, plus what the push
@@ -35,6 +38,14 @@ public struct PushFrame: Codable, Sendable, Equatable {
     public var stored: Bool
     /// Why a refused push was refused (`Unregistered`).
     public var reason: String?
+    /// The push service's number for the push (in its reports to a run watching it, `/observe`).
+    public var push: UInt64?
+    /// When the push service wrote the frame to this socket (ns since the Unix epoch).
+    public var writtenAt: Int64?
+    /// When the notification hub that sent the push took the send, if one did.
+    public var hubAt: Int64?
+    /// How long an injected latency fault held the push back (ns).
+    public var delay: Int64?
 
     public init(
         platform: Platform,

@@ -1,0 +1,136 @@
+import Foundation
+import HummingbirdWebSocket
+import Logging
+import NIOWebSocket
+import PushFleetCore
+import ServiceLifecycle
+import Synchronization
+
+/// `GET /observe?run=<run id>`: a WebSocket on which a run in another process watches what
+/// becomes of its pushes. The service first sends an empty report (the watch is in force from
+/// then), then batches of ``PushReport``s as JSON text frames. Reports wait in a queue of bounded
+/// length; past it they are left out and counted in the next batch's `lost`, so a run that reads
+/// too slowly knows its view has a gap instead of the service's memory growing.
+struct ObserveEndpoint {
+    /// Reports queued at most for one watcher.
+    static let maxQueued = 200_000
+    /// Reports in one frame at most.
+    static let maxBatch = 2_000
+
+    let service: PushService
+
+    /// A run id: what every token and nonce of the run carries.
+    static func isRunID(_ text: Substring) -> Bool {
+        (4...64).contains(text.count) && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+    }
+
+    func run(_ run: String, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async {
+        let queue = ReportQueue(limit: Self.maxQueued)
+        let watch = service.watch(run: run) { report in queue.add(report) }
+        defer { watch.cancel() }
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        try await outbound.write(.text(Self.encode(PushReport())))
+                        while let batch = await queue.next(max: Self.maxBatch) {
+                            try await outbound.write(.text(Self.encode(batch)))
+                        }
+                        try await outbound.close(.normalClosure, reason: "shutting down")
+                    } catch {
+                        logger.debug("observe connection for run \(run) ended: \(error)")
+                    }
+                }
+                group.addTask {
+                    // The run sends nothing; reading notices when it leaves.
+                    _ = try? await inbound.messages(maxSize: 4096).reduce(into: 0) { count, _ in count += 1 }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            queue.finish()
+        }
+    }
+
+    static func encode(_ report: PushReport) -> String {
+        let encoder = JSONEncoder()
+        return (try? String(decoding: encoder.encode(report), as: UTF8.self)) ?? "{\"hops\":[]}"
+    }
+}
+
+/// Reports waiting for one watcher's connection.
+final class ReportQueue: Sendable {
+    private struct State {
+        var hops: [PushHop] = []
+        var notes: [HubNote] = []
+        var lost = 0
+        var waiter: CheckedContinuation<Void, Never>?
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+    private let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func add(_ report: PushReport) {
+        let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
+            guard !state.finished else { return nil }
+            if state.hops.count + state.notes.count >= limit {
+                state.lost += report.hops.count + (report.hub?.count ?? 0)
+            } else {
+                state.hops += report.hops
+                state.notes += report.hub ?? []
+            }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// No more reports; ``next(max:)`` returns what is left, then nil.
+    func finish() {
+        let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// The next batch, waiting for one; nil once finished and empty, or cancelled.
+    func next(max: Int) async -> PushReport? {
+        while true {
+            if Task.isCancelled { return nil }
+            let batch: PushReport?? = state.withLock { state in
+                if !state.hops.isEmpty || !state.notes.isEmpty || state.lost > 0 {
+                    let hops = Array(state.hops.prefix(max))
+                    state.hops.removeFirst(hops.count)
+                    let notes = state.notes
+                    state.notes = []
+                    defer { state.lost = 0 }
+                    return PushReport(hops: hops, hub: notes.isEmpty ? nil : notes, lost: state.lost > 0 ? state.lost : nil)
+                }
+                return state.finished ? .some(nil) : nil
+            }
+            if let batch { return batch }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let ready = state.withLock { state in
+                        if !state.hops.isEmpty || !state.notes.isEmpty || state.lost > 0 || state.finished { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if ready { continuation.resume() }
+                }
+            } onCancel: {
+                finish()
+            }
+            // Gathers a burst into one frame.
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
