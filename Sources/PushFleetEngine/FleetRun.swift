@@ -42,7 +42,7 @@ struct FleetRun: Sendable {
 
     /// The tasks that run beside the phases.
     private enum Role {
-        case recorder, fleet, progress, stopWatch
+        case recorder, fleet, progress, stopWatch, pushWatch
     }
 
     init(scenario: Scenario, plan: FleetPlan, system: SystemUnderTest, options: FleetRunner.Options) {
@@ -54,7 +54,10 @@ struct FleetRun: Sendable {
         let start = clock.now()
         recorder = Recorder(users: plan.users, start: start, metrics: options.metrics)
         options.metrics?.setDevicesPlanned(plan.devices.count)
-        for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform)) }
+        // The token as the push service knows it (a WNS channel's id), to match its reports.
+        for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform, token: device.token)) }
+        let reader = DeliveryLedger.PushReader(layouts: scenario.api?.receive.layouts ?? [:], run: plan.runID)
+        recorder.state.withLock { $0.ledger.setPushReader(reader) }
         events = EventPipe()
         let sources = Self.sourceAddresses(scenario, plan, pushServiceURL: system.pushService, progress: options.progress)
         let context = RunContext(
@@ -94,6 +97,13 @@ struct FleetRun: Sendable {
                 await watch(stop)
                 return .stopWatch
             }
+            // The push service is watched before the first device arrives.
+            let watching = Latch()
+            group.addTask {
+                await PushServiceWatcher(context: context).run(ready: watching.open)
+                return .pushWatch
+            }
+            await watching.wait()
 
             await arrive()
             timeline.trafficStart = context.now()
@@ -113,7 +123,7 @@ struct FleetRun: Sendable {
             }
             group.cancelAll()
             // The recorder ends last: once everything that emits has ended, nothing more comes.
-            var emitting = 3
+            var emitting = 4
             while let role = await group.next() {
                 guard role != .recorder else { continue }
                 emitting -= 1

@@ -20,6 +20,9 @@ final class RunContext: Sendable {
     let clock: any RunClock
     /// The run's first instant on `clock`.
     let start: Int64
+    /// The run's clock less the wall clock, read once: moves the push service's wall-clock
+    /// instants (frames, reports) onto the run's clock.
+    let wallOffset: Int64
     let logger: Logger
     let probes = ProbePool()
     /// The backend's API as the scenario describes it.
@@ -70,6 +73,7 @@ final class RunContext: Sendable {
         self.backend = BackendClient(baseURL: system.backend, connections: scenario.fleet.connections, sourceAddresses: sourceAddresses, clock: clock)
         self.gateway = Origin(system.pushService) ?? Origin("http://127.0.0.1")!
         self.start = start
+        self.wallOffset = clock.now() - clock.wallNow()
         self.events = events
         self.logger = logger
         let api = scenario.api ?? APIDescription(name: "none", register: APIStep(kind: .register, requests: []))
@@ -114,6 +118,19 @@ final class RunContext: Sendable {
     }
 
     func now() -> Int64 { clock.now() }
+
+    /// A wall-clock instant of the push service's, on the run's clock.
+    func runTime(fromWall instant: Int64) -> Int64 { Saturating.add(instant, wallOffset) }
+
+    /// Where a received push went on its way, as its frame says (nothing when the frame says
+    /// nothing: a push service that is not pushfleet's).
+    func path(of frame: PushFrame, receivedAt: Int64) -> DeliveryLedger.PushPath? {
+        guard frame.acceptedAt > 0 else { return nil }
+        return DeliveryLedger.PushPath(
+            hubAt: frame.hubAt.map(runTime(fromWall:)), acceptedAt: runTime(fromWall: frame.acceptedAt), writtenAt: frame.writtenAt.map(runTime(fromWall:)),
+            held: frame.stored, delayed: (frame.delay ?? 0) > 0, receivedAt: receivedAt
+        )
+    }
 
     /// Marks the run, once, with the cap the push service refused a device at.
     func markDeviceCap(_ cap: Int) {

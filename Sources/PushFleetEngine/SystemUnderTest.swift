@@ -1,4 +1,5 @@
 public import PushFleetWire
+public import PushFleetCore
 import PushFleetClients
 import PushFleetMetrics
 
@@ -17,11 +18,16 @@ public struct SystemUnderTest: Sendable {
     public var restartBackend: (@Sendable (Duration) async throws -> Void)?
     /// The backend's injected latencies; nil when the run did not start the backend.
     public var backendLatency: (any BackendLatencyControl)?
+    /// The push service, when the run started it in this process: watched in process. Otherwise
+    /// the run watches it over `/observe` when it is pushfleet's (docs/reports.md, "Why lost").
+    public var pushWatch: (any PushServiceWatching)?
 
     public init(
         backend: String, pushService: String, pushAdminToken: String? = nil,
-        restartBackend: (@Sendable (Duration) async throws -> Void)? = nil, backendLatency: (any BackendLatencyControl)? = nil
+        restartBackend: (@Sendable (Duration) async throws -> Void)? = nil, backendLatency: (any BackendLatencyControl)? = nil,
+        pushWatch: (any PushServiceWatching)? = nil
     ) {
+        self.pushWatch = pushWatch
         self.backend = backend
         self.pushService = pushService
         self.pushAdminToken = pushAdminToken

@@ -13,33 +13,44 @@ extension VirtualDevice {
         let body = frame.bodyEncoding == "base64" ? Array(Data(base64Encoded: frame.body) ?? Data()) : Array(frame.body.utf8)
         let content = PushContent(body: body, pushType: frame.pushType, layout: context.api.receive.layout(plan.platform), run: context.runID)
         if frame.type == PushFrame.refusedType {
-            context.emit(.rejection(.init(device: plan.index, refused: content.attribution, at: receivedAt)))
+            context.emit(.rejection(.init(device: plan.index, refused: content.attribution, at: receivedAt, push: frame.push)))
             return
         }
+        let arrival = Arrival(at: receivedAt, path: context.path(of: frame, receivedAt: receivedAt), push: frame.push)
         let steps = context.scenario.lifecycle
         switch content {
         case .plain:
-            emitReceipt(content.attribution, at: receivedAt, context: context)
+            emitReceipt(content.attribution, at: arrival, context: context)
         case .secure(let id):
             guard steps.contains(.fetchSecure), let fetch = context.api.fetch[.secure] else {
-                emitReceipt(.content(id), at: receivedAt, context: context)
+                emitReceipt(.content(id), at: arrival, context: context)
                 return
             }
-            await fetchSecure(id, step: fetch, receivedAt: receivedAt, context: context)
+            await fetchSecure(id, step: fetch, arrival: arrival, context: context)
         case .rich(let id, let nonce):
             guard steps.contains(.fetchRich), let fetch = context.api.fetch[.rich] else {
-                emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, context: context)
+                emitReceipt(nonce?.attribution ?? .content(id), at: arrival, context: context)
                 return
             }
-            await fetchRich(id, nonce: nonce, step: fetch, receivedAt: receivedAt, context: context)
+            await fetchRich(id, nonce: nonce, step: fetch, arrival: arrival, context: context)
         }
     }
 
+    /// When a push arrived, the path its frame names and the push service's number for it.
+    struct Arrival {
+        var at: Int64
+        var path: DeliveryLedger.PushPath?
+        var push: UInt64?
+    }
+
     private func emitReceipt(
-        _ attribution: DeliveryLedger.Attribution, at receivedAt: Int64, content: DeliveryLedger.ContentCheck = .none, contentID: String? = nil,
+        _ attribution: DeliveryLedger.Attribution, at arrival: Arrival, content: DeliveryLedger.ContentCheck = .none, contentID: String? = nil,
         context: RunContext
     ) {
-        context.emit(.receipt(.init(device: plan.index, attribution: attribution, time: receivedAt, content: content, contentID: contentID)))
+        let receipt = DeliveryLedger.Receipt(
+            device: plan.index, attribution: attribution, time: arrival.at, content: content, contentID: contentID, path: arrival.path
+        )
+        context.emit(.receipt(receipt, push: arrival.push))
     }
 
     /// Fetches stored content through the description's fetch step: its content when it
@@ -59,48 +70,48 @@ extension VirtualDevice {
         var reason: String
     }
 
-    private func fetchSecure(_ id: String, step: APIStep, receivedAt: Int64, context: RunContext) async {
+    private func fetchSecure(_ id: String, step: APIStep, arrival: Arrival, context: RunContext) async {
         let fetched: (text: String?, at: Int64)
         switch await fetch(id, step: step, context: context) {
         case .success(let answer): fetched = answer
         case .failure(let failure):
-            emitReceipt(.content(id), at: receivedAt, content: .failed(reason: failure.reason), contentID: id, context: context)
+            emitReceipt(.content(id), at: arrival, content: .failed(reason: failure.reason), contentID: id, context: context)
             return
         }
         let check = DeliveryLedger.ContentCheck.fetched(at: fetched.at)
         guard let payload = fetched.text, let (nonce, recipient) = PushContent.parseSecurePayload(payload, run: context.runID) else {
             // Content that is no send's: not what was sent to anyone.
-            emitReceipt(.unattributable, at: receivedAt, content: check, context: context)
+            emitReceipt(.unattributable, at: arrival, content: check, context: context)
             return
         }
-        emitReceipt(nonce.attribution, at: receivedAt, content: check, contentID: id, context: context)
+        emitReceipt(nonce.attribution, at: arrival, content: check, contentID: id, context: context)
         if case .this = nonce { poolForProbes(id, recipient: recipient, context: context) }
         if plan.probe { await probeForeignRead(step, context) }
     }
 
     /// Judges a rich push by the id it names and the recipient the content is served to; with
     /// `rich_content: echo`, also by the bytes, which then must name the send and recipient.
-    private func fetchRich(_ id: String, nonce: Nonce?, step: APIStep, receivedAt: Int64, context: RunContext) async {
+    private func fetchRich(_ id: String, nonce: Nonce?, step: APIStep, arrival: Arrival, context: RunContext) async {
         let fetched: (text: String?, at: Int64)
         switch await fetch(id, step: step, context: context) {
         case .success(let answer): fetched = answer
         case .failure(let failure):
-            emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, content: .failed(reason: failure.reason), contentID: id, context: context)
+            emitReceipt(nonce?.attribution ?? .content(id), at: arrival, content: .failed(reason: failure.reason), contentID: id, context: context)
             return
         }
         let check = DeliveryLedger.ContentCheck.fetched(at: fetched.at)
         guard context.scenario.richContent == .echo else {
-            emitReceipt(nonce?.attribution ?? .content(id), at: receivedAt, content: check, contentID: id, context: context)
+            emitReceipt(nonce?.attribution ?? .content(id), at: arrival, content: check, contentID: id, context: context)
             return
         }
         // The image a run sends is the bytes `pf:<run>:<send>:<recipient>`.
         guard let text = fetched.text, let (echoed, recipient) = PushContent.parseSecurePayload(text, run: context.runID),
             nonce == nil || echoed == nonce
         else {
-            emitReceipt(.unattributable, at: receivedAt, content: check, context: context)
+            emitReceipt(.unattributable, at: arrival, content: check, context: context)
             return
         }
-        emitReceipt(echoed.attribution, at: receivedAt, content: check, contentID: id, context: context)
+        emitReceipt(echoed.attribution, at: arrival, content: check, contentID: id, context: context)
         if case .this = echoed { poolForProbes(id, recipient: recipient, context: context) }
     }
 

@@ -47,7 +47,8 @@ extension FleetRunner {
                     against: SystemUnderTest(
                         backend: endpoints.backend, pushService: endpoints.pushService,
                         pushAdminToken: system.pushServer?.configuration.adminToken,
-                        restartBackend: { down in try await system.restartBackend(downFor: down) }, backendLatency: latency
+                        restartBackend: { down in try await system.restartBackend(downFor: down) }, backendLatency: latency,
+                        pushWatch: system.pushServer?.service
                     ),
                     stop: stop
                 )
@@ -60,7 +61,9 @@ extension FleetRunner {
             return try await withServices(server.makeServices(logger: logger), logger: logger) {
                 let pushService = try await server.bound.value().httpURL
                 return try await run(
-                    against: SystemUnderTest(backend: backend, pushService: pushService, pushAdminToken: server.configuration.adminToken),
+                    against: SystemUnderTest(
+                        backend: backend, pushService: pushService, pushAdminToken: server.configuration.adminToken, pushWatch: server.service
+                    ),
                     stop: stop
                 )
             }

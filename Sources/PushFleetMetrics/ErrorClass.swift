@@ -52,6 +52,15 @@ package struct ErrorClass: Sendable, Hashable, CustomStringConvertible {
     /// The backend accepted a registration tag that names another user.
     package static let probeTagSpoof = Self("probe:tag_spoof_accepted")
 
+    /// The push service refused a push of the run (`pns:apns:403:InvalidProviderToken`); its
+    /// reason is part of the class when it is a code (one word of letters, digits and `_`, at
+    /// most 64 characters), not a sentence (WNS describes its refusals in words).
+    package static func pushService(platform: String, status: Int, reason: String) -> Self {
+        let isCode = (1...64).contains(reason.count) && reason.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+        let safePlatform = platform.allSatisfy { $0.isASCII && $0.isLetter } ? platform : "other"
+        return Self("pns:\(safePlatform):\(status)" + (isCode ? ":\(reason)" : ""))
+    }
+
     /// The embedded backend could not listen again after a restart fault.
     package static let backendRestartFailed = Self("fault:backend_restart_failed")
 }

@@ -16,7 +16,14 @@ package enum RunEvent: Sendable {
     case eligibility(device: Int, eligible: Bool, since: Int64, at: Int64)
     case send(DeliveryLedger.Send)
     case sendDropped(at: Int64)
-    case receipt(DeliveryLedger.Receipt)
+    /// A push received; `push` is the push service's number for it, when it gave one.
+    case receipt(DeliveryLedger.Receipt, push: UInt64?)
+    /// What the push service reported of the run's pushes, its times on the run's clock.
+    case pushReport(PushReport)
+    /// How much of the push service the run can see (set once the watch is in force, or not).
+    case pushServiceView(DeliveryLedger.PushServiceView)
+    /// The push service's reports may be missing in this span.
+    case pushServiceGap(Range<Int64>)
     /// A push the push service refused for the device's token, as the device was told.
     case rejection(DeliveryLedger.Rejection)
     case probeLeak(DeliveryLedger.ProbeLeak)
@@ -108,12 +115,23 @@ package final class Recorder: Sendable {
             (send.succeeded ? metrics.sendsOK : metrics.sendsFailed)[send.kind]?.increment()
             metrics.latency(MetricName.send).recordNanoseconds(send.end - send.intended)
         case .sendDropped: metrics.sendsDropped.increment()
-        case .receipt(let receipt):
+        case .receipt(let receipt, _):
             metrics.received.increment()
             if case .send(let id) = receipt.attribution, let send = state.ledger.sends[id] {
                 metrics.latency(MetricName.delivery).recordNanoseconds(receipt.time - send.intended)
             }
         default: break
+        }
+    }
+
+    private func count(_ error: ErrorClass, at: Int64, in state: inout State) {
+        let label = error.label
+        let current = state.errors[label] ?? (0, at, at)
+        state.errors[label] = (current.count + 1, min(current.first, at), max(current.last, at))
+        state.live.errors += 1
+        bucket(&state, at) {
+            $0.errors += 1
+            $0.errorsByClass[label, default: 0] += 1
         }
     }
 
@@ -132,14 +150,7 @@ package final class Recorder: Sendable {
             state.closed[metric, default: LatencyHistogram()].record(nanoseconds: ns)
             if failed { state.failures[metric, default: 0] += 1 }
         case .error(let error, let at):
-            let label = error.label
-            let current = state.errors[label] ?? (0, at, at)
-            state.errors[label] = (current.count + 1, min(current.first, at), max(current.last, at))
-            state.live.errors += 1
-            bucket(&state, at) {
-                $0.errors += 1
-                $0.errorsByClass[label, default: 0] += 1
-            }
+            count(error, at: at, in: &state)
         case .deviceReady(_, let at):
             state.live.devicesReady += 1
             bucket(&state, at) { $0.devicesReady += 1 }
@@ -165,14 +176,26 @@ package final class Recorder: Sendable {
         case .sendDropped(let at):
             state.live.sendsDropped += 1
             bucket(&state, at) { $0.sendsDropped += 1 }
-        case .receipt(let receipt):
-            state.ledger.record(receipt)
+        case .receipt(let receipt, let push):
+            state.ledger.record(receipt, push: push)
             state.live.received += 1
             bucket(&state, receipt.time) { $0.received += 1 }
         case .rejection(let rejection):
             state.ledger.record(rejection)
         case .probeLeak(let leak):
             state.ledger.record(leak)
+        case .pushReport(let report):
+            for hop in report.hops {
+                state.ledger.record(hop)
+                if hop.step == .refused, let status = hop.status {
+                    count(.pushService(platform: hop.platform, status: status, reason: hop.reason ?? ""), at: hop.at, in: &state)
+                }
+            }
+            for note in report.hub ?? [] { state.ledger.record(note) }
+        case .pushServiceView(let view):
+            state.ledger.setPushServiceView(view)
+        case .pushServiceGap(let gap):
+            state.ledger.addPushServiceGap(gap)
         case .marker(let label, let at):
             state.markers.append((at, label))
         }

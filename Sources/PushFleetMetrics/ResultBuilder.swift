@@ -48,7 +48,8 @@ package struct ResultBuilder {
                 thresholds: thresholds,
                 markers: state.markers.map { RunResult.Marker(second: Double($0.0 - recorder.start) / 1e9, label: $0.1) },
                 incidents: verdict.incidents.map { incident($0, ledger: state.ledger) },
-                incidentTotals: Dictionary(uniqueKeysWithValues: verdict.incidentTotals.map { ($0.key.rawValue, $0.value) })
+                incidentTotals: Dictionary(uniqueKeysWithValues: verdict.incidentTotals.map { ($0.key.rawValue, $0.value) }),
+                hops: Self.hops(verdict)
             )
         }
     }
@@ -75,6 +76,7 @@ package struct ResultBuilder {
         histograms[MetricName.delivery + ".raw"] = deliveryRaw
         histograms[MetricName.endToEnd] = endToEnd
         histograms[MetricName.endToEnd + ".raw"] = endToEndRaw
+        histograms.merge(hopHistograms(verdict)) { $1 }
         return histograms
     }
 
@@ -83,7 +85,7 @@ package struct ResultBuilder {
         var operations: [RunResult.Operation] = []
         for name in MetricName.operations + histograms.keys.filter({ !MetricName.operations.contains($0) && !$0.hasSuffix(".raw") }).sorted() {
             guard let histogram = histograms[name], histogram.count > 0 || MetricName.openModel.contains(name) else { continue }
-            let open = MetricName.openModel.contains(name)
+            let open = MetricName.openModel.contains(name) || histograms[name + ".raw"] != nil
             operations.append(Self.operation(name, open ? "corrected" : "closed", histogram, failures: failures[name] ?? 0, duration: duration))
             if open, let raw = histograms[name + ".raw"] {
                 operations.append(Self.operation(name, "raw", raw, failures: failures[name] ?? 0, duration: duration))
@@ -148,7 +150,7 @@ package struct ResultBuilder {
             outcome: incident.outcome.rawValue, send: incident.send, sendKind: send?.kind.rawValue, sender: send.map { names.user($0.from) },
             recipient: send.map { names.user($0.to) }, device: incident.device, deviceUser: device.map { names.user($0.user) },
             platform: device?.platform.rawValue, sendStartSecond: send.map { seconds($0.start) }, eventSecond: incident.time.map(seconds),
-            detail: incident.detail
+            detail: incident.detail, hop: incident.explanation?.hop.rawValue, reason: incident.explanation.map(Self.reason)
         )
     }
 

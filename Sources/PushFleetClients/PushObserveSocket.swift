@@ -1,0 +1,43 @@
+import Foundation
+import HummingbirdWSClient
+package import Logging
+package import PushFleetCore
+
+/// The push service's `/observe` WebSocket: the reports of one run's pushes, in batches.
+package struct PushObserveSocket: Sendable {
+    /// A batch holds at most a few thousand reports of a few hundred bytes each.
+    static let maxFrame = 16 << 20
+
+    private let inbound: WebSocketInboundStream
+
+    /// Connects to `url` (`ws://…/observe?run=…`) and runs `session` while the connection is open;
+    /// the connection closes when `session` returns or throws, and its error is rethrown.
+    package static func connect(
+        url: String, logger: Logger, _ session: @escaping @Sendable (PushObserveSocket) async throws -> Void
+    ) async throws {
+        try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: maxFrame), logger: logger) { inbound, _, _ in
+            try await session(PushObserveSocket(inbound: inbound))
+        }
+    }
+
+    /// The service's reports until the connection closes; a frame that is not a report is skipped.
+    package var reports: Reports { Reports(messages: inbound.messages(maxSize: Self.maxFrame)) }
+
+    package struct Reports: AsyncSequence {
+        let messages: WebSocketInboundMessageStream
+
+        package func makeAsyncIterator() -> Iterator { Iterator(base: messages.makeAsyncIterator()) }
+
+        package struct Iterator: AsyncIteratorProtocol {
+            var base: WebSocketInboundMessageStream.AsyncIterator
+            let decoder = JSONDecoder()
+
+            package mutating func next() async throws -> PushReport? {
+                while let message = try await base.next() {
+                    if case .text(let text) = message, let report = try? decoder.decode(PushReport.self, from: Data(text.utf8)) { return report }
+                }
+                return nil
+            }
+        }
+    }
+}
