@@ -7,13 +7,15 @@ import PushFleetCore
 public enum HTMLReport {
     /// Ids of the charts every report carries (checked by the tests and by CI's browser check).
     public static let chartIDs = [
-        "chart-latency-open", "chart-latency-closed", "chart-throughput", "chart-latency-time", "chart-outcomes", "chart-errors",
+        "chart-latency-open", "chart-latency-closed", "chart-throughput", "chart-latency-time", "chart-outcomes", "chart-errors", "chart-funnel",
+        "chart-hops",
     ]
 
     public static func render(_ r: RunResult) -> String {
         var body = header(r)
         body += section("Thresholds", id: "thresholds", thresholds(r))
         body += section("Delivery", id: "delivery", deliverySummary(r) + outcomesChart(r))
+        body += section("Where pushes went", id: "hops", whereItWent(r))
         body += section("Incidents", id: "incidents", incidents(r))
         body += section("Latency by percentile", id: "latency", openLatencyChart(r) + closedLatencyChart(r))
         body += section("Over time", id: "time", throughputChart(r) + latencyOverTimeChart(r) + errorsChart(r))
@@ -141,12 +143,12 @@ public enum HTMLReport {
         var shown: [RunResult.Incident] = []
         for kind in Set(kept.map(\.outcome)).sorted() { shown += kept.filter { $0.outcome == kind }.prefix(10) }
         html += table(
-            ["outcome", "send", "kind", "sender", "recipient", "device", "device user", "platform", "send start s", "event s", "detail"],
+            ["outcome", "send", "kind", "sender", "recipient", "device", "device user", "platform", "send start s", "event s", "detail", "hop", "reason"],
             shown.map { i in
                 [
                     e(i.outcome), i.send.map(String.init) ?? "", e(i.sendKind ?? ""), e(i.sender ?? ""), e(i.recipient ?? ""),
                     i.device.map(String.init) ?? "", e(i.deviceUser ?? ""), e(i.platform ?? ""), i.sendStartSecond.map { String(format: "%.3f", $0) } ?? "",
-                    i.eventSecond.map { String(format: "%.3f", $0) } ?? "", e(i.detail),
+                    i.eventSecond.map { String(format: "%.3f", $0) } ?? "", e(i.detail), e(i.hop ?? ""), e(i.reason ?? ""),
                 ]
             },
             id: "incidents-table"

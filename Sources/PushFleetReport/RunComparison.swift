@@ -25,6 +25,8 @@ public struct RunComparison: Sendable {
 
     public var rows: [Row]
     public var counts: [CountRow]
+    /// Pairs lost at each hop, baseline against current (from each run's "why lost").
+    public var lostByHop: [CountRow]
     public var tolerance: Double
     public var minimumDeltaMs: Double
 
@@ -60,6 +62,23 @@ public struct RunComparison: Sendable {
         } + [
             CountRow(name: "send failures", baseline: Int(baseline.counters["sends.failed"] ?? 0), current: Int(current.counters["sends.failed"] ?? 0), regressed: false),
         ]
+        func lost(_ r: RunResult) -> [String: Int] {
+            (r.hops?.why ?? []).filter { $0.outcome == "lost" }.reduce(into: [:]) { $0[$1.hop, default: 0] += $1.count }
+        }
+        let (before, after) = (lost(baseline), lost(current))
+        lostByHop = Set(before.keys).union(after.keys).sorted().map { hop in
+            CountRow(name: "lost at the \(hop.replacingOccurrences(of: "_", with: " "))", baseline: before[hop] ?? 0, current: after[hop] ?? 0, regressed: false)
+        }
+    }
+
+    /// The hop whose latency regressed most (by its largest relative change among regressed
+    /// percentiles), in words: which hop made the delivery slower.
+    public var slowestHop: String? {
+        let hopRows = rows.filter { $0.regressed && $0.operation.hasPrefix("hop.") }
+        guard let worst = hopRows.max(by: { $0.change < $1.change }) else { return nil }
+        let name = worst.operation.dropFirst("hop.".count).replacingOccurrences(of: "_", with: " ")
+        return "the \(name) hop regressed most: p\(SVGChart.number(worst.percentile)) "
+            + String(format: "%.2f → %.2f ms (%+.1f%%)", worst.baselineMs, worst.currentMs, worst.change * 100)
     }
 
     public func text(baselineName: String, currentName: String) -> String {
@@ -78,6 +97,8 @@ public struct RunComparison: Sendable {
         for count in counts {
             lines.append("\(count.name): \(count.baseline) → \(count.current)\(count.regressed ? "  REGRESSION" : "")")
         }
+        for count in lostByHop { lines.append("\(count.name): \(count.baseline) → \(count.current)") }
+        if let slowestHop { lines.append(slowestHop) }
         lines.append("")
         lines.append(regressions == 0 ? "no regressions" : "\(regressions) regression(s)")
         return lines.joined(separator: "\n")
@@ -109,8 +130,8 @@ public struct RunComparison: Sendable {
         )
         let countsHTML = HTMLReport.table(
             ["count", "baseline", "current", "verdict"],
-            counts.map { [$0.name, String($0.baseline), String($0.current), $0.regressed ? "<span class=\"fail\">REGRESSION</span>" : "ok"] }
-        )
+            (counts + lostByHop).map { [HTMLReport.e($0.name), String($0.baseline), String($0.current), $0.regressed ? "<span class=\"fail\">REGRESSION</span>" : "ok"] }
+        ) + (slowestHop.map { "<p id=\"slowest-hop\">\(HTMLReport.e($0))</p>" } ?? "")
         let verdict = regressions == 0 ? "passed" : "failed"
         return """
             <!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>pushfleet compare</title><style>\(HTMLReport.css)</style></head>

@@ -281,6 +281,8 @@ public struct RunResult: Sendable, Codable {
     /// The first incidents of each outcome (see ``Incident``), and how many there were in all.
     public var incidents: [Incident]?
     public var incidentTotals: [String: Int]?
+    /// Where the pushes went and why pairs were lost; nil in runs from before it was recorded.
+    public var hops: Hops?
 
     package init(
         info: Info,
@@ -296,8 +298,10 @@ public struct RunResult: Sendable, Codable {
         thresholds: [ThresholdResult],
         markers: [Marker],
         incidents: [Incident]? = nil,
-        incidentTotals: [String: Int]? = nil
+        incidentTotals: [String: Int]? = nil,
+        hops: Hops? = nil
     ) {
+        self.hops = hops
         self.info = info
         self.devices = devices
         self.operations = operations
@@ -329,6 +333,10 @@ public struct RunResult: Sendable, Codable {
         public var sendStartSecond: Double?
         public var eventSecond: Double?
         public var detail: String
+        /// For a lost, late or unverified pair: the hop it went wrong at, and why
+        /// (`refused 403 InvalidProviderToken`).
+        public var hop: String?
+        public var reason: String?
 
         package init(
             outcome: String,
@@ -341,8 +349,12 @@ public struct RunResult: Sendable, Codable {
             platform: String? = nil,
             sendStartSecond: Double? = nil,
             eventSecond: Double? = nil,
-            detail: String
+            detail: String,
+            hop: String? = nil,
+            reason: String? = nil
         ) {
+            self.hop = hop
+            self.reason = reason
             self.outcome = outcome
             self.send = send
             self.sendKind = sendKind

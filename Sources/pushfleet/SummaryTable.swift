@@ -13,6 +13,9 @@ enum SummaryTable {
         lines.append("devices: \(r.devices.ready)/\(r.devices.planned) ready, \(r.devices.failed) failed")
         let c = r.delivery
         lines.append("delivery: " + DeliveryLedger.Counts.fields.map { "\($0.name.replacingOccurrences(of: "_", with: " ")) \(c[keyPath: $0.path])" }.joined(separator: ", "))
+        for line in WhyLost.lines(r) { lines.append("why " + line) }
+        if let hops = r.hops, hops.view == "unknown", let note = hops.note, !(r.hops?.why.isEmpty ?? true) { lines.append("push service not watched: \(note)") }
+        if let latencies = WhyLost.hopLatencies(r) { lines.append(latencies) }
         if let totals = r.incidentTotals, !totals.isEmpty {
             lines.append("incidents: " + totals.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + " (incidents.csv)")
         }
