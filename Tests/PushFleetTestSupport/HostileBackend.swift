@@ -37,6 +37,8 @@ package final class HostileBackend: Sendable {
         case failsAfter(sends: Int)
         /// Refuses every second user's registration with 401.
         case refusesRegistration
+        /// Pushes with credentials the push service does not accept, and answers every send 200.
+        case wrongCredentials
 
         package var description: String {
             switch self {
@@ -50,6 +52,7 @@ package final class HostileBackend: Sendable {
             case .dropAndDuplicate: "drops and duplicates"
             case .failsAfter(let sends): "fails after \(sends) sends"
             case .refusesRegistration: "refuses registrations"
+            case .wrongCredentials: "wrong push credentials"
             }
         }
     }
@@ -63,6 +66,8 @@ package final class HostileBackend: Sendable {
         package var unregistered = 0
         package var sentToDeadToken = 0
         package var foreignReadsServed = 0
+        /// Pushes the push service refused, by `platform status` (`apns 403`).
+        package var refused: [String: Int] = [:]
 
         package init() {}
 
@@ -452,12 +457,19 @@ package final class HostileBackend: Sendable {
             request.headers.add(name: "X-WNS-Cache-Policy", value: "cache")
         }
         request.method = .POST
-        guard let authorization = try? await credentials.authorization(for: platform, pushService: pushService) else { return true }
-        request.headers.add(name: "authorization", value: authorization)
+        if case .wrongCredentials = behaviour {
+            request.headers.add(name: "authorization", value: "bearer not-the-push-credentials")
+        } else {
+            guard let authorization = try? await credentials.authorization(for: platform, pushService: pushService) else { return true }
+            request.headers.add(name: "authorization", value: authorization)
+        }
         request.headers.add(name: "content-type", value: platform == .wns && pushType == "wns/toast" ? "text/xml" : "application/json")
         request.body = .bytes(ByteBuffer(string: body))
         guard let response = try? await client.execute(request, timeout: .seconds(10)) else { return true }
         _ = try? await response.body.collect(upTo: 1 << 16)
+        if response.status.code >= 400 && response.status.code != 410 && !(response.status.code == 404 && platform != .apns) {
+            state.withLock { $0.tally.refused["\(platform.rawValue) \(response.status.code)", default: 0] += 1 }
+        }
         return !(response.status.code == 410 || (response.status.code == 404 && platform != .apns))
     }
 }
