@@ -108,7 +108,7 @@ struct TrafficSender: Sendable {
         let answered = result.last != nil
         if !result.succeeded { context.emit(.error(.failed("send", RunContext.label(result.failure)), at: end)) }
         var contentID: String?
-        if result.succeeded, traffic.kind != .plain, let slot = step.localVariables.firstIndex(of: "id"), slot < result.locals.count {
+        if result.succeeded, let slot = step.contentID, slot < result.locals.count {
             contentID = result.locals[slot]?.string
         }
         var record = DeliveryLedger.Send(

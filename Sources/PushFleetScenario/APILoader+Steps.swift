@@ -11,7 +11,10 @@ extension APILoader {
         if let items = node.sequence {
             requestNodes = items.enumerated().map { ($1, "\(stepPath)[\($0)]") }
         } else if let map = node.mapping, map[Node("requests")] != nil {
-            guard let read = r.mapping(node, stepPath, allowed: ["requests"] + stepKeys) else { return nil }
+            guard let read = r.mapping(node, stepPath, allowed: ["requests", "content_id"] + stepKeys) else { return nil }
+            if let misplaced = map.first(where: { $0.key.string == "content_id" })?.key {
+                r.report(misplaced, "\(stepPath).content_id", "content_id goes in the request whose answer names the stored content, inside requests")
+            }
             stepMap = read
             if let items = read["requests"].flatMap({ r.sequence($0, "\(stepPath).requests", "requests") }) {
                 requestNodes = items.enumerated().map { ($1, "\(stepPath).requests[\($0)]") }
@@ -31,7 +34,14 @@ extension APILoader {
         if kind == .login && requestNodes.count > 1 { r.report(node, stepPath, "login is one request") }
         var requests: [APIRequest] = []
         var names = Set<String>()
+        var contentIDFrom: Int?
         for (index, (requestNode, requestPath)) in requestNodes.enumerated() {
+            if let contentKey = requestNode.mapping?.first(where: { $0.key.string == "content_id" })?.key, Self.storesContent(kind) {
+                if let first = contentIDFrom {
+                    r.report(contentKey, "\(requestPath).content_id", "the stored content's id is already read from request \(first + 1); give content_id once")
+                }
+                contentIDFrom = contentIDFrom ?? index
+            }
             guard var request = readRequest(requestNode, requestPath, kind: kind, index: index, count: requestNodes.count, extraKeys: stepKeys, headers: headers, rules: rules)
             else { continue }
             if !names.insert(request.name).inserted {
@@ -41,10 +51,17 @@ extension APILoader {
             }
             requests.append(request)
         }
-        var step = APIStep(kind: kind, requests: requests, localVariables: locals[kind] ?? [])
+        var step = APIStep(kind: kind, requests: requests, localVariables: locals[kind] ?? [], contentID: contentSlot(kind))
         if let flag = stepMap["per_platform"], let value = r.bool(flag, "\(stepPath).per_platform") { step.perPlatform = value }
         if let content = stepMap["content"], let location = readLocation(content, "\(stepPath).content", headers: false) { step.content = location }
         return step
+    }
+
+    /// The local slot a secure or rich send's stored-content id is read into: `content_id:`, or
+    /// (as older descriptions say it) an extraction named `id`.
+    func contentSlot(_ kind: APIStepKind) -> Int? {
+        guard Self.storesContent(kind) else { return nil }
+        return contentSlots[kind] ?? locals[kind]?.firstIndex(of: "id")
     }
 
     private func readRequest(
@@ -98,6 +115,18 @@ extension APILoader {
             if timeout > .seconds(3600) { r.report(node, "\(requestPath).timeout", "at most 1h") } else { request.timeout = timeout }
         }
         if let node = map["extract"] { request.extract = readExtractions(node, "\(requestPath).extract", kind: kind) }
+        if let node = map["content_id"] {
+            if Self.storesContent(kind), let slot = contentSlots[kind] {
+                if let (sources, optional) = readValueEntry(node, "\(requestPath).content_id") {
+                    request.extract.append(Extraction(name: "content_id", variable: .stored(.local, slot: slot), sources: sources, optional: optional))
+                }
+            } else {
+                r.report(
+                    map["content_id"], "\(requestPath).content_id",
+                    "content_id says where a secure or rich send's answer names the content it stored; \(kind) stores none"
+                )
+            }
+        }
         if let node = map["skip_when_known"] {
             let items = node.sequence.map(Array.init) ?? [node]
             for item in items {

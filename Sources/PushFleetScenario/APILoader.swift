@@ -8,9 +8,21 @@ struct APILoader {
     static let stepKeys = ["platforms", "headers", "on", "login", "register", "unregister", "probe", "send", "fetch", "receive"]
     static let requestKeys = [
         "name", "method", "path", "query", "headers", "json", "form", "text", "content_type", "expect", "timeout", "extract",
-        "skip_when_known", "on",
+        "skip_when_known", "on", "content_id",
     ]
+    /// The local slot a secure or rich send's `content_id:` is read into: not a variable name, so
+    /// no template can name it by mistake.
+    static let contentIDSlotName = "content id"
     static let methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+
+    /// Where an `extract` entry is written, for the warnings about values nothing uses.
+    struct ExtractionSite {
+        var name: String
+        var kind: APIStepKind
+        var key: Node
+        var location: Node
+        var path: String
+    }
 
     let r: NodeReader
     /// Prefixes key paths in messages (`api.` in a scenario).
@@ -21,6 +33,9 @@ struct APILoader {
     private(set) var userVariables: [String] = []
     private(set) var deviceVariables: [String] = []
     private(set) var locals: [APIStepKind: [String]] = [:]
+    /// The local slot of each secure or rich send's `content_id:`.
+    private(set) var contentSlots: [APIStepKind: Int] = [:]
+    private(set) var extractionSites: [ExtractionSite] = []
     private(set) var hasLogin = false
 
     init(reader: NodeReader, prefix: String) {
@@ -74,6 +89,7 @@ struct APILoader {
         }
         let receive = map["receive"].map { readReceive($0, path("receive")) } ?? ReceiveDescription()
         guard r.issues.count == before else { return nil }
+        warnAboutExtractions([login, register, unregister, probe].compactMap { $0 } + Array(sends.values) + Array(fetches.values))
         guard let register else {
             // Checked against the lifecycle by the scenario's cross-checks.
             return APIDescription(
@@ -93,22 +109,27 @@ struct APILoader {
     /// First pass: every name an extraction defines, and where it lives. Login's values are the
     /// user's, register's the device's, any other step's its own.
     private mutating func collectVariables(_ map: [String: Node]) {
-        var entries: [(APIStepKind, Node)] = []
+        var entries: [(APIStepKind, Node, String)] = []
         for (key, kind) in [("login", APIStepKind.login), ("register", .register), ("unregister", .unregister), ("probe", .probe)] {
-            if let node = map[key] { entries.append((kind, node)) }
+            if let node = map[key] { entries.append((kind, node, path(key))) }
         }
         for (key, send) in [("send", true), ("fetch", false)] {
             guard let byKind = map[key]?.mapping else { continue }
             for (kindNode, node) in byKind {
                 guard let name = kindNode.string, let kind = Scenario.Traffic.Kind(rawValue: name) else { continue }
-                entries.append((send ? .send(kind) : .fetch(kind), node))
+                entries.append((send ? .send(kind) : .fetch(kind), node, path("\(key).\(name)")))
             }
         }
-        for (kind, node) in entries {
-            for request in requestNodes(node) {
+        for (kind, node, stepPath) in entries {
+            for (request, requestPath) in Self.requestNodes(node, stepPath) {
+                if Self.storesContent(kind), request.mapping?[Node("content_id")] != nil, contentSlots[kind] == nil {
+                    contentSlots[kind] = locals[kind, default: []].count
+                    locals[kind, default: []].append(Self.contentIDSlotName)
+                }
                 guard let extract = request.mapping?[Node("extract")]?.mapping else { continue }
-                for (keyNode, _) in extract {
+                for (keyNode, valueNode) in extract {
                     guard let name = keyNode.string else { continue }
+                    extractionSites.append(ExtractionSite(name: name, kind: kind, key: keyNode, location: valueNode, path: "\(requestPath).extract.\(name)"))
                     let scope: VariableScope =
                         switch kind {
                         case .login: .user
@@ -144,9 +165,16 @@ struct APILoader {
         }
     }
 
-    private func requestNodes(_ node: Node) -> [Node] {
-        if let items = node.sequence { return Array(items) }
-        if let requests = node.mapping?[Node("requests")]?.sequence { return Array(requests) }
-        return [node]
+    /// Secure and rich sends store content the push names by id.
+    static func storesContent(_ kind: APIStepKind) -> Bool {
+        if case .send(let traffic) = kind { return traffic != .plain }
+        return false
+    }
+
+    /// Every request node of a step (a list, `{requests: […]}`, or one request) with its key path.
+    static func requestNodes(_ node: Node, _ stepPath: String) -> [(node: Node, path: String)] {
+        if let items = node.sequence { return items.enumerated().map { ($1, "\(stepPath)[\($0)]") } }
+        if let requests = node.mapping?[Node("requests")]?.sequence { return requests.enumerated().map { ($1, "\(stepPath).requests[\($0)]") } }
+        return [(node, stepPath)]
     }
 }

@@ -25,7 +25,7 @@ extension ScenarioLoader {
         try? loadPreset(name, auth: auth)
     }
 
-    /// A preset, or its problems (pushfleet's bug: the tests load every one).
+    /// A preset, or its problems, warnings included (pushfleet's bug: the tests load every one).
     public static func loadPreset(_ name: String, auth: Scenario.AuthMode) throws(ScenarioIssues) -> APIDescription {
         let text = APIPresets.appBackend(auth: auth)
         let reader = NodeReader(file: "<preset \(name)>")
@@ -37,7 +37,10 @@ extension ScenarioLoader {
             throw ScenarioIssues(issues: [ScenarioIssue(file: reader.file, line: 1, column: 1, path: "", message: "\(error)")])
         }
         var loader = APILoader(reader: reader, prefix: "api.")
-        guard let description = loader.read(node, name: name), reader.issues.isEmpty else { throw ScenarioIssues(issues: reader.issues) }
+        let warnings = reader.warnings.map { ScenarioIssue(file: $0.file, line: $0.line, column: $0.column, path: $0.path, message: "warning: \($0.message)") }
+        guard let description = loader.read(node, name: name), reader.issues.isEmpty, warnings.isEmpty else {
+            throw ScenarioIssues(issues: reader.issues + warnings)
+        }
         return description
     }
     /// What the description must have for what the scenario does.

@@ -123,15 +123,21 @@ public struct APIStep: Sendable, Equatable {
     public var content: ValueLocation
     /// Variables the step's answers give for its own later requests, by slot.
     public var localVariables: [String]
+    /// Secure and rich sends: the local slot the backend's answer names the stored content's id
+    /// in (`content_id:`, or an `extract: {id: …}` as older descriptions say it). The ledger ties
+    /// a push naming that id to this send; nil: the send's answer does not name it.
+    public var contentID: Int?
 
     public init(
-        kind: APIStepKind, requests: [APIRequest], perPlatform: Bool = false, content: ValueLocation = .body, localVariables: [String] = []
+        kind: APIStepKind, requests: [APIRequest], perPlatform: Bool = false, content: ValueLocation = .body, localVariables: [String] = [],
+        contentID: Int? = nil
     ) {
         self.kind = kind
         self.requests = requests
         self.perPlatform = perPlatform
         self.content = content
         self.localVariables = localVariables
+        self.contentID = contentID
     }
 
     /// A fresh run of this step.
