@@ -2,9 +2,79 @@ import PushFleetCore
 import Yams
 
 extension APILoader {
+    /// A step in any of its forms: one request, a list, `{requests: …}`, or a mapping keyed by
+    /// platform whose values are each one of those.
     func readStep(_ node: Node, _ stepPath: String, kind: APIStepKind, headers: [NamedTemplate], rules: [StatusRule]) -> APIStep? {
+        guard let byPlatform = Self.platformKeyed(node) else {
+            guard var step = readForm(node, stepPath, kind: kind, platform: nil, headers: headers, rules: rules) else { return nil }
+            step.contentID = contentSlot(kind)
+            return step
+        }
+        guard kind != .login else {
+            r.report(node, stepPath, "login is the user's, made once for all of a user's devices: one request, not one per platform")
+            return nil
+        }
+        let platformNames = Scenario.PlatformName.allCases.map(\.rawValue)
+        var variants: [Scenario.PlatformName: APIStep] = [:]
+        var complete = true
+        for (keyNode, value) in byPlatform {
+            let key = keyNode.string ?? ""
+            guard let platform = Scenario.PlatformName(rawValue: key) else {
+                r.report(
+                    keyNode, "\(stepPath).\(key)",
+                    "a step keyed by platform has only \(platformNames.joined(separator: ", ")), each with its own requests; '\(key)' belongs inside them",
+                    suggestion: closest(to: key, in: platformNames)
+                )
+                complete = false
+                continue
+            }
+            let variantPath = "\(stepPath).\(key)"
+            if Self.platformKeyed(value) != nil {
+                r.report(value, variantPath, "a platform's requests are one request, a list or {requests: [...]}, not keyed by platform again")
+                complete = false
+                continue
+            }
+            guard var variant = readForm(value, variantPath, kind: kind, platform: platform, headers: headers, rules: rules) else {
+                complete = false
+                continue
+            }
+            variant.contentID = contentSlot(kind)
+            variants[platform] = variant
+        }
+        guard complete else { return nil }
+        if kind.family != .send {
+            // A send's platforms are the traffic's to choose (checked against it); a device's are the fleet's.
+            let missing = fleetPlatforms.filter { variants[$0] == nil }
+            if !missing.isEmpty {
+                r.report(
+                    node, stepPath,
+                    "the fleet has \(Self.list(fleetPlatforms)) devices; \(kind) has no requests for \(Self.list(missing)) (a platform the fleet does not use may be left out)"
+                )
+            }
+        }
+        return APIStep(kind: kind, requests: [], variants: variants, localVariables: locals[kind] ?? [], contentID: contentSlot(kind))
+    }
+
+    /// The local slot a secure or rich send's stored-content id is read into: `content_id:`, or
+    /// (as older descriptions say it) an extraction named `id`.
+    func contentSlot(_ kind: APIStepKind) -> Int? {
+        guard Self.storesContent(kind) else { return nil }
+        return contentSlots[kind] ?? locals[kind]?.firstIndex(of: "id")
+    }
+
+    static func list(_ platforms: [Scenario.PlatformName]) -> String {
+        let names = platforms.map(\.rawValue)
+        guard names.count > 1 else { return names.first ?? "no" }
+        return names.dropLast().joined(separator: ", ") + " and " + names.last!
+    }
+
+    /// One form of a step (for one platform, or for all when `platform` is nil): one request, a
+    /// list, or `{requests: [...], per_platform, content}`.
+    private func readForm(
+        _ node: Node, _ stepPath: String, kind: APIStepKind, platform: Scenario.PlatformName?, headers: [NamedTemplate], rules: [StatusRule]
+    ) -> APIStep? {
         var stepKeys: [String] = []
-        if kind == .send(.plain) { stepKeys.append("per_platform") }
+        if case .send = kind { stepKeys.append("per_platform") }
         if case .fetch = kind { stepKeys.append("content") }
         var requestNodes: [(Node, String)] = []
         var stepMap: [String: Node] = [:]
@@ -44,6 +114,7 @@ extension APILoader {
             }
             guard var request = readRequest(requestNode, requestPath, kind: kind, index: index, count: requestNodes.count, extraKeys: stepKeys, headers: headers, rules: rules)
             else { continue }
+            checkPlatformValues(request, requestNode, requestPath, kind: kind, platform: platform)
             if !names.insert(request.name).inserted {
                 request.name += "\(index + 1)"
                 request.metric = request.metric.map { $0 + "\(index + 1)" }
@@ -51,17 +122,46 @@ extension APILoader {
             }
             requests.append(request)
         }
-        var step = APIStep(kind: kind, requests: requests, localVariables: locals[kind] ?? [], contentID: contentSlot(kind))
-        if let flag = stepMap["per_platform"], let value = r.bool(flag, "\(stepPath).per_platform") { step.perPlatform = value }
+        var step = APIStep(kind: kind, requests: requests, localVariables: locals[kind] ?? [])
+        if let flag = stepMap["per_platform"], let value = r.bool(flag, "\(stepPath).per_platform") {
+            if platform != nil && value {
+                r.report(flag, "\(stepPath).per_platform", "a send keyed by platform makes one call per targeted platform already; leave per_platform out")
+            }
+            step.perPlatform = value
+        }
         if let content = stepMap["content"], let location = readLocation(content, "\(stepPath).content", headers: false) { step.content = location }
         return step
     }
 
-    /// The local slot a secure or rich send's stored-content id is read into: `content_id:`, or
-    /// (as older descriptions say it) an extraction named `id`.
-    func contentSlot(_ kind: APIStepKind) -> Int? {
-        guard Self.storesContent(kind) else { return nil }
-        return contentSlots[kind] ?? locals[kind]?.firstIndex(of: "id")
+    /// A value that some platforms' requests extract has none on the others: using it in a
+    /// request those others make is an error, said for the platforms that lack it.
+    private func checkPlatformValues(_ request: APIRequest, _ node: Node, _ requestPath: String, kind: APIStepKind, platform: Scenario.PlatformName?) {
+        let platforms = platform.map { [$0] } ?? fleetPlatforms
+        var checked = Set<String>()
+        for ref in request.variables {
+            let name: String
+            let owner: APIStepKind
+            let extractedOn: Set<Scenario.PlatformName>?
+            switch ref {
+            case .stored(.device, let slot) where slot < deviceVariables.count:
+                name = deviceVariables[slot]
+                owner = .register
+                extractedOn = deviceValuesOn[name]
+            case .stored(.local, let slot) where slot < (locals[kind]?.count ?? 0):
+                name = locals[kind]![slot]
+                owner = kind
+                extractedOn = localValuesOn[kind]?[name]
+            default: continue
+            }
+            guard let extractedOn, checked.insert(name).inserted else { continue }
+            let lacking = platforms.filter { !extractedOn.contains($0) && (owner != .register || registerPlatforms.contains($0)) }
+            guard !lacking.isEmpty else { continue }
+            let sources = Scenario.PlatformName.allCases.filter(extractedOn.contains)
+            r.report(
+                node, requestPath,
+                "{{\(name)}} has no value on \(Self.list(lacking)): \(owner) extracts it only in its \(Self.list(sources)) requests"
+            )
+        }
     }
 
     private func readRequest(

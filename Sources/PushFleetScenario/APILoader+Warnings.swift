@@ -16,7 +16,7 @@ extension APILoader {
     func warnAboutExtractions(_ steps: [APIStep]) {
         var used = Set<Use>()
         for step in steps {
-            for request in step.requests {
+            for request in step.allRequests {
                 let refs = request.variables + request.skipWhenKnown + request.rules.flatMap(\.forget)
                 for ref in refs { used.insert(Self.use(ref, in: step.kind)) }
             }

@@ -27,6 +27,9 @@ struct APILoader {
     let r: NodeReader
     /// Prefixes key paths in messages (`api.` in a scenario).
     let prefix: String
+    /// The platforms the fleet has devices on: a device step keyed by platform must name each
+    /// (every platform when the description is read on its own, as a preset is).
+    let fleetPlatforms: [Scenario.PlatformName]
 
     /// Where each stored variable lives, from a first pass over every step's extractions.
     private(set) var stored: [String: (scope: VariableScope, slot: Int, step: APIStepKind)] = [:]
@@ -35,12 +38,20 @@ struct APILoader {
     private(set) var locals: [APIStepKind: [String]] = [:]
     /// The local slot of each secure or rich send's `content_id:`.
     private(set) var contentSlots: [APIStepKind: Int] = [:]
+    /// The platforms whose requests extract each of register's values, and each step's own: on
+    /// any other platform the value never has one.
+    private(set) var deviceValuesOn: [String: Set<Scenario.PlatformName>] = [:]
+    private(set) var localValuesOn: [APIStepKind: [String: Set<Scenario.PlatformName>]] = [:]
+    /// The platforms the register step has requests for (a platform it leaves out is an error
+    /// of its own, not one per value).
+    private(set) var registerPlatforms = Set(Scenario.PlatformName.allCases)
     private(set) var extractionSites: [ExtractionSite] = []
     private(set) var hasLogin = false
 
-    init(reader: NodeReader, prefix: String) {
+    init(reader: NodeReader, prefix: String, fleetPlatforms: [Scenario.PlatformName] = Scenario.PlatformName.allCases) {
         self.r = reader
         self.prefix = prefix
+        self.fleetPlatforms = fleetPlatforms
     }
 
     func path(_ key: String) -> String { prefix + key }
@@ -107,7 +118,8 @@ struct APILoader {
     // MARK: Variables
 
     /// First pass: every name an extraction defines, and where it lives. Login's values are the
-    /// user's, register's the device's, any other step's its own.
+    /// user's, register's the device's, any other step's its own. A step keyed by platform has
+    /// one set of slots for all its platforms; which platforms extract each value is noted.
     private mutating func collectVariables(_ map: [String: Node]) {
         var entries: [(APIStepKind, Node, String)] = []
         for (key, kind) in [("login", APIStepKind.login), ("register", .register), ("unregister", .unregister), ("probe", .probe)] {
@@ -120,13 +132,17 @@ struct APILoader {
                 entries.append((send ? .send(kind) : .fetch(kind), node, path("\(key).\(name)")))
             }
         }
+        if let register = map["register"], let byPlatform = Self.platformKeyed(register) {
+            registerPlatforms = Set(byPlatform.keys.compactMap { $0.string.flatMap(Scenario.PlatformName.init(rawValue:)) })
+        }
         for (kind, node, stepPath) in entries {
-            for (request, requestPath) in Self.requestNodes(node, stepPath) {
+            for (platform, request, requestPath) in Self.requestNodes(node, stepPath) {
                 if Self.storesContent(kind), request.mapping?[Node("content_id")] != nil, contentSlots[kind] == nil {
                     contentSlots[kind] = locals[kind, default: []].count
                     locals[kind, default: []].append(Self.contentIDSlotName)
                 }
                 guard let extract = request.mapping?[Node("extract")]?.mapping else { continue }
+                let on = platform.map { Set([$0]) } ?? Set(Scenario.PlatformName.allCases)
                 for (keyNode, valueNode) in extract {
                     guard let name = keyNode.string else { continue }
                     extractionSites.append(ExtractionSite(name: name, kind: kind, key: keyNode, location: valueNode, path: "\(requestPath).extract.\(name)"))
@@ -137,17 +153,23 @@ struct APILoader {
                         default: .local
                         }
                     if scope == .local {
-                        if locals[kind, default: []].contains(name) { continue }
+                        if locals[kind, default: []].contains(name) {
+                            localValuesOn[kind, default: [:]][name, default: []].formUnion(on)
+                            continue
+                        }
                         if let existing = stored[name] {
                             r.report(keyNode, path("\(kind).extract.\(name)"), "'\(name)' is already extracted by \(existing.step); give it another name")
                             continue
                         }
                         locals[kind, default: []].append(name)
+                        localValuesOn[kind, default: [:]][name, default: []].formUnion(on)
                         continue
                     }
                     if let existing = stored[name] {
                         if existing.step != kind {
                             r.report(keyNode, path("\(kind).extract.\(name)"), "'\(name)' is already extracted by \(existing.step); give it another name")
+                        } else if scope == .device {
+                            deviceValuesOn[name, default: []].formUnion(on)
                         }
                         continue
                     }
@@ -158,6 +180,7 @@ struct APILoader {
                     } else {
                         slot = deviceVariables.count
                         deviceVariables.append(name)
+                        deviceValuesOn[name, default: []].formUnion(on)
                     }
                     stored[name] = (scope, slot, kind)
                 }
@@ -171,8 +194,26 @@ struct APILoader {
         return false
     }
 
-    /// Every request node of a step (a list, `{requests: […]}`, or one request) with its key path.
-    static func requestNodes(_ node: Node, _ stepPath: String) -> [(node: Node, path: String)] {
+    /// The mapping of a step keyed by platform (`{apns: …, fcm: …}`), if the step is one.
+    static func platformKeyed(_ node: Node) -> Node.Mapping? {
+        guard let map = node.mapping, map.keys.contains(where: { $0.string.flatMap(Scenario.PlatformName.init(rawValue:)) != nil }) else { return nil }
+        return map
+    }
+
+    /// Every request node of a step with its key path, and its platform when the step is keyed
+    /// by platform.
+    static func requestNodes(_ node: Node, _ stepPath: String) -> [(platform: Scenario.PlatformName?, node: Node, path: String)] {
+        if let map = platformKeyed(node) {
+            return map.flatMap { key, value -> [(platform: Scenario.PlatformName?, node: Node, path: String)] in
+                guard let platform = key.string.flatMap(Scenario.PlatformName.init(rawValue:)) else { return [] }
+                return formRequestNodes(value, "\(stepPath).\(platform.rawValue)").map { (platform, $0.node, $0.path) }
+            }
+        }
+        return formRequestNodes(node, stepPath).map { (nil, $0.node, $0.path) }
+    }
+
+    /// The request nodes of one form: a list, `{requests: […]}`, or one request.
+    static func formRequestNodes(_ node: Node, _ stepPath: String) -> [(node: Node, path: String)] {
         if let items = node.sequence { return items.enumerated().map { ($1, "\(stepPath)[\($0)]") } }
         if let requests = node.mapping?[Node("requests")]?.sequence { return requests.enumerated().map { ($1, "\(stepPath).requests[\($0)]") } }
         return [(node, stepPath)]

@@ -143,7 +143,7 @@ public enum ScenarioLoader {
         if let node = top["deadline"], let value = r.duration(node, "deadline") { scenario.deadline = value }
         if let node = top["grace"], let value = r.duration(node, "grace", allowZero: true) { scenario.grace = value }
         if let node = top["leak_probes"], let value = r.ratio(node, "leak_probes") { scenario.leakProbeShare = value }
-        scenario.api = readAPI(top["api"], auth: top["auth"], mode: scenario.auth, r)
+        scenario.api = readAPI(top["api"], auth: top["auth"], mode: scenario.auth, fleetPlatforms: fleet.platforms.keys.sorted(), r)
         if let node = top["thresholds"] {
             scenario.thresholds = readThresholds(node, r, extraLatency: Set(scenario.api?.metricNames ?? []))
             scenario.thresholdMetrics = Set(node.mapping?.keys.compactMap(\.string) ?? [])

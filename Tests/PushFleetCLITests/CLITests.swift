@@ -84,8 +84,8 @@ struct CLITests {
         return Outcome(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
     }
 
-    @Test("a warning is printed with its position and validate still exits 0")
-    func warnings() async throws {
+    @Test("a warning is printed with its position and validate still exits 0; --explain shows each platform's requests")
+    func warningsAndPlatforms() async throws {
         let directory = try Self.temporaryDirectory()
         let yaml = """
             name: w
@@ -94,8 +94,8 @@ struct CLITests {
             traffic: [{ kind: secure, rate: 1/s, duration: 1s }]
             api:
               register:
-                method: POST
-                path: /devices
+                apns: { method: POST, path: /devices/apns, json: { token: "{{device.push_token}}" } }
+                fcm: { method: POST, path: /devices/fcm, json: { registration_id: "{{device.push_token}}" } }
               send:
                 secure: { method: POST, path: /s, json: "{{message}}", extract: { secret_id: /secret_id } }
               fetch:
@@ -106,6 +106,7 @@ struct CLITests {
         #expect(validate.status == 0, "\(validate.output)")
         #expect(validate.output.contains("w.yaml:10:71: warning: api.send.secure.extract.secret_id: 'secret_id' is extracted but no template"), "\(validate.output)")
         #expect(validate.output.contains("write content_id: /secret_id in its place"), "\(validate.output)")
+        #expect(validate.output.contains("register (its fcm requests)") && validate.output.contains(#"{"registration_id":"#), "\(validate.output)")
     }
 
     @Test("invalid input exits 2 with the problem located")
