@@ -225,7 +225,8 @@ public struct Scenario: Sendable, Equatable {
         public var kind: Kind
         public var from: Party
         public var to: Party
-        /// The platforms a plain send goes to, one call per platform.
+        /// The platforms a plain send goes to, one call per platform; also those of a secure or
+        /// rich send the api makes per platform (``Scenario/targetedPlatforms(of:)``).
         public var platforms: [PlatformName]
         public var profile: LoadProfile
         /// When this sender starts, from the start of traffic.
@@ -335,8 +336,13 @@ public struct Scenario: Sendable, Equatable {
         }
     }
 
-    /// Every platform a send of this traffic can reach.
+    /// Every platform a send of this traffic can reach: one call per listed platform for plain
+    /// sends and sends the api makes per platform (only those it has requests for, when it
+    /// names them), one call reaching every platform otherwise.
     public func targetedPlatforms(of traffic: Traffic) -> [PlatformName] {
-        traffic.kind == .plain ? traffic.platforms : PlatformName.allCases
+        guard let step = api?.send[traffic.kind], step.callsPerPlatform else {
+            return traffic.kind == .plain ? traffic.platforms : PlatformName.allCases
+        }
+        return traffic.platforms.filter { step.on($0) != nil }
     }
 }

@@ -32,7 +32,8 @@ final class RunContext: Sendable {
     let users: UserValues
     /// Steps whose requests use what login gives.
     let stepsNeedingLogin: Set<APIStepKind>
-    let deviceSettings: DeviceLifecycle.Settings
+    /// Each platform's device steps, in `Scenario.PlatformName.allCases` order.
+    private let stepsByPlatform: [DeviceSteps]
     private let events: EventPipe
     /// Random per run; in every nonce and device token, so nothing of another run is credited.
     var runID: String { plan.runID }
@@ -82,18 +83,17 @@ final class RunContext: Sendable {
         self.users = UserValues(users: plan.users, slots: api.userVariables.count)
         self.stepsNeedingLogin = Set(
             api.steps.filter { step in
-                step.requests.contains { request in
+                step.allRequests.contains { request in
                     request.variables.contains { if case .stored(.user, _) = $0 { true } else { false } }
                 }
             }.map(\.kind)
         )
-        let steps = scenario.lifecycle
-        self.deviceSettings = DeviceLifecycle.Settings(
-            login: steps.contains(.login) && api.login != nil, connect: steps.contains(.connect),
-            register: steps.contains(.register) && !api.register.requests.isEmpty ? api.register : nil, unregister: api.unregister,
-            probe: api.probe, deviceSlots: api.deviceVariables.count,
-            connectAttempts: scenario.fleet.pushChannel == .multiplexed ? 1 : 3, connectTimeout: scenario.timeouts.connect
-        )
+        self.stepsByPlatform = DeviceSteps.byPlatform(api, scenario: scenario)
+    }
+
+    /// The steps a device on `platform` makes, for it to hold.
+    func deviceSteps(_ platform: Scenario.PlatformName) -> DeviceSteps {
+        stepsByPlatform[Scenario.PlatformName.allCases.firstIndex(of: platform) ?? 0]
     }
 
     /// The push service's base URL (`http://…`).

@@ -16,7 +16,26 @@ struct TrafficSender: Sendable {
     let index: Int
     let names: FleetNames
 
+    /// The calls one send makes: one reaching every targeted platform, or one per targeted
+    /// platform (`per_platform`, or requests per platform), each with its platform's step.
+    /// Chosen once per sender, not per send.
+    struct Call: Sendable {
+        var step: APIStep
+        /// The platform a call per platform is for (`{{platform}}`).
+        var platform: Scenario.PlatformName?
+        var platforms: [Scenario.PlatformName]
+    }
+
+    func calls(_ api: APIDescription) -> [Call] {
+        guard let step = api.send[traffic.kind] else { return [] }
+        guard step.callsPerPlatform else {
+            return [Call(step: step, platform: nil, platforms: traffic.kind == .plain ? traffic.platforms : Scenario.PlatformName.allCases)]
+        }
+        return traffic.platforms.compactMap { platform in step.on(platform).map { Call(step: $0, platform: platform, platforms: [platform]) } }
+    }
+
     func run(_ context: RunContext, trafficStart: Int64) async {
+        let calls = calls(context.api)
         let instants = traffic.profile.instants()
         var rng = SplitMix64(seed: context.scenario.seed ^ stableHash(traffic.name, seed: UInt64(index)))
         let inFlight = InFlight()
@@ -31,7 +50,7 @@ struct TrafficSender: Sendable {
                     continue
                 }
                 group.addTask {
-                    await send(from: from, to: to, intended: intended, context: context)
+                    await send(calls, from: from, to: to, intended: intended, context: context)
                     inFlight.leave()
                 }
             }
@@ -52,48 +71,39 @@ struct TrafficSender: Sendable {
         return (from, pick(traffic.to, &rng, users: users, sender: from))
     }
 
-    private func send(from: Int, to: Int, intended: Int64, context: RunContext) async {
-        guard let step = context.api.send[traffic.kind] else { return }
-        let recipient = context.names.user(to)
-        let run = context.runID
+    private func send(_ calls: [Call], from: Int, to: Int, intended: Int64, context: RunContext) async {
         let base = RequestValues(
-            user: from, userName: context.names.user(from), password: context.names.password(from), run: run, users: context.users, to: recipient
+            user: from, userName: context.names.user(from), password: context.names.password(from), run: context.runID, users: context.users,
+            to: context.names.user(to)
         )
-        switch traffic.kind {
-        case .plain where step.perPlatform:
-            // One call per platform, as the seed's app does with its switches, all at once.
-            await withDiscardingTaskGroup { group in
-                for platform in traffic.platforms {
-                    group.addTask {
-                        let id = context.makeSendID()
-                        var values = base
-                        values.platform = context.api.platformName(platform)
-                        values.message = PushContent.nonceText(id, run: run)
-                        await perform(step, id: id, from: from, to: to, platforms: [platform], intended: intended, values: values, context: context)
-                    }
-                }
-            }
-        case .plain:
-            let id = context.makeSendID()
-            var values = base
-            values.message = PushContent.nonceText(id, run: run)
-            await perform(step, id: id, from: from, to: to, platforms: traffic.platforms, intended: intended, values: values, context: context)
-        case .secure:
-            let id = context.makeSendID()
-            var values = base
-            values.message = PushContent.securePayload(send: id, recipient: recipient, run: run)
-            await perform(
-                step, id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended, values: values, context: context
-            )
-        case .rich:
-            let id = context.makeSendID()
-            var values = base
-            values.message = PushContent.nonceText(id, run: run)
-            values.image = Data(PushContent.securePayload(send: id, recipient: recipient, run: run).utf8).base64EncodedString()
-            await perform(
-                step, id: id, from: from, to: to, platforms: Scenario.PlatformName.allCases, intended: intended, values: values, context: context
-            )
+        guard calls.count > 1 else {
+            if let call = calls.first { await self.call(call, base: base, from: from, to: to, intended: intended, context: context) }
+            return
         }
+        // One call per platform, as the seed's app does with its switches, all at once.
+        await withDiscardingTaskGroup { group in
+            for call in calls {
+                group.addTask { await self.call(call, base: base, from: from, to: to, intended: intended, context: context) }
+            }
+        }
+    }
+
+    /// One call of a send: its own send id, so its own nonce and (secure, rich) its own content.
+    private func call(_ call: Call, base: RequestValues, from: Int, to: Int, intended: Int64, context: RunContext) async {
+        let id = context.makeSendID()
+        let run = context.runID
+        var values = base
+        values.platform = call.platform.map(context.api.platformName)
+        switch traffic.kind {
+        case .plain:
+            values.message = PushContent.nonceText(id, run: run)
+        case .secure:
+            values.message = PushContent.securePayload(send: id, recipient: context.names.user(to), run: run)
+        case .rich:
+            values.message = PushContent.nonceText(id, run: run)
+            values.image = Data(PushContent.securePayload(send: id, recipient: context.names.user(to), run: run).utf8).base64EncodedString()
+        }
+        await perform(call.step, id: id, from: from, to: to, platforms: call.platforms, intended: intended, values: values, context: context)
     }
 
     private func perform(
@@ -108,7 +118,7 @@ struct TrafficSender: Sendable {
         let answered = result.last != nil
         if !result.succeeded { context.emit(.error(.failed("send", RunContext.label(result.failure)), at: end)) }
         var contentID: String?
-        if result.succeeded, traffic.kind != .plain, let slot = step.localVariables.firstIndex(of: "id"), slot < result.locals.count {
+        if result.succeeded, let slot = step.contentID, slot < result.locals.count {
             contentID = result.locals[slot]?.string
         }
         var record = DeliveryLedger.Send(

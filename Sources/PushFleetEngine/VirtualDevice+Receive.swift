@@ -22,13 +22,13 @@ extension VirtualDevice {
         case .plain:
             emitReceipt(content.attribution, at: arrival, context: context)
         case .secure(let id):
-            guard steps.contains(.fetchSecure), let fetch = context.api.fetch[.secure] else {
+            guard steps.contains(.fetchSecure), let fetch = self.steps.fetch[.secure] else {
                 emitReceipt(.content(id), at: arrival, context: context)
                 return
             }
             await fetchSecure(id, step: fetch, arrival: arrival, context: context)
         case .rich(let id, let nonce):
-            guard steps.contains(.fetchRich), let fetch = context.api.fetch[.rich] else {
+            guard steps.contains(.fetchRich), let fetch = self.steps.fetch[.rich] else {
                 emitReceipt(nonce?.attribution ?? .content(id), at: arrival, context: context)
                 return
             }

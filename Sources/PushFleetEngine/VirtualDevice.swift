@@ -21,6 +21,8 @@ final class VirtualDevice: Sendable {
     let address: DeviceAddress
     /// The device's own HTTP client when the scenario gives each device its own connection.
     let http: BackendClient?
+    /// Its platform's steps, chosen once here.
+    let steps: DeviceSteps
     private let machine: Mutex<DeviceLifecycle>
     /// The device's own WebSocket, while it has one.
     private let socket = Mutex<GatewaySocket?>(nil)
@@ -39,9 +41,11 @@ final class VirtualDevice: Sendable {
             case .wns: .wns
             }
         self.address = DeviceAddress(platform: platform, token: plan.token)
+        let steps = context.deviceSteps(plan.platform)
+        self.steps = steps
         self.machine = Mutex(
             DeviceLifecycle(
-                settings: context.deviceSettings, probes: plan.probe,
+                settings: steps.lifecycle, probes: plan.probe,
                 backoffSeed: context.scenario.seed ^ UInt64(plan.index) &* 0x9E37_79B9_7F4A_7C15
             )
         )
@@ -209,8 +213,10 @@ final class VirtualDevice: Sendable {
 
     /// One request of a registration flow, reported to the machine.
     private func request(_ flow: DeviceLifecycle.Flow, _ index: Int, _ context: RunContext) async -> DeviceLifecycle.Action {
-        let step = (flow == .register ? context.api.register : context.api.unregister)!
-        let request = step.requests[index]
+        let step = flow == .register ? steps.lifecycle.register : steps.lifecycle.unregister
+        guard let request = step?.requests[index] else {
+            return machine.withLock { $0.failed(flow, reason: .render("no \(flow) step"), now: context.now()) }
+        }
         let slots = machine.withLock { $0.variables }
         let outcome = await context.perform(
             request, context.values(for: self, slots: slots), http: client(context), timeout: context.scenario.timeouts.register
@@ -230,7 +236,7 @@ final class VirtualDevice: Sendable {
 
     /// A leak probe's registration: claim another user's tag. Any success is a leak.
     private func probeTagSpoof(_ context: RunContext) async {
-        guard let step = context.api.probe else { return }
+        guard let step = steps.lifecycle.probe else { return }
         let victim = context.names.user((plan.user + 1) % context.plan.users)
         guard victim != userName else { return }
         var values = context.values(for: self, slots: keptValues)

@@ -19,15 +19,7 @@ extension APILoader {
                 r.report(keyNode, itemPath, "'\(name)' is pushfleet's own variable; extract into another name")
                 continue
             }
-            var optional = false
-            var locationNode = value
-            if let map = value.mapping, map[Node("optional")] != nil {
-                guard let read = r.mapping(value, itemPath, allowed: ["json", "header", "cookie", "body", "optional"]) else { continue }
-                optional = read["optional"].flatMap { r.bool($0, "\(itemPath).optional") } ?? false
-                locationNode = .mapping(Node.Mapping(map.filter { $0.key.string != "optional" }.map { ($0.key, $0.value) }))
-            }
-            let sources = readLocations(locationNode, itemPath, headers: true)
-            guard !sources.isEmpty else { continue }
+            guard let (sources, optional) = readValueEntry(value, itemPath) else { continue }
             let ref: VariableRef
             if let slot = locals[kind]?.firstIndex(of: name) {
                 ref = .stored(.local, slot: slot)
@@ -39,6 +31,20 @@ extension APILoader {
             extractions.append(Extraction(name: name, variable: ref, sources: sources, optional: optional))
         }
         return extractions
+    }
+
+    /// Where one value is in an answer: a location or a list of them (first found wins), or
+    /// `{…, optional: true}` for a value that may be missing. One `extract` entry, or `content_id`.
+    func readValueEntry(_ value: Node, _ itemPath: String) -> (sources: [ValueLocation], optional: Bool)? {
+        var optional = false
+        var locationNode = value
+        if let map = value.mapping, map[Node("optional")] != nil {
+            guard let read = r.mapping(value, itemPath, allowed: ["json", "header", "cookie", "body", "optional"]) else { return nil }
+            optional = read["optional"].flatMap { r.bool($0, "\(itemPath).optional") } ?? false
+            locationNode = .mapping(Node.Mapping(map.filter { $0.key.string != "optional" }.map { ($0.key, $0.value) }))
+        }
+        let sources = readLocations(locationNode, itemPath, headers: true)
+        return sources.isEmpty ? nil : (sources, optional)
     }
 
     /// `"/pointer"`, `body`, `{json: P}`, `{header: NAME}`, `{cookie: NAME}`, `{body: true}`, or a list of those.
@@ -57,7 +63,7 @@ extension APILoader {
         }
         let keys = headers ? ["json", "header", "cookie", "body"] : ["json", "body"]
         guard let map = r.mapping(node, keyPath, allowed: keys), map.count == 1, let (key, value) = map.first else {
-            if node.mapping?.count ?? 0 > 1 { r.report(node, keyPath, "give one of \(keys.joined(separator: ", "))") }
+            if let count = node.mapping?.count, count != 1 { r.report(node, keyPath, "give one of \(keys.joined(separator: ", "))") }
             return nil
         }
         switch key {

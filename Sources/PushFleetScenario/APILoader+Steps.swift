@@ -2,16 +2,89 @@ import PushFleetCore
 import Yams
 
 extension APILoader {
+    /// A step in any of its forms: one request, a list, `{requests: …}`, or a mapping keyed by
+    /// platform whose values are each one of those.
     func readStep(_ node: Node, _ stepPath: String, kind: APIStepKind, headers: [NamedTemplate], rules: [StatusRule]) -> APIStep? {
+        guard let byPlatform = Self.platformKeyed(node) else {
+            guard var step = readForm(node, stepPath, kind: kind, platform: nil, headers: headers, rules: rules) else { return nil }
+            step.contentID = contentSlot(kind)
+            return step
+        }
+        guard kind != .login else {
+            r.report(node, stepPath, "login is the user's, made once for all of a user's devices: one request, not one per platform")
+            return nil
+        }
+        let platformNames = Scenario.PlatformName.allCases.map(\.rawValue)
+        var variants: [Scenario.PlatformName: APIStep] = [:]
+        var complete = true
+        for (keyNode, value) in byPlatform {
+            let key = keyNode.string ?? ""
+            guard let platform = Scenario.PlatformName(rawValue: key) else {
+                r.report(
+                    keyNode, "\(stepPath).\(key)",
+                    "a step keyed by platform has only \(platformNames.joined(separator: ", ")), each with its own requests; '\(key)' belongs inside them",
+                    suggestion: closest(to: key, in: platformNames)
+                )
+                complete = false
+                continue
+            }
+            let variantPath = "\(stepPath).\(key)"
+            if Self.platformKeyed(value) != nil {
+                r.report(value, variantPath, "a platform's requests are one request, a list or {requests: [...]}, not keyed by platform again")
+                complete = false
+                continue
+            }
+            guard var variant = readForm(value, variantPath, kind: kind, platform: platform, headers: headers, rules: rules) else {
+                complete = false
+                continue
+            }
+            variant.contentID = contentSlot(kind)
+            variants[platform] = variant
+        }
+        guard complete else { return nil }
+        if kind.family != .send {
+            // A send's platforms are the traffic's to choose (checked against it); a device's are the fleet's.
+            let missing = fleetPlatforms.filter { variants[$0] == nil }
+            if !missing.isEmpty {
+                r.report(
+                    node, stepPath,
+                    "the fleet has \(Self.list(fleetPlatforms)) devices; \(kind) has no requests for \(Self.list(missing)) (a platform the fleet does not use may be left out)"
+                )
+            }
+        }
+        return APIStep(kind: kind, requests: [], variants: variants, localVariables: locals[kind] ?? [], contentID: contentSlot(kind))
+    }
+
+    /// The local slot a secure or rich send's stored-content id is read into: `content_id:`, or
+    /// (as older descriptions say it) an extraction named `id`.
+    func contentSlot(_ kind: APIStepKind) -> Int? {
+        guard Self.storesContent(kind) else { return nil }
+        return contentSlots[kind] ?? locals[kind]?.firstIndex(of: "id")
+    }
+
+    static func list(_ platforms: [Scenario.PlatformName]) -> String {
+        let names = platforms.map(\.rawValue)
+        guard names.count > 1 else { return names.first ?? "no" }
+        return names.dropLast().joined(separator: ", ") + " and " + names.last!
+    }
+
+    /// One form of a step (for one platform, or for all when `platform` is nil): one request, a
+    /// list, or `{requests: [...], per_platform, content}`.
+    private func readForm(
+        _ node: Node, _ stepPath: String, kind: APIStepKind, platform: Scenario.PlatformName?, headers: [NamedTemplate], rules: [StatusRule]
+    ) -> APIStep? {
         var stepKeys: [String] = []
-        if kind == .send(.plain) { stepKeys.append("per_platform") }
+        if case .send = kind { stepKeys.append("per_platform") }
         if case .fetch = kind { stepKeys.append("content") }
         var requestNodes: [(Node, String)] = []
         var stepMap: [String: Node] = [:]
         if let items = node.sequence {
             requestNodes = items.enumerated().map { ($1, "\(stepPath)[\($0)]") }
         } else if let map = node.mapping, map[Node("requests")] != nil {
-            guard let read = r.mapping(node, stepPath, allowed: ["requests"] + stepKeys) else { return nil }
+            guard let read = r.mapping(node, stepPath, allowed: ["requests", "content_id"] + stepKeys) else { return nil }
+            if let misplaced = map.first(where: { $0.key.string == "content_id" })?.key {
+                r.report(misplaced, "\(stepPath).content_id", "content_id goes in the request whose answer names the stored content, inside requests")
+            }
             stepMap = read
             if let items = read["requests"].flatMap({ r.sequence($0, "\(stepPath).requests", "requests") }) {
                 requestNodes = items.enumerated().map { ($1, "\(stepPath).requests[\($0)]") }
@@ -31,9 +104,17 @@ extension APILoader {
         if kind == .login && requestNodes.count > 1 { r.report(node, stepPath, "login is one request") }
         var requests: [APIRequest] = []
         var names = Set<String>()
+        var contentIDFrom: Int?
         for (index, (requestNode, requestPath)) in requestNodes.enumerated() {
+            if let contentKey = requestNode.mapping?.first(where: { $0.key.string == "content_id" })?.key, Self.storesContent(kind) {
+                if let first = contentIDFrom {
+                    r.report(contentKey, "\(requestPath).content_id", "the stored content's id is already read from request \(first + 1); give content_id once")
+                }
+                contentIDFrom = contentIDFrom ?? index
+            }
             guard var request = readRequest(requestNode, requestPath, kind: kind, index: index, count: requestNodes.count, extraKeys: stepKeys, headers: headers, rules: rules)
             else { continue }
+            checkPlatformValues(request, requestNode, requestPath, kind: kind, platform: platform)
             if !names.insert(request.name).inserted {
                 request.name += "\(index + 1)"
                 request.metric = request.metric.map { $0 + "\(index + 1)" }
@@ -42,9 +123,45 @@ extension APILoader {
             requests.append(request)
         }
         var step = APIStep(kind: kind, requests: requests, localVariables: locals[kind] ?? [])
-        if let flag = stepMap["per_platform"], let value = r.bool(flag, "\(stepPath).per_platform") { step.perPlatform = value }
+        if let flag = stepMap["per_platform"], let value = r.bool(flag, "\(stepPath).per_platform") {
+            if platform != nil && value {
+                r.report(flag, "\(stepPath).per_platform", "a send keyed by platform makes one call per targeted platform already; leave per_platform out")
+            }
+            step.perPlatform = value
+        }
         if let content = stepMap["content"], let location = readLocation(content, "\(stepPath).content", headers: false) { step.content = location }
         return step
+    }
+
+    /// A value that some platforms' requests extract has none on the others: using it in a
+    /// request those others make is an error, said for the platforms that lack it.
+    private func checkPlatformValues(_ request: APIRequest, _ node: Node, _ requestPath: String, kind: APIStepKind, platform: Scenario.PlatformName?) {
+        let platforms = platform.map { [$0] } ?? fleetPlatforms
+        var checked = Set<String>()
+        for ref in request.variables {
+            let name: String
+            let owner: APIStepKind
+            let extractedOn: Set<Scenario.PlatformName>?
+            switch ref {
+            case .stored(.device, let slot) where slot < deviceVariables.count:
+                name = deviceVariables[slot]
+                owner = .register
+                extractedOn = deviceValuesOn[name]
+            case .stored(.local, let slot) where slot < (locals[kind]?.count ?? 0):
+                name = locals[kind]![slot]
+                owner = kind
+                extractedOn = localValuesOn[kind]?[name]
+            default: continue
+            }
+            guard let extractedOn, checked.insert(name).inserted else { continue }
+            let lacking = platforms.filter { !extractedOn.contains($0) && (owner != .register || registerPlatforms.contains($0)) }
+            guard !lacking.isEmpty else { continue }
+            let sources = Scenario.PlatformName.allCases.filter(extractedOn.contains)
+            r.report(
+                node, requestPath,
+                "{{\(name)}} has no value on \(Self.list(lacking)): \(owner) extracts it only in its \(Self.list(sources)) requests"
+            )
+        }
     }
 
     private func readRequest(
@@ -98,6 +215,18 @@ extension APILoader {
             if timeout > .seconds(3600) { r.report(node, "\(requestPath).timeout", "at most 1h") } else { request.timeout = timeout }
         }
         if let node = map["extract"] { request.extract = readExtractions(node, "\(requestPath).extract", kind: kind) }
+        if let node = map["content_id"] {
+            if Self.storesContent(kind), let slot = contentSlots[kind] {
+                if let (sources, optional) = readValueEntry(node, "\(requestPath).content_id") {
+                    request.extract.append(Extraction(name: "content_id", variable: .stored(.local, slot: slot), sources: sources, optional: optional))
+                }
+            } else {
+                r.report(
+                    map["content_id"], "\(requestPath).content_id",
+                    "content_id says where a secure or rich send's answer names the content it stored; \(kind) stores none"
+                )
+            }
+        }
         if let node = map["skip_when_known"] {
             let items = node.sequence.map(Array.init) ?? [node]
             for item in items {

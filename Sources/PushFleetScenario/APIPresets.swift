@@ -68,13 +68,13 @@ public enum APIPresets {
             path: /api/notifications/secure
             query: { to_tag: "{{to}}" }
             json: "{{message}}"
-            extract: { id: { json: [/id, /Id], optional: true } }
+            content_id: { json: [/id, /Id], optional: true }
           rich:
             method: POST
             path: /api/notifications/rich
             query: { to_tag: "{{to}}" }
             json: { message: "{{message}}", image: "{{image}}", contentType: "{{image_type}}" }
-            extract: { id: { json: [/id, /Id], optional: true } }
+            content_id: { json: [/id, /Id], optional: true }
         fetch:
           secure:
             path: /api/notifications/{{id}}

@@ -5,6 +5,8 @@ import Yams
 final class NodeReader {
     let file: String
     private(set) var issues: [ScenarioIssue] = []
+    /// What loads and runs but may not mean what it says; never a reason to refuse the file.
+    private(set) var warnings: [ScenarioWarning] = []
 
     init(file: String) {
         self.file = file
@@ -16,6 +18,12 @@ final class NodeReader {
                 file: file, line: node?.mark?.line ?? 1, column: node?.mark?.column ?? 1, path: path, message: message,
                 suggestion: suggestion
             )
+        )
+    }
+
+    func warn(_ node: Node?, _ path: String, _ message: String, hint: String? = nil) {
+        warnings.append(
+            ScenarioWarning(file: file, line: node?.mark?.line ?? 1, column: node?.mark?.column ?? 1, path: path, message: message, hint: hint)
         )
     }
 

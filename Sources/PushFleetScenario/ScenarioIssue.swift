@@ -24,6 +24,32 @@ public struct ScenarioIssue: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
+/// Something in a scenario file that loads and runs but may not mean what it says (a value
+/// extracted and never used): `validate` and `run` print it, and it never fails either.
+public struct ScenarioWarning: Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    public var line: Int
+    public var column: Int
+    /// Dotted key path, e.g. `api.send.secure.extract.secret_id`.
+    public var path: String
+    public var message: String
+    /// What to write instead, when there is a likely fix.
+    public var hint: String?
+
+    public init(file: String, line: Int, column: Int, path: String, message: String, hint: String? = nil) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.path = path
+        self.message = message
+        self.hint = hint
+    }
+
+    public var description: String {
+        "\(file):\(line):\(column): warning: \(path): \(message)" + (hint.map { "; \($0)" } ?? "")
+    }
+}
+
 /// Every problem found in a scenario file; nothing runs while there is one.
 public struct ScenarioIssues: Error, Sendable, CustomStringConvertible {
     public var issues: [ScenarioIssue]

@@ -26,8 +26,21 @@ public enum ScenarioLoader {
     }
 
     /// Parses and validates scenario text; `file` names it in messages. `overrides` replace what
-    /// the text says before the cross-checks run.
+    /// the text says before the cross-checks run. Warnings are left out (``load(text:file:overrides:)``
+    /// has them).
     public static func parse(_ text: String, file: String, overrides: ScenarioOverrides = .init()) throws(ScenarioIssues) -> Scenario {
+        try load(text: text, file: file, overrides: overrides).scenario
+    }
+
+    /// A valid scenario and what its file may not mean as written (``ScenarioWarning``).
+    public struct Loaded: Sendable {
+        public var scenario: Scenario
+        public var warnings: [ScenarioWarning]
+    }
+
+    /// Parses and validates scenario text as ``parse(_:file:overrides:)`` does, keeping the
+    /// warnings: what loads and runs but may not mean what it says.
+    public static func load(text: String, file: String, overrides: ScenarioOverrides = .init()) throws(ScenarioIssues) -> Loaded {
         if let (line, column) = aliasPastLimit(text) {
             throw ScenarioIssues(issues: [
                 ScenarioIssue(
@@ -53,7 +66,7 @@ public enum ScenarioLoader {
         let scenario = read(root, reader).map(overrides.applied(to:))
         if let scenario { validate(scenario, root: root, reader: reader, overrides: overrides) }
         guard reader.issues.isEmpty, let scenario else { throw ScenarioIssues(issues: reader.issues) }
-        return scenario
+        return Loaded(scenario: scenario, warnings: reader.warnings)
     }
 
     /// An alias copies its anchored node where it stands, and nested aliases multiply: a few lines
@@ -130,7 +143,7 @@ public enum ScenarioLoader {
         if let node = top["deadline"], let value = r.duration(node, "deadline") { scenario.deadline = value }
         if let node = top["grace"], let value = r.duration(node, "grace", allowZero: true) { scenario.grace = value }
         if let node = top["leak_probes"], let value = r.ratio(node, "leak_probes") { scenario.leakProbeShare = value }
-        scenario.api = readAPI(top["api"], auth: top["auth"], mode: scenario.auth, r)
+        scenario.api = readAPI(top["api"], auth: top["auth"], mode: scenario.auth, fleetPlatforms: fleet.platforms.keys.sorted(), r)
         if let node = top["thresholds"] {
             scenario.thresholds = readThresholds(node, r, extraLatency: Set(scenario.api?.metricNames ?? []))
             scenario.thresholdMetrics = Set(node.mapping?.keys.compactMap(\.string) ?? [])

@@ -39,9 +39,9 @@ enum APIExplain {
                 .id: "PUSH.id",
             ]
             out += "\n== a device on \(platform.rawValue) (\(names.user(device.user)), token as the backend sees it: \(api.receive.token(platform).rawValue))\n"
-            for step in [api.login, api.register, api.unregister, api.probe] + [api.fetch[.secure], api.fetch[.rich]] {
-                guard let step, !step.requests.isEmpty else { continue }
-                out += explain(step, Examples(builtins: builtins, stored: stored))
+            for described in [api.login, api.register, api.unregister, api.probe] + [api.fetch[.secure], api.fetch[.rich]] {
+                guard let described, let step = described.on(platform), !step.requests.isEmpty else { continue }
+                out += explain(step, Examples(builtins: builtins, stored: stored), note: described.isPlatformKeyed ? "its \(platform.rawValue) requests" : nil)
             }
             builtins[.id] = nil
             let layout = api.receive.layout(platform)
@@ -61,8 +61,16 @@ enum APIExplain {
                 builtins[.image] = Data(PushContent.securePayload(send: 1, recipient: recipient, run: run).utf8).base64EncodedString()
                 builtins[.imageType] = "image/png"
             }
+            if step.isPlatformKeyed {
+                for platform in step.platforms {
+                    guard let variant = step.on(platform) else { continue }
+                    builtins[.platform] = api.platformName(platform)
+                    out += explain(variant, Examples(builtins: builtins, stored: stored), note: "one call per targeted platform; its \(platform.rawValue) requests")
+                }
+                continue
+            }
             if step.perPlatform { builtins[.platform] = api.platformName(.apns) }
-            out += explain(step, Examples(builtins: builtins, stored: stored), note: step.perPlatform ? "one request per targeted platform; apns shown" : nil)
+            out += explain(step, Examples(builtins: builtins, stored: stored), note: step.perPlatform ? "one call per targeted platform; apns shown" : nil)
         }
         return out
     }

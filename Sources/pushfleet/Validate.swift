@@ -5,7 +5,10 @@ import PushFleetScenario
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check scenario files and report every problem; exit 2 if any.",
-        discussion: "A fleet this machine cannot hold (open-files limit, the embedded push service's device cap) is a problem too, as run would refuse it."
+        discussion: """
+            A fleet this machine cannot hold (open-files limit, the embedded push service's device cap) is a problem too, as run would refuse it. \
+            Warnings (a value the api extracts and nothing uses …) are printed on stderr and do not change the exit code.
+            """
     )
 
     @Argument(help: "Scenario files.") var files: [String]
@@ -15,7 +18,9 @@ struct Validate: ParsableCommand {
         var failed = false
         for file in files {
             do {
-                let scenario = try ScenarioSource.read(file).scenario
+                let source = try ScenarioSource.read(file)
+                source.printWarnings()
+                let scenario = source.scenario
                 let plan = FleetPlan(scenario: scenario)
                 // What `run` would refuse here, said here too: the fleet's sockets against this
                 // machine's open-files limit (and the embedded push service's device cap).

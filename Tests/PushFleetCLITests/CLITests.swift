@@ -84,6 +84,31 @@ struct CLITests {
         return Outcome(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
     }
 
+    @Test("a warning is printed with its position and validate still exits 0; --explain shows each platform's requests")
+    func warningsAndPlatforms() async throws {
+        let directory = try Self.temporaryDirectory()
+        let yaml = """
+            name: w
+            fleet: { users: 2, platforms: { apns: 1, fcm: 1 } }
+            lifecycle: [register, connect, receive, fetch_secure]
+            traffic: [{ kind: secure, rate: 1/s, duration: 1s }]
+            api:
+              register:
+                apns: { method: POST, path: /devices/apns, json: { token: "{{device.push_token}}" } }
+                fcm: { method: POST, path: /devices/fcm, json: { registration_id: "{{device.push_token}}" } }
+              send:
+                secure: { method: POST, path: /s, json: "{{message}}", extract: { secret_id: /secret_id } }
+              fetch:
+                secure: { path: "/c/{{id}}" }
+            """
+        try yaml.write(to: directory.appendingPathComponent("w.yaml"), atomically: true, encoding: .utf8)
+        let validate = try await Self.run(["validate", "--explain", "w.yaml"], in: directory)
+        #expect(validate.status == 0, "\(validate.output)")
+        #expect(validate.output.contains("w.yaml:10:71: warning: api.send.secure.extract.secret_id: 'secret_id' is extracted but no template"), "\(validate.output)")
+        #expect(validate.output.contains("write content_id: /secret_id in its place"), "\(validate.output)")
+        #expect(validate.output.contains("register (its fcm requests)") && validate.output.contains(#"{"registration_id":"#), "\(validate.output)")
+    }
+
     @Test("invalid input exits 2 with the problem located")
     func invalid() async throws {
         let directory = try Self.temporaryDirectory()

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 package import Hummingbird
 import HTTPTypes
@@ -103,27 +102,30 @@ package final class HostileBackend: Sendable {
     }
 
     package let behaviour: Behaviour
-    package let pushService: String
-    private let credentials = TestCredentials.Cache()
+    package var pushService: String { sender.pushService }
+    private let sender: TestPushSender
     package let bound = Readiness<ListenAddress>()
-    /// Its own client, shut down with the backend: the shared one keeps idle connections for
-    /// ten minutes, and a push service shutting down gracefully would wait for them.
-    private let client = HTTPClient(
-        eventLoopGroupProvider: .singleton, configuration: .init(connectionPool: .init(idleTimeout: .seconds(5)))
-    )
     private let state: Mutex<State>
     private let pushDelay: ClosedRange<Int> = 250...650
 
     package init(behaviour: Behaviour, pushService: String, seed: UInt64) {
         self.behaviour = behaviour
-        self.pushService = pushService
+        if case .wrongCredentials = behaviour {
+            self.sender = TestPushSender(pushService: pushService, wrongCredentials: true)
+        } else {
+            self.sender = TestPushSender(pushService: pushService)
+        }
         self.state = Mutex(State(rng: SplitMix64(seed: seed)))
     }
 
-    package var tally: Tally { state.withLock { $0.tally } }
+    package var tally: Tally {
+        var tally = state.withLock { $0.tally }
+        tally.refused = sender.refused
+        return tally
+    }
 
     package func shutdown() async {
-        try? await client.shutdown()
+        await sender.shutdown()
     }
 
     /// Starts a new run: the bodies pushed so far become the ones a replay sends; the earlier
@@ -132,6 +134,7 @@ package final class HostileBackend: Sendable {
         state.withLock { state in
             state.replayFrom = state.pastBodies
             state.tally = Tally()
+            sender.resetCounts()
             state.registrations = [:]
         }
     }
@@ -436,41 +439,8 @@ package final class HostileBackend: Sendable {
         }
     }
 
-    /// One provider request; true when the push service accepted it, false when it said the
-    /// token is dead.
     private func push(raw: String, platform: Platform, handle: String, pushType: String) async -> Bool {
-        var request: HTTPClientRequest
-        var body = raw
-        switch platform {
-        case .apns:
-            request = HTTPClientRequest(url: "\(pushService)/3/device/\(handle)")
-            request.headers.add(name: "apns-push-type", value: pushType)
-            request.headers.add(name: "apns-topic", value: "com.example.hostile")
-        case .fcm:
-            request = HTTPClientRequest(url: "\(pushService)/v1/projects/demo/messages:send")
-            var message = (try? JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any]) ?? [:]
-            message["token"] = handle
-            body = String(decoding: (try? JSONSerialization.data(withJSONObject: ["message": message])) ?? Data(), as: UTF8.self)
-        default:
-            request = HTTPClientRequest(url: "\(pushService)/wns/\(handle)")
-            request.headers.add(name: "X-WNS-Type", value: pushType)
-            request.headers.add(name: "X-WNS-Cache-Policy", value: "cache")
-        }
-        request.method = .POST
-        if case .wrongCredentials = behaviour {
-            request.headers.add(name: "authorization", value: "bearer not-the-push-credentials")
-        } else {
-            guard let authorization = try? await credentials.authorization(for: platform, pushService: pushService) else { return true }
-            request.headers.add(name: "authorization", value: authorization)
-        }
-        request.headers.add(name: "content-type", value: platform == .wns && pushType == "wns/toast" ? "text/xml" : "application/json")
-        request.body = .bytes(ByteBuffer(string: body))
-        guard let response = try? await client.execute(request, timeout: .seconds(10)) else { return true }
-        _ = try? await response.body.collect(upTo: 1 << 16)
-        if response.status.code >= 400 && response.status.code != 410 && !(response.status.code == 404 && platform != .apns) {
-            state.withLock { $0.tally.refused["\(platform.rawValue) \(response.status.code)", default: 0] += 1 }
-        }
-        return !(response.status.code == 410 || (response.status.code == 404 && platform != .apns))
+        await sender.push(raw: raw, platform: platform, handle: handle, pushType: pushType)
     }
 }
 

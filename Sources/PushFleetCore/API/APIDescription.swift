@@ -62,9 +62,10 @@ public struct APIDescription: Sendable, Equatable {
             + Scenario.Traffic.Kind.allCases.compactMap { fetch[$0] }
     }
 
-    /// The latency metrics the description's requests record (`http.register.put` …).
+    /// The latency metrics the description's requests record (`http.register.put` …), each once.
     public var metricNames: [String] {
-        steps.flatMap { step in step.requests.compactMap(\.metric) }
+        var seen = Set<String>()
+        return steps.flatMap { step in step.allRequests.compactMap(\.metric) }.filter { seen.insert($0).inserted }
     }
 
     public func platformName(_ platform: Scenario.PlatformName) -> String {
@@ -115,26 +116,40 @@ public enum APIStepKind: Hashable, Sendable, CustomStringConvertible {
 /// One step: one or more requests made in order, with the rules that apply to them.
 public struct APIStep: Sendable, Equatable {
     public var kind: APIStepKind
+    /// The requests every platform makes; empty when the step is keyed by platform.
     public var requests: [APIRequest]
-    /// Plain sends only: one request per targeted platform (`{{platform}}`), as the seed's app
-    /// sends with its switches; otherwise one request reaches every platform.
+    /// Each platform's own form of the step (`register: {apns: …, fcm: …}`), for a backend with
+    /// an endpoint per platform; empty when one set of requests serves every platform. A variant
+    /// is a whole step of the same kind, local slots and content id slot, with its own requests
+    /// (and, for a fetch, its own `content`). See ``on(_:)``.
+    public var variants: [Scenario.PlatformName: APIStep]
+    /// Sends only: one call per targeted platform (`{{platform}}` naming it), as the seed's app
+    /// sends plain notifications with its switches; otherwise one call reaches every platform.
+    /// A send keyed by platform makes one call per platform too (``callsPerPlatform``).
     public var perPlatform: Bool
     /// Fetches only: where the fetched content is in the answer (default: the whole body).
     public var content: ValueLocation
     /// Variables the step's answers give for its own later requests, by slot.
     public var localVariables: [String]
+    /// Secure and rich sends: the local slot the backend's answer names the stored content's id
+    /// in (`content_id:`, or an `extract: {id: …}` as older descriptions say it). The ledger ties
+    /// a push naming that id to this send; nil: the send's answer does not name it.
+    public var contentID: Int?
 
     public init(
-        kind: APIStepKind, requests: [APIRequest], perPlatform: Bool = false, content: ValueLocation = .body, localVariables: [String] = []
+        kind: APIStepKind, requests: [APIRequest], variants: [Scenario.PlatformName: APIStep] = [:], perPlatform: Bool = false,
+        content: ValueLocation = .body, localVariables: [String] = [], contentID: Int? = nil
     ) {
         self.kind = kind
         self.requests = requests
+        self.variants = variants
         self.perPlatform = perPlatform
         self.content = content
         self.localVariables = localVariables
+        self.contentID = contentID
     }
 
-    /// A fresh run of this step.
+    /// A fresh run of this step; of a step keyed by platform, run its platform's (``on(_:)``).
     public func makeRun() -> StepRun {
         StepRun(step: self, localSlots: localVariables.count)
     }

@@ -12,7 +12,8 @@
 /// registration id); it changes what the ledger expects only when the backend had lost the
 /// registration (a rule forgot a value or started the step over).
 public struct DeviceLifecycle: Sendable {
-    /// What every device of a run shares.
+    /// What every device of a run shares — of a platform, when the description gives steps per
+    /// platform: the steps are already that platform's (``APIStep/on(_:)``).
     public final class Settings: Sendable {
         public let login: Bool
         public let connect: Bool
