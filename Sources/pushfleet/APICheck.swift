@@ -119,6 +119,17 @@ enum APICheck {
         if sendsFailed > 0 { out += "FAIL  sends: \(sendsFailed) failed\n" }
         out += "\(result.devices.ready == result.devices.planned ? "pass" : "FAIL")  devices ready: \(result.devices.ready)/\(result.devices.planned)\n"
         out += "\(exact ? "pass" : "FAIL")  pushes: expected \(d.expected), delivered \(d.delivered), late \(d.late), lost \(d.lost), misdelivered \(d.misdelivered), unverified \(d.unverified), indeterminate \(d.indeterminate), duplicates \(d.duplicates), stale \(d.stale)\n"
+        // Per platform: what reached its device, and where the rest went wrong.
+        for (platform, counts) in result.deliveryByPlatform.sorted(by: { $0.key < $1.key }) where counts.expected > 0 {
+            let ok = counts.delivered == counts.expected
+            out += "\(ok ? "pass" : "FAIL")  \(platform): \(counts.delivered) of \(counts.expected) pushes delivered\n"
+            for why in result.hops?.why ?? [] where why.platform == platform {
+                let detail = [why.status.map(String.init), why.reason].compactMap { $0 }.joined(separator: " ")
+                out += "      \(why.outcome) \(why.count) at the \(why.hop.replacingOccurrences(of: "_", with: " ")): \(why.phrase)"
+                    + (detail.isEmpty ? "" : " (\(detail))") + (why.advice.map { ": \($0)" } ?? "") + "\n"
+            }
+        }
+        if let hops = result.hops, hops.view == "unknown", d.lost + d.late > 0 { out += "      where they went is unknown: \(hops.note ?? "")\n" }
         for error in result.errors { out += "      error \(error.errorClass): \(error.count)\n" }
         out += passed ? "api check passed\n" : "api check FAILED\n"
         return (out, passed)

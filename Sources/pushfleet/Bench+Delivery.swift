@@ -52,6 +52,8 @@ struct DeliveryBench: AsyncParsableCommand {
             """
         let scenario = try ScenarioLoader.parse(yaml, file: "bench-delivery")
         let connected = Mutex<UInt64>(0)
+        // What the fleet process and the servers' process had spent when traffic began.
+        let atTraffic = Mutex<(fleetCPU: Double, serverCPU: Double, fleetRSS: UInt64)>((0, 0, 0))
         var logger = Logger(label: "pushfleet.bench")
         logger.logLevel = .warning
         var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleet.version, logger: logger) {
@@ -60,14 +62,20 @@ struct DeliveryBench: AsyncParsableCommand {
         options.beforeTraffic = {
             try? await Task.sleep(for: .seconds(1))
             connected.withLock { $0 = server.residentBytes() }
+            atTraffic.withLock { $0 = (CPUTime.own(), server.cpuSeconds(), ServerProcess.residentBytes(pid: getpid())) }
         }
         let result = try await FleetRunner(scenario: scenario, options: options).run()
+        let (fleetCPU, serverCPU, fleetRSS) = atTraffic.withLock { $0 }
+        let fleetCPUAfter = CPUTime.own() - fleetCPU
+        let serverCPUAfter = server.cpuSeconds() - serverCPU
+        let fleetRSSAfter = ServerProcess.residentBytes(pid: getpid())
         let withDevices = connected.withLock { $0 }
         let traffic = max(0.001, result.info.trafficEndSecond - result.info.trafficStartSecond)
         let sends = result.counters["sends"] ?? 0
         let failed = result.counters["sends.failed"] ?? 0
         let delivery = result.operations.first { $0.name == "delivery" && $0.measure == "raw" }
         let perDevice = Double(withDevices) - Double(baseline)
+        let pushes = Double(max(1, result.delivery.delivered + result.delivery.late))
         let rows: [(String, String)] = [
             ("devices ready", "\(result.devices.ready) of \(devices) (\(channel))"),
             ("offered rate", "\(rate)/s for \(duration), \(inFlight) in flight"),
@@ -80,6 +88,11 @@ struct DeliveryBench: AsyncParsableCommand {
             ("server RSS before devices", String(format: "%.1f MiB", Double(baseline) / 1_048_576)),
             ("server RSS with devices", String(format: "%.1f MiB", Double(withDevices) / 1_048_576)),
             ("server bytes per device", String(format: "%.1f KB", perDevice / Double(max(1, result.devices.ready)) / 1000)),
+            // From traffic start to the run's end (drain and judgement included), per push received.
+            ("fleet CPU per push", String(format: "%.1f µs", fleetCPUAfter / pushes * 1e6)),
+            ("servers' CPU per push", String(format: "%.1f µs", serverCPUAfter / pushes * 1e6)),
+            ("fleet RSS growth per push", String(format: "%.0f B (%.1f → %.1f MiB)", (Double(fleetRSSAfter) - Double(fleetRSS)) / pushes, Double(fleetRSS) / 1_048_576, Double(fleetRSSAfter) / 1_048_576)),
+            ("push service watched", result.hops?.view ?? "no"),
         ]
         Bench.printFigures("bench delivery (servers in a child process; backend and mock push service together)", rows)
         let c = result.delivery
