@@ -149,7 +149,7 @@ extension DeliveryLedger {
         }
         guard var record = trail.open[hop.push] else { return }
         record.step = hop.step
-        record.stepAt = hop.at
+        record.stepAt = hop.then ?? hop.at
         switch hop.step {
         case .delayed: record.delay = hop.delay
         case .held: record.held = true

@@ -65,11 +65,16 @@ public struct PushHop: Codable, Sendable, Equatable {
     public var reason: String?
     /// `delayed` only: how long, in nanoseconds.
     public var delay: Int64?
+    /// A first report merged with a later step of the same push before it was sent (`/observe`
+    /// sends a push accepted and written in one batch as one report): the step is the later
+    /// one, `at` still the first report's time, and this the later step's time.
+    public var then: Int64?
 
     public init(
         push: UInt64, step: Step, at: Int64, platform: String, token: String, pushType: String? = nil, body: String? = nil, base64: Bool? = nil,
-        hubAt: Int64? = nil, status: Int? = nil, reason: String? = nil, delay: Int64? = nil
+        hubAt: Int64? = nil, status: Int? = nil, reason: String? = nil, delay: Int64? = nil, then: Int64? = nil
     ) {
+        self.then = then
         self.push = push
         self.step = step
         self.at = at
@@ -85,7 +90,7 @@ public struct PushHop: Codable, Sendable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case push, step, at, platform, token, body, base64, status, reason, delay
+        case push, step, at, platform, token, body, base64, status, reason, delay, then
         case pushType = "push_type"
         case hubAt = "hub_at"
     }

@@ -138,6 +138,7 @@ struct PushServiceWatcher: Sendable {
         for index in report.hops.indices {
             report.hops[index].at = context.runTime(fromWall: report.hops[index].at)
             report.hops[index].hubAt = report.hops[index].hubAt.map(context.runTime(fromWall:))
+            report.hops[index].then = report.hops[index].then.map(context.runTime(fromWall:))
         }
         if report.hub != nil {
             for index in report.hub!.indices { report.hub![index].at = context.runTime(fromWall: report.hub![index].at) }

@@ -63,6 +63,8 @@ struct ObserveEndpoint {
 final class ReportQueue: Sendable {
     private struct State {
         var hops: [PushHop] = []
+        /// Where each push's first report waits in `hops`, while it waits.
+        var firstAt: [UInt64: Int] = [:]
         var notes: [HubNote] = []
         var lost = 0
         var waiter: CheckedContinuation<Void, Never>?
@@ -79,11 +81,21 @@ final class ReportQueue: Sendable {
     func add(_ report: PushReport) {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
             guard !state.finished else { return nil }
-            if state.hops.count + state.notes.count >= limit {
-                state.lost += report.hops.count + (report.hub?.count ?? 0)
-            } else {
-                state.hops += report.hops
-                state.notes += report.hub ?? []
+            for hop in report.hops {
+                // A push written before its first report went out is sent as one report: a run
+                // reads half as many for the pushes that go straight to their device.
+                if hop.step == .written, let index = state.firstAt[hop.push], state.hops[index].then == nil {
+                    state.hops[index].step = .written
+                    state.hops[index].then = hop.at
+                } else if state.hops.count + state.notes.count >= limit {
+                    state.lost += 1
+                } else {
+                    if hop.step.isFirst { state.firstAt[hop.push] = state.hops.count }
+                    state.hops.append(hop)
+                }
+            }
+            for note in report.hub ?? [] {
+                if state.hops.count + state.notes.count >= limit { state.lost += 1 } else { state.notes.append(note) }
             }
             defer { state.waiter = nil }
             return state.waiter
@@ -107,8 +119,16 @@ final class ReportQueue: Sendable {
             if Task.isCancelled { return nil }
             let batch: PushReport?? = state.withLock { state in
                 if !state.hops.isEmpty || !state.notes.isEmpty || state.lost > 0 {
-                    let hops = Array(state.hops.prefix(max))
-                    state.hops.removeFirst(hops.count)
+                    let hops: [PushHop]
+                    if state.hops.count <= max {
+                        hops = state.hops
+                        state.hops = []
+                        state.firstAt = [:]
+                    } else {
+                        hops = Array(state.hops.prefix(max))
+                        state.hops.removeFirst(max)
+                        state.firstAt = state.firstAt.compactMapValues { $0 >= max ? $0 - max : nil }
+                    }
                     let notes = state.notes
                     state.notes = []
                     defer { state.lost = 0 }

@@ -2,7 +2,7 @@ import Foundation
 package import NIOSSL
 import HummingbirdWSClient
 import Logging
-import PushFleetCore
+package import PushFleetCore
 import PushFleetServerSupport
 package import PushFleetWire
 import Synchronization
@@ -71,6 +71,22 @@ package final class TestDevice: Sendable {
         }
         self.task.withLock { $0 = task }
     }
+
+    /// Watches run `run` on the push service's `/observe` and waits for its first (empty) report.
+    package static func observer(pushService: String, run: String) async throws -> TestDevice {
+        let device = TestDevice(address: nil)
+        device.start(url: pushService.replacingOccurrences(of: "http://", with: "ws://") + "/observe?run=\(run)")
+        try await device.waitFor { !$0.rawFrames.isEmpty }
+        return device
+    }
+
+    /// The reports an observer received, in order.
+    package var reports: [PushReport] {
+        rawFrames.compactMap { try? JSONDecoder().decode(PushReport.self, from: Data($0.utf8)) }
+    }
+
+    /// Every hop an observer received, in order.
+    package var hops: [PushHop] { reports.flatMap(\.hops) }
 
     package func send(_ command: GatewayCommand) async throws {
         let text = String(decoding: try JSONEncoder().encode(command), as: UTF8.self)
