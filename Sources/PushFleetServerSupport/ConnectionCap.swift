@@ -1,16 +1,20 @@
 public import HummingbirdCore
 import NIOCore
+import PushFleetCore
 import Synchronization
 
 /// The accept-side connection cap, which keeps room for clients that are not stalled.
 ///
 /// Past ``max`` connections new ones wait in the listen backlog. A full server would then serve
 /// nobody new while slow clients hold every slot (each within its timeouts), so whenever the cap
-/// is reached the connection that has been stalled longest is closed (see
-/// ``StalledConnections``): a request head or body still arriving, or a keep-alive connection
-/// between requests, stalled for at least ``ServerLimits/evictionGrace`` (a connection just
-/// accepted has not had time to send). Busy connections (a response being made, an upgraded
-/// WebSocket, an HTTP/2 connection without a pending body) are never closed for room.
+/// is reached a stalled connection is closed (see ``StalledConnections``): one whose request head
+/// or body has begun and is still arriving, once it has stalled for ``ServerLimits/evictionGrace``;
+/// a *quiet* one — nothing read from it yet, or a kept-alive connection between requests — only
+/// once quiet for ten times that (at least 10 s), because under a storm of new connections the
+/// server itself is slow to read them, and closing unread devices or a provider's pooled
+/// connection for that would punish the clients for the server's backlog. Busy connections (a
+/// response being made, an upgraded WebSocket, an HTTP/2 connection without a pending body) are
+/// never closed for room.
 public struct ConnectionCap: AvailableConnectionsDelegate {
     public var max: Int { stalled.max }
     public let stalled: StalledConnections
@@ -36,10 +40,22 @@ public struct ConnectionCap: AvailableConnectionsDelegate {
 public final class StalledConnections: Sendable {
     struct Entry {
         let channel: any Channel
-        /// Stalled phases in progress (HTTP/2 has one per stream) and when the first began.
+        /// Phases in which the client owes bytes, in progress (HTTP/2 has one per stream), and
+        /// when the first began.
         var depth = 0
         var since: Int64 = 0
+        /// Quiet phases in progress (nothing read yet; kept alive between requests), and when.
+        var quietDepth = 0
+        var quietSince: Int64 = 0
         var evicted = false
+
+        /// When it may be closed for room; nil while it is busy.
+        func due(grace: Int64, quietGrace: Int64) -> Int64? {
+            guard !evicted else { return nil }
+            if depth > 0 { return PushFleetServerSupport.deadline(since, plus: grace) }
+            if quietDepth > 0 { return PushFleetServerSupport.deadline(quietSince, plus: quietGrace) }
+            return nil
+        }
     }
 
     /// Sent down a connection chosen to make room: answer 503 if nothing was answered, close.
@@ -48,6 +64,8 @@ public final class StalledConnections: Sendable {
     private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
     /// How long a connection must have been stalled to be closed for room.
     let grace: Int64
+    /// How long a quiet connection must have been quiet.
+    let quietGrace: Int64
     let max: Int
     /// Connections open now, counted as the server accepts and closes them.
     let open = Mutex(0)
@@ -59,6 +77,7 @@ public final class StalledConnections: Sendable {
     init(max: Int, grace: Duration) {
         self.max = max
         self.grace = grace.saturatingNanoseconds
+        self.quietGrace = Swift.max(10_000_000_000, Saturating.multiply(self.grace, 10))
     }
 
     var isFull: Bool { open.withLock { $0 >= max } }
@@ -79,20 +98,30 @@ public final class StalledConnections: Sendable {
         }
     }
 
-    /// A phase in which the client owes bytes began on `channel` (or its parent, for a stream).
-    func began(_ channel: any Channel, now: Int64) {
+    /// A phase in which the client owes bytes (or, `quiet`, one in which it is silent) began on
+    /// `channel` (or its parent, for a stream).
+    func began(_ channel: any Channel, now: Int64, quiet: Bool = false) {
         entries.withLock { entries in
             guard let key = Self.key(channel, in: entries) else { return }
-            if entries[key]!.depth == 0 { entries[key]!.since = now }
-            entries[key]!.depth += 1
+            if quiet {
+                if entries[key]!.quietDepth == 0 { entries[key]!.quietSince = now }
+                entries[key]!.quietDepth += 1
+            } else {
+                if entries[key]!.depth == 0 { entries[key]!.since = now }
+                entries[key]!.depth += 1
+            }
         }
     }
 
     /// That phase ended.
-    func ended(_ channel: any Channel) {
+    func ended(_ channel: any Channel, quiet: Bool = false) {
         entries.withLock { entries in
-            guard let key = Self.key(channel, in: entries), entries[key]!.depth > 0 else { return }
-            entries[key]!.depth -= 1
+            guard let key = Self.key(channel, in: entries) else { return }
+            if quiet {
+                if entries[key]!.quietDepth > 0 { entries[key]!.quietDepth -= 1 }
+            } else if entries[key]!.depth > 0 {
+                entries[key]!.depth -= 1
+            }
         }
     }
 
@@ -104,12 +133,12 @@ public final class StalledConnections: Sendable {
 
     public var stalledCount: Int { entries.withLock { $0.values.count { $0.depth > 0 && !$0.evicted } } }
 
-    /// Closes the connection stalled longest if it has been stalled for the grace; else looks
-    /// again when it will have been, or after a grace when none is stalled yet (the server
-    /// takes no connection until one closes, so it must look again itself).
+    /// Closes the connection whose time to be closed for room came first, if it has come; else
+    /// looks again when it will, or after a grace when none is stalled yet (the server takes no
+    /// connection until one closes, so it must look again itself).
     func evictLongestStalled(now: Int64) {
         let action: (channel: any Channel, evict: Bool, at: Int64)? = entries.withLock { entries in
-            let candidates = entries.map { (key: $0.key, since: $0.value.depth > 0 && !$0.value.evicted ? $0.value.since : nil) }
+            let candidates = entries.map { (key: $0.key, due: $0.value.due(grace: grace, quietGrace: quietGrace)) }
             switch Self.room(candidates, now: now, grace: grace) {
             case .evict(let key):
                 entries[key]!.evicted = true
@@ -148,25 +177,23 @@ public final class StalledConnections: Sendable {
         case lookAgain(at: Int64)
     }
 
-    /// What a full server does now: close the connection stalled longest once it has been
-    /// stalled for `grace`, else look again when it will have been (or a grace from now, when
-    /// none is stalled).
-    static func room<Key: Equatable>(_ candidates: [(key: Key, since: Int64?)], now: Int64, grace: Int64) -> Room<Key> {
-        guard let key = longestStalled(candidates), let since = candidates.first(where: { $0.key == key })?.since else {
-            return .lookAgain(at: PushFleetServerSupport.deadline(now, plus: grace))
-        }
-        let due = PushFleetServerSupport.deadline(since, plus: grace)
-        return due <= now ? .evict(key) : .lookAgain(at: due)
+    /// What a full server does now: close the connection whose time to be closed for room
+    /// (``Entry/due(grace:quietGrace:)``) came first, once it has come, else look again then —
+    /// at the latest a grace from now, since a connection that stalls later may come due first.
+    static func room<Key: Equatable>(_ candidates: [(key: Key, due: Int64?)], now: Int64, grace: Int64) -> Room<Key> {
+        let next = PushFleetServerSupport.deadline(now, plus: grace)
+        guard let (key, due) = earliestDue(candidates) else { return .lookAgain(at: next) }
+        return due <= now ? .evict(key) : .lookAgain(at: min(due, next))
     }
 
-    /// The key whose stall began first; nil when none is stalled.
-    static func longestStalled<Key>(_ candidates: [(key: Key, since: Int64?)]) -> Key? {
-        var best: (key: Key, since: Int64)?
+    /// The candidate whose time came first; nil when none is stalled.
+    static func earliestDue<Key>(_ candidates: [(key: Key, due: Int64?)]) -> (Key, Int64)? {
+        var best: (key: Key, due: Int64)?
         for candidate in candidates {
-            guard let since = candidate.since else { continue }
-            if best == nil || since < best!.since { best = (candidate.key, since) }
+            guard let due = candidate.due else { continue }
+            if best == nil || due < best!.due { best = (candidate.key, due) }
         }
-        return best?.key
+        return best
     }
 }
 

@@ -77,8 +77,9 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var state: FirstRequestState
     private var timer: Scheduled<Void>?
     private let stalled: StalledConnections?
-    /// Reported to ``stalled``: the first head is incomplete.
+    /// Reported to ``stalled``: the first head is incomplete; `quiet` while nothing of it was read.
     private var headPending = false
+    private var headQuiet = false
     private var framing: RequestFramingState?
     /// A request was refused here: the rest of the input is dropped.
     private var refused = false
@@ -106,15 +107,25 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
         let now = Self.now()
         if !headPending {
             headPending = true
-            stalled?.began(context.channel, now: now)
+            headQuiet = true
+            stalled?.began(context.channel, now: now, quiet: true)
         }
         perform(state.connected(now: now), context)
+    }
+
+    /// The first bytes of the head were read: from now on the client owes the rest.
+    private func headHeard(_ context: ChannelHandlerContext) {
+        guard headPending, headQuiet else { return }
+        headQuiet = false
+        stalled?.ended(context.channel, quiet: true)
+        stalled?.began(context.channel, now: Self.now())
     }
 
     private func headDone(_ context: ChannelHandlerContext) {
         guard headPending else { return }
         headPending = false
-        stalled?.ended(context.channel)
+        stalled?.ended(context.channel, quiet: headQuiet)
+        headQuiet = false
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -131,6 +142,7 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         let buffer = unwrapInboundIn(data)
+        if buffer.readableBytes > 0 { headHeard(context) }
         perform(state.received(buffer.readableBytesView), context)
         if !state.awaitingHead { headDone(context) }
         if var framing, !framing.isOff {
@@ -170,6 +182,8 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
             switch stall {
             case .began: stalled?.began(context.channel, now: Self.now())
             case .ended: stalled?.ended(context.channel)
+            case .quietBegan: stalled?.began(context.channel, now: Self.now(), quiet: true)
+            case .quietEnded: stalled?.ended(context.channel, quiet: true)
             }
         case is ChannelShouldQuiesceEvent where state.awaitingHead:
             // The server is stopping and this connection never sent a request. Hummingbird's

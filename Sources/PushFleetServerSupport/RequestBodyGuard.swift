@@ -7,8 +7,8 @@ import NIOHTTPTypes
 /// ``BodyTimeoutState``. A refused body is answered (413 too large, 408 too slow) unless a
 /// response has begun, and the connection (HTTP/1.1) or the stream (HTTP/2, which resets it) is
 /// closed. Tells ``FirstRequestGuard`` when the client owes bytes, so that a full server can close
-/// the longest stalled connection (``StalledConnections``): while a body arrives, and on
-/// HTTP/1.1 while a kept-alive connection waits for its next request.
+/// a stalled connection (``StalledConnections``): while a head or body arrives, and (as quiet)
+/// on HTTP/1.1 while a kept-alive connection waits for its next request.
 final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -22,6 +22,9 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     enum Stall {
         case began
         case ended
+        /// A kept-alive connection waits for its next request.
+        case quietBegan
+        case quietEnded
     }
 
     private var state: BodyTimeoutState
@@ -48,7 +51,7 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head):
             refused = false
             responding = false
-            idle = false
+            setIdle(false, context)
             setStalled(true, context)
             let length = head.headerFields[.contentLength].flatMap { Int($0) } ?? (head.headerFields[.contentLength] == nil ? nil : .max)
             perform(state.head(now: now, declaredLength: length), context)
@@ -71,8 +74,7 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .end:
             // A kept-alive HTTP/1.1 connection now waits on its client.
             if !isHTTP2, !upgraded, !refused {
-                setStalled(true, context)
-                idle = true
+                setIdle(true, context)
             }
         }
         context.write(data, promise: promise)
@@ -108,6 +110,14 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
         timer?.cancel()
         timer = nil
         setStalled(false, context)
+        setIdle(false, context)
+    }
+
+    private func setIdle(_ value: Bool, _ context: ChannelHandlerContext) {
+        guard value != idle else { return }
+        idle = value
+        // Only HTTP/1.1 connections are kept alive between requests here.
+        context.channel.pipeline.fireUserInboundEventTriggered(value ? Stall.quietBegan : Stall.quietEnded)
     }
 
     private func setStalled(_ value: Bool, _ context: ChannelHandlerContext) {

@@ -88,9 +88,17 @@ struct DeviceCapTests {
         try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
             let admin = TestAuth.bearer(try #require(system.pushServer?.configuration.adminToken))
             // The devices the port holds.
-            let held = try await withThrowingTaskGroup(of: TestDevice.self) { group in
-                for _ in 0..<deviceCap { group.addTask { try await TestDevice.connect(pushService: endpoints.pushService, platform: .apns) } }
-                return try await group.reduce(into: [TestDevice]()) { $0.append($1) }
+            let held: [TestDevice]
+            do {
+                held = try await withThrowingTaskGroup(of: TestDevice.self) { group in
+                    for _ in 0..<deviceCap { group.addTask { try await TestDevice.connect(pushService: endpoints.pushService, platform: .apns) } }
+                    return try await group.reduce(into: [TestDevice]()) { $0.append($1) }
+                }
+            } catch {
+                // What the server saw, so a failure here can be read.
+                let stats = try? await TestHTTP.request(.GET, "\(endpoints.pushService)/admin/stats", auth: admin).text
+                Issue.record("a device under the cap was not held: \(error); server log: \(logs.lines); stats: \(stats ?? "none")")
+                throw error
             }
             let token = held[0].address!.token
             let id = try await TestHTTP.request(.POST, "\(endpoints.backend)/api/register?handle=\(token)", auth: .user("bob")).text

@@ -1,3 +1,4 @@
+import NIOEmbedded
 @testable import PushFleetServerSupport
 import Testing
 
@@ -95,15 +96,34 @@ struct SlowClientStateTests {
         #expect(state.received(now: 10_000 * Self.second) == false)
     }
 
-    @Test("the connection stalled longest is the one closed for room; none when none is stalled")
+    @Test("the connection whose time came first is the one closed for room; none when none is stalled")
     func eviction() {
-        #expect(StalledConnections.longestStalled([(key: 1, since: 50), (key: 2, since: nil), (key: 3, since: 20), (key: 4, since: 30)]) == 3)
-        #expect(StalledConnections.longestStalled([(key: 1, since: Int64?.none), (key: 2, since: nil)]) == nil)
-        #expect(StalledConnections.longestStalled([(key: Int, since: Int64?)]()) == nil)
-        // Closed only once stalled for the grace; else looked at again then, or a grace from now.
+        #expect(StalledConnections.earliestDue([(key: 1, due: 50), (key: 2, due: nil), (key: 3, due: 20), (key: 4, due: 30)])?.0 == 3)
+        #expect(StalledConnections.earliestDue([(key: 1, due: Int64?.none), (key: 2, due: nil)]) == nil)
+        #expect(StalledConnections.earliestDue([(key: Int, due: Int64?)]()) == nil)
+        // Closed only once its time came; else looked at again then, or a grace from now when sooner.
         let second = Self.second
-        #expect(StalledConnections.room([(key: 1, since: 0), (key: 2, since: 5)], now: second, grace: second) == .evict(1))
-        #expect(StalledConnections.room([(key: 1, since: 500), (key: 2, since: nil)], now: second, grace: second) == .lookAgain(at: second + 500))
-        #expect(StalledConnections.room([(key: 1, since: Int64?.none)], now: second, grace: second) == .lookAgain(at: 2 * second))
+        #expect(StalledConnections.room([(key: 1, due: second), (key: 2, due: second + 5)], now: second, grace: second) == .evict(1))
+        #expect(StalledConnections.room([(key: 1, due: second + 500), (key: 2, due: nil)], now: second, grace: second) == .lookAgain(at: second + 500))
+        #expect(StalledConnections.room([(key: 1, due: Int64?.none)], now: second, grace: second) == .lookAgain(at: 2 * second))
+        #expect(StalledConnections.room([(key: 1, due: 11 * second)], now: second, grace: second) == .lookAgain(at: 2 * second))
+    }
+
+    @Test("a connection owing bytes may be closed a grace after its stall began; a quiet one (nothing read yet, or kept alive between requests) only ten graces after, at least 10 s")
+    func quietConnections() {
+        let second = Self.second
+        var entry = StalledConnections.Entry(channel: EmbeddedChannel())
+        #expect(entry.due(grace: second, quietGrace: 10 * second) == nil)
+        entry.quietDepth = 1
+        entry.quietSince = 3 * second
+        #expect(entry.due(grace: second, quietGrace: 10 * second) == 13 * second)
+        // Once the client has begun a head or a body, the shorter grace counts from then.
+        entry.depth = 1
+        entry.since = 5 * second
+        #expect(entry.due(grace: second, quietGrace: 10 * second) == 6 * second)
+        entry.evicted = true
+        #expect(entry.due(grace: second, quietGrace: 10 * second) == nil)
+        #expect(StalledConnections(max: 1, grace: .milliseconds(100)).quietGrace == 10 * second)
+        #expect(StalledConnections(max: 1, grace: .seconds(3)).quietGrace == 30 * second)
     }
 }
