@@ -153,9 +153,12 @@ extension DeliveryLedger {
             self.byToken = byToken
         }
 
-        /// `apns 403 InvalidProviderToken`, `fcm`, `wns fetch status_404`.
-        public var detail: String {
-            ([platform.rawValue] + [status.map(String.init), reason].compactMap { $0 }).joined(separator: " ")
+        /// `apns 403 InvalidProviderToken`, `fcm`, `wns status_404`.
+        public var detail: String { Self.detail(platform: platform.rawValue, status: status, reason: reason) }
+
+        /// The platform, then the status and reason when there are any.
+        public static func detail(platform: String, status: Int?, reason: String?) -> String {
+            ([platform] + [status.map(String.init), reason].compactMap { $0 }).joined(separator: " ")
         }
     }
 

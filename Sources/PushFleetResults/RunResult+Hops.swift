@@ -86,8 +86,6 @@ extension RunResult {
         }
 
         /// `apns 403 InvalidProviderToken`.
-        public var detail: String {
-            ([platform] + [status.map(String.init), reason].compactMap { $0 }).joined(separator: " ")
-        }
+        public var detail: String { DeliveryLedger.Explanation.detail(platform: platform, status: status, reason: reason) }
     }
 }

@@ -27,12 +27,7 @@ struct APIContentIDTests {
     }
 
     static func issues(_ yaml: String) -> [String] {
-        do {
-            _ = try ScenarioLoader.parse(yaml, file: "api.yaml")
-            return []
-        } catch {
-            return error.issues.map(\.description)
-        }
+        ScenarioValidationTests.issuesOf(yaml, file: "api.yaml").map(\.description)
     }
 
     @Test("content_id reads the stored content's id into the send's own slot, with extract's syntax and options; no warning")

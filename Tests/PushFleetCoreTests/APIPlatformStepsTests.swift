@@ -35,12 +35,7 @@ struct APIPlatformStepsTests {
         """
 
     static func issues(_ yaml: String) -> [String] {
-        do {
-            _ = try ScenarioLoader.parse(yaml, file: "api.yaml")
-            return []
-        } catch {
-            return error.issues.map(\.description)
-        }
+        ScenarioValidationTests.issuesOf(yaml, file: "api.yaml").map(\.description)
     }
 
     @Test("each platform's requests are its own, compiled once: path, body, request count and metric names")
