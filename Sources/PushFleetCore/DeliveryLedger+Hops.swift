@@ -156,9 +156,11 @@ extension DeliveryLedger {
         /// `apns 403 InvalidProviderToken`, `fcm`, `wns status_404`.
         public var detail: String { Self.detail(platform: platform.rawValue, status: status, reason: reason) }
 
-        /// The platform, then the status and reason when there are any.
+        /// The platform, then the status and reason when there are any; a reason in words (WNS
+        /// describes its refusals in sentences) is quoted.
         public static func detail(platform: String, status: Int?, reason: String?) -> String {
-            ([platform] + [status.map(String.init), reason].compactMap { $0 }).joined(separator: " ")
+            let reason = reason.map { $0.contains(where: \.isWhitespace) ? "\"\($0)\"" : $0 }
+            return ([platform] + [status.map(String.init), reason].compactMap { $0 }).joined(separator: " ")
         }
     }
 

@@ -44,8 +44,15 @@ struct HopTests {
         #expect(result.errors.contains { $0.errorClass == "pns:apns:403:InvalidProviderToken" }, "\(result.errors.map(\.errorClass))")
         #expect(result.errors.contains { $0.errorClass == "pns:fcm:401:UNAUTHENTICATED" })
         let lines = WhyLost.lines(result)
+        // PUSHFLEET_SHOW_SUMMARY=1 prints what a user of such a run reads.
+        if ProcessInfo.processInfo.environment["PUSHFLEET_SHOW_SUMMARY"] != nil {
+            print(lines.joined(separator: "\n"))
+            print(hops.funnel)
+            print(result.errors.map { "\($0.errorClass) ×\($0.count)" })
+        }
         #expect(lines.first?.hasPrefix("lost \(c.lost): refused by the push service \(c.lost) — ") == true, "\(lines)")
         #expect(lines.first?.hasSuffix(": check the backend's push credentials") == true, "\(lines)")
+        #expect(lines.first?.contains("wns 401 \"") != false, "a reason in words is quoted: \(lines)")
         let incidents = try #require(result.incidents).filter { $0.outcome == "lost" }
         #expect(!incidents.isEmpty && incidents.allSatisfy { $0.hop == "push_service" && $0.reason?.hasPrefix("refused 40") == true })
         let csv = String(decoding: try #require(try ReportFiles.render(result).first { $0.name == "incidents.csv" }).data, as: UTF8.self)
