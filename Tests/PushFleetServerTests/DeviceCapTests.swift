@@ -143,6 +143,12 @@ struct DeviceCapTests {
             for device in held.prefix(2) { device.close() }
             try await held[0].waitFor { $0.closed }
             try await held[1].waitFor { $0.closed }
+            // The client's side closing is not the server's: wait until it has let both places go.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try await TestHTTP.request(.GET, "\(endpoints.pushService)/admin/stats", auth: admin).json(PushServiceStats.self).deviceSockets ?? 0 > 18 {
+                guard ContinuousClock.now < deadline else { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let late = try await TestDevice.connect(pushService: endpoints.pushService, platform: .apns)
             #expect(late.closed == false)
             try await Task.sleep(for: .milliseconds(100))
