@@ -2,6 +2,7 @@ import Foundation
 import PushFleetClients
 import PushFleetCore
 import PushFleetMetrics
+import PushFleetWire
 import Synchronization
 
 /// Watches the push service for one run, so every lost or late pair can be explained by where it
@@ -93,17 +94,20 @@ struct PushServiceWatcher: Sendable {
                 state.values.withLock { $0.failure = String(describing: error) }
             }
             if Task.isCancelled || context.isStopping { break }
-            let connected = state.values.withLock { values in
-                if values.connected && values.gapStart == nil { values.gapStart = context.now() }
-                return values.connected
+            let (connected, dropped) = state.values.withLock { values in
+                let dropped = values.connected && values.gapStart == nil
+                if dropped { values.gapStart = context.now() }
+                return (values.connected, dropped)
             }
+            // A connection that held starts the backoff afresh.
+            if dropped { backoff.reset() }
             if !connected {
                 attempts += 1
                 if attempts >= Self.attempts {
                     let failure = state.values.withLock { $0.failure }
                     context.emit(
                         .pushServiceView(
-                            .unknown("the push service at \(context.pushServiceURL) does not say where pushes go (\(GatewayPath.observe): \(failure))")
+                            .unknown("the push service at \(context.pushServiceURL) does not say where pushes go (GET \(GatewayFrame.observePath): \(failure))")
                         )
                     )
                     ready()
@@ -117,10 +121,6 @@ struct PushServiceWatcher: Sendable {
         if !state.values.withLock({ $0.connected }) { ready() }
     }
 
-    private enum GatewayPath {
-        static let observe = "GET /observe"
-    }
-
     static func observeURL(pushService: String, run: String) -> String {
         var base = pushService
         if base.hasPrefix("https://") {
@@ -129,7 +129,7 @@ struct PushServiceWatcher: Sendable {
             base = "ws://" + base.dropFirst("http://".count)
         }
         while base.hasSuffix("/") { base.removeLast() }
-        return base + "/observe?run=" + run
+        return base + GatewayFrame.observePath + "?run=" + run
     }
 
     /// The report with its wall-clock times moved onto the run's clock.

@@ -188,7 +188,10 @@ package final class Recorder: Sendable {
             for hop in report.hops {
                 state.ledger.record(hop)
                 if hop.step == .refused, let status = hop.status {
-                    count(.pushService(platform: hop.platform, status: status, reason: hop.reason ?? ""), at: hop.at, in: &state)
+                    let error = ErrorClass.pushService(platform: hop.platform, status: status, reason: hop.reason ?? "")
+                    // An error like the run's own, live metrics included.
+                    metrics?.error(error.label).increment()
+                    count(error, at: hop.at, in: &state)
                 }
             }
             for note in report.hub ?? [] { state.ledger.record(note) }

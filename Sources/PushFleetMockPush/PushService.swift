@@ -223,17 +223,18 @@ public final class PushService: Sendable {
     private func deliver(_ frame: PushFrame, expiresAt: Int64?) {
         let address = DeviceAddress(platform: frame.platform, token: frame.token)
         // Reports are made after the lock: a watcher in this process records them at once.
+        let watched = watchers.isActive
         var fates: [(PushHop.Step, PushFrame)] = []
         shard(for: address).devices.withLock { devices in
             var entry = devices[address] ?? DeviceEntry()
             if let connection = entry.connection {
-                connection.send(frame, tracked: watchers.isActive)
+                connection.send(frame, tracked: watched)
                 counters.withLock { $0.delivered += 1 }
             } else if let expiresAt {
                 let replaced = entry.pending
                 guard replaced != nil || reserveHold() else {
                     counters.withLock { $0.heldFull += 1 }
-                    fates.append((.holdFull, frame))
+                    if watched { fates.append((.holdFull, frame)) }
                     return
                 }
                 entry.pending = StoredPush(frame: frame, expiresAt: expiresAt)
@@ -242,14 +243,16 @@ public final class PushService: Sendable {
                     $0.stored += 1
                     if replaced != nil { $0.storedReplaced += 1 }
                 }
-                if let replaced { fates.append((.replaced, replaced.frame)) }
-                fates.append((.held, frame))
+                if watched {
+                    if let replaced { fates.append((.replaced, replaced.frame)) }
+                    fates.append((.held, frame))
+                }
             } else {
                 counters.withLock { $0.discardedOffline += 1 }
-                fates.append((.notStored, frame))
+                if watched { fates.append((.notStored, frame)) }
             }
         }
-        guard watchers.isActive, !fates.isEmpty else { return }
+        guard !fates.isEmpty else { return }
         let instant = now()
         for (step, frame) in fates { report(step, of: frame, at: instant) }
     }

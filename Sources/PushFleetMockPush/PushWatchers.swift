@@ -20,7 +20,8 @@ final class PushWatchers: Sendable {
         func take(_ note: HubNote) { sink(PushReport(hub: [note])) }
     }
 
-    private let watchers = Mutex<[ObjectIdentifier: Watcher]>([:])
+    /// Replaced whole when a watcher comes or goes, so a report reads it without copying.
+    private let watchers = Mutex<[Watcher]>([])
     /// Watchers now: the push path looks here first and builds no report when there are none.
     private let count = Atomic<Int>(0)
 
@@ -28,7 +29,7 @@ final class PushWatchers: Sendable {
 
     func add(_ watcher: Watcher) {
         let total = watchers.withLock { watchers in
-            watchers[ObjectIdentifier(watcher)] = watcher
+            watchers.append(watcher)
             return watchers.count
         }
         count.store(total, ordering: .relaxed)
@@ -36,7 +37,7 @@ final class PushWatchers: Sendable {
 
     func remove(_ watcher: Watcher) {
         let total = watchers.withLock { watchers in
-            watchers[ObjectIdentifier(watcher)] = nil
+            watchers.removeAll { $0 === watcher }
             return watchers.count
         }
         count.store(total, ordering: .relaxed)
@@ -46,7 +47,7 @@ final class PushWatchers: Sendable {
     func report(_ hop: @autoclosure () -> PushHop) {
         guard isActive else { return }
         let hop = hop()
-        for watcher in watchers.withLock({ Array($0.values) }) where hop.belongs(toRun: watcher.run) {
+        for watcher in watchers.withLock({ $0 }) where hop.belongs(toRun: watcher.run) {
             watcher.take(hop)
         }
     }
@@ -55,7 +56,7 @@ final class PushWatchers: Sendable {
     func report(_ note: @autoclosure () -> HubNote) {
         guard isActive else { return }
         let note = note()
-        for watcher in watchers.withLock({ Array($0.values) }) where !note.body.contains("pf:") || note.body.contains("pf:\(watcher.run):") {
+        for watcher in watchers.withLock({ $0 }) where !note.body.contains("pf:") || note.body.contains("pf:\(watcher.run):") {
             watcher.take(note)
         }
     }

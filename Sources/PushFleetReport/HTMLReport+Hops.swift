@@ -18,7 +18,7 @@ extension HTMLReport {
     }
 
     /// The funnel's stages: sends, then (send, device) pairs.
-    static let funnelStages: [(String, @Sendable (DeliveryLedgerFunnel) -> Int?)] = [
+    static let funnelStages: [(String, @Sendable (DeliveryLedger.Funnel) -> Int?)] = [
         ("sends", { $0.sends }), ("accepted by the backend", { $0.sendsAccepted }), ("pairs expected", { $0.expected }),
         ("handed to the push service", { $0.handed }), ("accepted by it", { $0.accepted }), ("written to a device", { $0.written }),
         ("received", { $0.received }), ("in hand (fetched)", { $0.inHand }),
@@ -124,5 +124,3 @@ extension HTMLReport {
         return svg + "</svg>"
     }
 }
-
-typealias DeliveryLedgerFunnel = PushFleetCore.DeliveryLedger.Funnel

@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 public import PushFleetResults
 
 /// The "why lost" lines every report shares: per outcome, its pairs grouped by where and why they
@@ -40,8 +41,7 @@ public enum WhyLost {
 
     /// `backend 3.10/9.20, push service 0.40/1.20 …` (p50/p99 in ms) for the hops measured.
     public static func hopLatencies(_ r: RunResult) -> String? {
-        let names = ["hop.backend", "hop.hub", "hop.push_service", "hop.device", "hop.fetch"]
-        let parts = names.compactMap { name -> String? in
+        let parts = MetricName.hops.compactMap { name -> String? in
             guard let histogram = r.histograms[name], histogram.count > 0 else { return nil }
             let label = hopName(String(name.dropFirst("hop.".count)))
             return String(format: "%@ %.2f/%.2f", label, Double(histogram.percentile(50)) / 1e6, Double(histogram.percentile(99)) / 1e6)
