@@ -42,8 +42,8 @@ extension DeliveryJudge {
                 if let token = device.token, named.contains(token) { devices[token] = index }
             }
         }
+        trail.hubInPath = ledger.trail.viaHub || !ledger.trail.hubNotes.isEmpty
         for (_, record) in records {
-            if record.hubAt != nil { trail.hubInPath = true }
             var send: Int?
             if let attribution = record.attribution, case .send(let found) = resolve(attribution) { send = found.id }
             guard let device = devices[record.token] else {
@@ -60,10 +60,8 @@ extension DeliveryJudge {
         }
         for device in trail.unplaced.keys { trail.unplaced[device]!.sort { $0.record.handedAt < $1.record.handedAt } }
         for note in ledger.trail.hubNotes {
-            trail.hubInPath = true
             if case .send(let send) = resolve(note.attribution) { trail.hubSends.insert(send.id) }
         }
-        if !trail.hubInPath { trail.hubInPath = ledger.receipts.contains { $0.path?.hubAt(receivedAt: $0.time) != nil } }
     }
 
     /// How far a report's push got: a refusal least, a write to the device most.
@@ -107,10 +105,10 @@ extension DeliveryJudge {
         let cause: Ledger.Cause
         switch record.step {
         case .refused:
-            reached(device, handed: true)
+            reached(device, .handed)
             return explain(.lost, device: device, hop: .pushService, cause: .refused, status: record.status, reason: record.reason, byToken: byToken)
         case .written:
-            reached(device, handed: true, accepted: true, written: true)
+            reached(device, .written)
             return explain(.lost, device: device, hop: .device, cause: .notReceived, byToken: byToken)
         case .dropped: cause = .dropped
         case .holdFull: cause = .holdFull
@@ -122,7 +120,7 @@ extension DeliveryJudge {
         case .held: cause = .held
         case .accepted, .delayed: cause = .inFlight
         }
-        reached(device, handed: true, accepted: true)
+        reached(device, .accepted)
         return explain(.lost, device: device, hop: .pushService, cause: cause, byToken: byToken)
     }
 
@@ -163,20 +161,29 @@ extension DeliveryJudge {
         }
     }
 
-    /// An expected pair of `device` got this far (nothing more: it is expected).
-    mutating func reached(
-        _ device: Int, handed: Bool = false, accepted: Bool = false, written: Bool = false, received: Bool = false, inHand: Bool = false
-    ) {
+    /// How far an expected pair got, in order; each stage implies the ones before it.
+    enum Stage: Int, Comparable {
+        case expected, handed, accepted, written, received, inHand
+
+        static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// An expected pair of `device` got as far as `stage`: `.expected` counts the pair, the
+    /// others the stages it passed (the push service's only when it was watched).
+    mutating func reached(_ device: Int, _ stage: Stage) {
         let watched = trail.watched
         update(ledger.devices[device].platform) { funnel in
-            if !(handed || received) { funnel.expected += 1 }
-            if watched {
-                if handed || received { funnel.handed! += 1 }
-                if accepted || received { funnel.accepted! += 1 }
-                if written || received { funnel.written! += 1 }
+            guard stage > .expected else {
+                funnel.expected += 1
+                return
             }
-            if received { funnel.received += 1 }
-            if inHand { funnel.inHand += 1 }
+            if watched {
+                funnel.handed! += 1
+                if stage >= .accepted { funnel.accepted! += 1 }
+                if stage >= .written { funnel.written! += 1 }
+            }
+            if stage >= .received { funnel.received += 1 }
+            if stage >= .inHand { funnel.inHand += 1 }
         }
     }
 

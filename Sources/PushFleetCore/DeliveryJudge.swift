@@ -99,7 +99,7 @@ struct DeliveryJudge {
                 } else if Ledger.eligible(history[device], at: send.start) {
                     expected.insert(pair)
                     count(device, \.expected)
-                    reached(device)
+                    reached(device, .expected)
                 }
             }
         }
@@ -190,7 +190,7 @@ struct DeliveryJudge {
         }
         if let failure {
             count(device, \.unverified)
-            reached(device, received: true, inHand: false)
+            reached(device, .received)
             let explanation = explain(.unverified, device: device, hop: .fetch, cause: .fetchFailed, reason: failure)
             incident(.unverified, send: send.id, device: device, time: receipt.time, "fetch \(failure)", explanation: explanation)
             return
@@ -198,7 +198,7 @@ struct DeliveryJudge {
         let raw = receipt.time - send.start
         let late = raw > deadline
         count(device, late ? \.late : \.delivered)
-        reached(device, received: true, inHand: true)
+        reached(device, .inHand)
         let hops = receipt.path.map {
             Ledger.HopTimes.of($0, start: send.start, intended: send.intended, received: receipt.time, inHand: receipt.contentTime)
         }
@@ -244,7 +244,7 @@ struct DeliveryJudge {
     }
 
     private mutating func deadToken(_ device: Int, send: Int?, at time: Int64, knownAt: Int64?) {
-        if let send, expected.contains(Pair(send: send, device: device)) { reached(device, handed: true) }
+        if let send, expected.contains(Pair(send: send, device: device)) { reached(device, .handed) }
         if knownAt != nil {
             count(device, \.sentToDeadToken)
             incident(.sentToDeadToken, send: send, device: device, time: time, "after the backend was told")

@@ -59,6 +59,7 @@ extension DeliveryLedger.PushTrail {
             for (push, record) in part.open where merged.open[push] == nil || record.step.isFinal { merged.open[push] = record }
             merged.receivedEarly.formUnion(part.receivedEarly)
             merged.hubNotes += part.hubNotes
+            merged.viaHub = merged.viaHub || part.viaHub
             merged.reports += part.reports
         }
         for push in merged.receivedEarly where merged.open[push] != nil {

@@ -15,7 +15,7 @@ extension DeliveryLedger {
 
         /// Instants on the run's clock; `receivedAt` is the receipt's.
         public init(hubAt: Int64? = nil, acceptedAt: Int64, writtenAt: Int64?, held: Bool = false, delayed: Bool = false, receivedAt: Int64) {
-            func before(_ instant: Int64) -> UInt32 { UInt32(clamping: max(0, Saturating.add(receivedAt, -instant)) / 1_000).clamped(below: Self.none) }
+            func before(_ instant: Int64) -> UInt32 { UInt32(clamping: max(0, Saturating.subtract(receivedAt, instant)) / 1_000).clamped(below: Self.none) }
             acceptedBefore = before(acceptedAt)
             writtenBefore = writtenAt.map(before) ?? Self.none
             hubBefore = hubAt.map(before) ?? Self.none
@@ -30,6 +30,8 @@ extension DeliveryLedger {
         public func acceptedAt(receivedAt: Int64) -> Int64 { receivedAt - Int64(acceptedBefore) * 1_000 }
         public func writtenAt(receivedAt: Int64) -> Int64? { writtenBefore == Self.none ? nil : receivedAt - Int64(writtenBefore) * 1_000 }
         public func hubAt(receivedAt: Int64) -> Int64? { hubBefore == Self.none ? nil : receivedAt - Int64(hubBefore) * 1_000 }
+        /// It came through a notification hub.
+        public var viaHub: Bool { hubBefore != Self.none }
     }
 
     /// How much of the push service's view a run had.
@@ -50,15 +52,14 @@ extension DeliveryLedger {
         var body: String?
         var base64: Bool
         var attribution: Attribution?
-        var hubAt: Int64?
+        /// It came through a notification hub.
+        var viaHub: Bool
         /// The first report's time: when the service refused or accepted it.
         var handedAt: Int64
+        /// The latest step reported.
         var step: PushHop.Step
-        var stepAt: Int64
         var status: Int?
         var reason: String?
-        var delay: Int64?
-        var held = false
     }
 
     /// How a run reads a push body the push service reported: its receive description's layout
@@ -105,10 +106,19 @@ extension DeliveryLedger {
         var receivedEarly = Set<UInt64>()
         /// Hub sends of this run (or naming content only), when the hub took them.
         var hubNotes: [(attribution: Attribution, at: Int64)] = []
+        /// A push of the run came through a hub (a report or a receipt said so).
+        var viaHub = false
         public internal(set) var view: PushServiceView = .unknown("the push service was not watched")
         var reader: PushReader?
         /// Reports recorded, for the record.
         public internal(set) var reports = 0
+        /// First reports left out because ``maxKept`` pushes were kept already.
+        public internal(set) var leftOut = 0
+
+        /// Pushes kept at most: a push service that reported far more pushes than a run makes
+        /// (a broken or hostile one) cannot grow the run's memory without bound; what is left out
+        /// is a gap in the view.
+        public internal(set) var maxKept = 2_000_000
 
         public init() {}
     }
@@ -116,6 +126,11 @@ extension DeliveryLedger {
     /// Reads push bodies the push service reports with `reader`.
     public mutating func setPushReader(_ reader: PushReader) {
         trail.reader = reader
+    }
+
+    /// Keeps at most `count` pushes not yet received (``PushTrail/maxKept``).
+    public mutating func keepAtMost(_ count: Int) {
+        trail.maxKept = max(0, count)
     }
 
     /// The run watches the push service from `since` (or cannot, and says why).
@@ -141,20 +156,20 @@ extension DeliveryLedger {
             trail.open[hop.push] = nil
             return
         }
-        if hop.step.isFirst || trail.open[hop.push] == nil {
-            trail.open[hop.push] = PushRecord(
+        if hop.hubAt != nil { trail.viaHub = true }
+        if trail.open.count >= trail.maxKept, trail.open[hop.push] == nil {
+            trail.leftOut += 1
+            addPushServiceGap(hop.at..<Saturating.add(hop.at, 1))
+            return
+        }
+        // A later step of a push whose first report was missed (a gap) starts its record too.
+        var record =
+            (hop.step.isFirst ? nil : trail.open[hop.push])
+            ?? PushRecord(
                 token: hop.token, platform: hop.platform, pushType: hop.pushType ?? "", body: hop.body, base64: hop.base64 ?? false,
-                hubAt: hop.hubAt, handedAt: hop.at, step: hop.step, stepAt: hop.at, status: hop.status, reason: hop.reason
+                viaHub: hop.hubAt != nil, handedAt: hop.at, step: hop.step, status: hop.status, reason: hop.reason
             )
-        }
-        guard var record = trail.open[hop.push] else { return }
         record.step = hop.step
-        record.stepAt = hop.then ?? hop.at
-        switch hop.step {
-        case .delayed: record.delay = hop.delay
-        case .held: record.held = true
-        default: break
-        }
         // A push that will never arrive is read now, so its body is not kept to the end.
         if hop.step.isFinal { read(&record) }
         trail.open[hop.push] = record

@@ -203,6 +203,7 @@ public struct DeliveryLedger: Sendable {
     public mutating func record(_ receipt: Receipt, push: UInt64? = nil) {
         receipts.append(receipt)
         pushArrived(push)
+        if receipt.path?.viaHub == true { trail.viaHub = true }
         learnOwner(from: receipt)
         settle(receipt.attribution, device: receipt.device, at: receipt.time)
     }

@@ -27,6 +27,16 @@ public struct SystemRunClock: RunClock {
     }
 }
 
+/// Instants another process gives (the push service's, on the wall clock) moved onto a run's
+/// clock: shifted by `offset` (the run's clock less the wall clock), then held between the run's
+/// start and now — an instant from outside is range-checked where it enters, so a clock far off,
+/// or a report that claims the end of time, cannot reach the run's per-second tables.
+public enum ForeignInstant {
+    public static func onRunClock(wall: Int64, offset: Int64, start: Int64, now: Int64) -> Int64 {
+        min(max(Saturating.add(wall, offset), start), max(start, now))
+    }
+}
+
 extension RunClock where Self == SystemRunClock {
     public static var system: SystemRunClock { SystemRunClock() }
 }

@@ -6,6 +6,11 @@ public enum Saturating {
         return overflow ? (b > 0 ? .max : .min) : sum
     }
 
+    public static func subtract(_ a: Int64, _ b: Int64) -> Int64 {
+        let (difference, overflow) = a.subtractingReportingOverflow(b)
+        return overflow ? (b < 0 ? .max : .min) : difference
+    }
+
     public static func multiply(_ a: Int64, _ b: Int64) -> Int64 {
         let (product, overflow) = a.multipliedReportingOverflow(by: b)
         return overflow ? ((a < 0) != (b < 0) ? .min : .max) : product

@@ -119,8 +119,10 @@ final class RunContext: Sendable {
 
     func now() -> Int64 { clock.now() }
 
-    /// A wall-clock instant of the push service's, on the run's clock.
-    func runTime(fromWall instant: Int64) -> Int64 { Saturating.add(instant, wallOffset) }
+    /// A wall-clock instant of the push service's, on the run's clock (``ForeignInstant``).
+    func runTime(fromWall instant: Int64) -> Int64 {
+        ForeignInstant.onRunClock(wall: instant, offset: wallOffset, start: start, now: now())
+    }
 
     /// Where a received push went on its way, as its frame says (nothing when the frame says
     /// nothing: a push service that is not pushfleet's).

@@ -284,3 +284,48 @@ struct LedgerHopTests {
         #expect(a.explanations.count == 3)
     }
 }
+
+/// Reports a broken or hostile push service could send: never a crash, never unbounded memory,
+/// never a pair explained by what was left out.
+@Suite("Delivery ledger: hostile reports")
+struct LedgerHostileReportTests {
+    @Test("past the pushes it keeps, a run leaves reports out as a gap: the pairs they would explain are unknown, not 'never pushed'")
+    func boundedReports() {
+        var f = LedgerHopTests().fleet()
+        f.ledger.keepAtMost(3)
+        let ms = LedgerHopTests.ms
+        for n in 0..<10 {
+            f.ledger.record(
+                PushHop(push: UInt64(100 + n), step: .accepted, at: Int64(n) * ms, platform: "apns", token: "\(LedgerHopTests.run)zz\(n)", body: "{}")
+            )
+        }
+        #expect(f.ledger.trail.leftOut == 7)
+        f.ledger.record(LedgerHopTests().send(1, to: 0, platforms: [.apns], at: 5 * ms))
+        let verdict = f.ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.explanations.keys.map(\.hop) == [.unknown], "\(verdict.explanations)")
+    }
+
+    @Test("reports with instants at the ends of time, steps out of order, no first report and unknown tokens are judged, never a crash")
+    func oddReports() {
+        var f = LedgerHopTests().fleet()
+        let token = f.tokens[0]
+        f.ledger.record(LedgerHopTests().send(1, to: 0, platforms: [.apns], at: 100 * LedgerHopTests.ms))
+        let hops = [
+            PushHop(push: 1, step: .written, at: .max, platform: "apns", token: token),
+            PushHop(push: 1, step: .accepted, at: .min, platform: "apns", token: token, body: "pf:\(LedgerHopTests.run):1"),
+            PushHop(push: 2, step: .expired, at: 0, platform: "sms", token: "?", then: .min),
+            PushHop(push: 3, step: .refused, at: 0, platform: "apns", token: token, body: "\u{0}\u{FFFE}", base64: true, status: -1, reason: ""),
+        ]
+        for hop in hops { f.ledger.record(hop) }
+        let path = DeliveryLedger.PushPath(hubAt: .min, acceptedAt: .max, writtenAt: .min, receivedAt: 0)
+        let hopsOfPath = DeliveryLedger.HopTimes.of(path, start: -10, intended: -20, received: 0, inHand: 5)
+        #expect(hopsOfPath.backend >= 0 && hopsOfPath.pushService >= 0 && hopsOfPath.device >= 0 && hopsOfPath.total == 10)
+        // Where such instants enter a run they are held between its start and now.
+        #expect(ForeignInstant.onRunClock(wall: .max, offset: 5, start: 100, now: 200) == 200)
+        #expect(ForeignInstant.onRunClock(wall: .min, offset: -5, start: 100, now: 200) == 100)
+        #expect(ForeignInstant.onRunClock(wall: 140, offset: 10, start: 100, now: 200) == 150)
+        #expect(Saturating.subtract(.min, 1) == .min && Saturating.subtract(0, .min) == .max)
+        let verdict = f.ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.lost == 1 && verdict.explanations.values.reduce(0, +) == 1)
+    }
+}

@@ -58,6 +58,22 @@ struct ObserveTests {
         }
     }
 
+    @Test("what a watcher sends is read and dropped; a frame past the gateway's 4 MiB closes it; the service and other watchers go on")
+    func hostileWatcher() async throws {
+        try await TestSystem.run { system in
+            let chatty = try await TestDevice.observer(pushService: system.pushService, run: Self.run)
+            try await chatty.sendRaw("{\"op\":\"subscribe\",\"devices\":[")
+            try await chatty.sendRaw(String(repeating: "x", count: 10_000))
+            let flooding = try await TestDevice.observer(pushService: system.pushService, run: Self.run)
+            try await flooding.sendRaw(String(repeating: "y", count: 5 << 20))
+            try await flooding.waitFor { $0.closed }
+            #expect(try await system.apnsPush(token: Self.token(7), body: #"{"aps":{"alert":"pf:abc123def456:7"}}"#).status == 200)
+            try await chatty.waitFor { $0.hops.contains { $0.token == Self.token(7) } }
+            #expect(try await TestHTTP.request(.GET, "\(system.pushService)/health").status == 200)
+            chatty.close()
+        }
+    }
+
     @Test("a push handed to a connection that closes before it goes out is reported lost there")
     func lostToAClosingConnection() async throws {
         let service = PushService()
