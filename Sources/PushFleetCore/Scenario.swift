@@ -30,6 +30,8 @@ public struct Scenario: Sendable, Equatable {
     /// After the last send, the run ends once every expected pair is settled and no push has
     /// arrived for this long (or at the deadline).
     public var quietPeriod: Duration = .milliseconds(500)
+    /// How `pushfleet capacity` searches; nil when the scenario has no `capacity:` section.
+    public var capacity: Capacity?
 
     public enum RichContentCheck: String, Sendable, Equatable, CaseIterable {
         /// By the id the push names and the recipient it is served to: any bytes will do.
@@ -271,6 +273,16 @@ public struct Scenario: Sendable, Equatable {
         /// Latency the embedded backend adds to its sends and fetches; `.none` clears one.
         public var backendSendLatency: LatencySpec?
         public var backendFetchLatency: LatencySpec?
+        /// The push service's service rate (pushes/s) and its queue: a capacity known in advance.
+        public var serviceRate: Rate?
+        public var serviceQueue: Int?
+        /// The embedded backend's send rate (sends/s) and its queue.
+        public var backendSendRate: Rate?
+        public var backendSendQueue: Int?
+
+        /// What a service-rate knob may be set to, per second.
+        public static let serviceRateRange: ClosedRange<Double> = 0.001...10_000_000
+        public static let serviceQueueRange: ClosedRange<Int> = 1...10_000_000
 
         public init(
             at: Duration,

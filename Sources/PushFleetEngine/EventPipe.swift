@@ -13,6 +13,16 @@ final class EventPipe: Sendable {
         var finished = false
         /// Events accepted so far.
         var emitted = 0
+        /// When the oldest event waiting was accepted, on the run's clock.
+        var oldestAt: Int64?
+        /// The longest an event waited before the consumer took it.
+        var longestLag: Int64 = 0
+    }
+
+    private let now: @Sendable () -> Int64
+
+    init(now: @escaping @Sendable () -> Int64) {
+        self.now = now
     }
 
     private let state = Mutex(State())
@@ -22,9 +32,13 @@ final class EventPipe: Sendable {
     /// Events accepted so far (the drain waits until the recorder has applied them all).
     var emitted: Int { state.withLock { $0.emitted } }
 
+    /// The longest an event waited for the recorder: how far the recorder fell behind.
+    var longestLag: Int64 { state.withLock { $0.longestLag } }
+
     func emit(_ event: RunEvent) {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
             guard !state.finished else { return nil }
+            if state.pending.isEmpty { state.oldestAt = now() }
             state.pending.append(event)
             state.emitted += 1
             defer { state.waiter = nil }
@@ -48,8 +62,11 @@ final class EventPipe: Sendable {
         var batch: [RunEvent] = []
         batch.reserveCapacity(256)
         while true {
+            let taken = now()
             let finished: Bool = state.withLock { state in
                 swap(&batch, &state.pending)
+                if let oldest = state.oldestAt, !batch.isEmpty { state.longestLag = max(state.longestLag, taken - oldest) }
+                state.oldestAt = nil
                 return state.finished
             }
             if !batch.isEmpty {

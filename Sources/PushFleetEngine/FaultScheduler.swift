@@ -27,7 +27,7 @@ struct FaultScheduler: Sendable {
         let admin = BackendClient(baseURL: context.system.pushService, connections: 1, clock: context.clock)
         let authorization = context.system.pushAdminToken.map { "Bearer \($0)" }
         var labels: [String] = []
-        if step.drop != nil || step.throttle != nil || step.latency != nil || step.unregisteredRatio != nil {
+        if step.drop != nil || step.throttle != nil || step.latency != nil || step.unregisteredRatio != nil || step.serviceRate != nil {
             var settings = FaultSettings(seed: context.scenario.seed)
             if case .success(let current) = await admin.exchange(.GET, "/admin/faults", authorization: authorization, timeout: .seconds(5)),
                 let decoded = try? JSONDecoder().decode(FaultSettings.self, from: Data(current.body.readableBytesView))
@@ -41,11 +41,16 @@ struct FaultScheduler: Sendable {
                 settings.latency = Self.distribution(latency)
                 labels.append("latency \(Self.describe(latency))")
             }
+            if let rate = step.serviceRate {
+                settings.serviceRate = rate.perSecond
+                settings.serviceQueue = step.serviceQueue
+                labels.append("service rate \(rate)" + (step.serviceQueue.map { ", queue \($0)" } ?? ""))
+            }
             let body = try! JSONEncoder().encode(settings)
             let result = await admin.exchange(.PUT, "/admin/faults", authorization: authorization, body: body, timeout: .seconds(5))
             _ = context.record(result, metric: "pns.admin", operation: "faults")
         }
-        if step.backendSendLatency != nil || step.backendFetchLatency != nil {
+        if step.backendSendLatency != nil || step.backendFetchLatency != nil || step.backendSendRate != nil {
             if let control = context.system.backendLatency {
                 var settings = control.latency
                 if let latency = step.backendSendLatency {
@@ -56,9 +61,14 @@ struct FaultScheduler: Sendable {
                     settings.fetch = Self.distribution(latency)
                     labels.append("backend fetch latency \(Self.describe(latency))")
                 }
+                if let rate = step.backendSendRate {
+                    settings.sendRate = rate.perSecond
+                    settings.sendQueue = step.backendSendQueue
+                    labels.append("backend send rate \(rate)" + (step.backendSendQueue.map { ", queue \($0)" } ?? ""))
+                }
                 control.replace(with: settings)
             } else {
-                labels.append("backend latency skipped: the backend is not embedded")
+                labels.append("backend latency and send rate skipped: the backend is not embedded")
             }
         }
         if case .restart = step.backend, context.system.restartBackend == nil {

@@ -163,6 +163,10 @@ extension FleetRun {
         )
         var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
         if stop.level >= .aborting { builder.listeningEnded = timeline.listeningEnded }
+        builder.generatorLoad = .init(eventLag: timeline.eventLag, cpuCores: timeline.cpuCores, cores: provenance.host.cores)
+        if let span = options.judgedWindow {
+            builder.judgedWindow = (timeline.trafficStart + span.lowerBound.nanoseconds)..<(timeline.trafficStart + span.upperBound.nanoseconds)
+        }
         let result = builder.build(info: info)
         options.metrics?.setOutcomes(result.delivery)
         return result

@@ -38,6 +38,10 @@ struct FleetRun: Sendable {
         var trafficStart: Int64 = 0
         var trafficEnd: Int64 = 0
         var listeningEnded: Int64 = 0
+        /// CPU the process used over the traffic, in cores (real time, whatever the run's clock).
+        var cpuCores: Double?
+        /// The longest an event waited for the recorder during the traffic (ns).
+        var eventLag: Int64 = 0
     }
 
     /// The tasks that run beside the phases.
@@ -58,7 +62,7 @@ struct FleetRun: Sendable {
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform, token: device.token)) }
         let reader = DeliveryLedger.PushReader(layouts: scenario.api?.receive.layouts ?? [:], run: plan.runID)
         recorder.state.withLock { $0.ledger.setPushReader(reader) }
-        events = EventPipe()
+        events = EventPipe(now: { clock.now() })
         let sources = Self.sourceAddresses(scenario, plan, pushServiceURL: system.pushService, progress: options.progress)
         let context = RunContext(
             scenario: scenario, plan: plan, system: system, clock: clock, start: start, events: events, logger: options.logger,
@@ -107,7 +111,12 @@ struct FleetRun: Sendable {
 
             await arrive()
             timeline.trafficStart = context.now()
+            let cpuBefore = (CPUTime.own(), ContinuousClock.now)
             timeline.trafficEnd = await traffic(startingAt: timeline.trafficStart)
+            let wall = (ContinuousClock.now - cpuBefore.1) / .seconds(1)
+            if wall >= 0.5 { timeline.cpuCores = (CPUTime.own() - cpuBefore.0) / wall }
+            // The drain judges under the recorder's lock; only the traffic's lag is the generator's.
+            timeline.eventLag = events.longestLag
             if context.isStopping { context.emit(.marker("stop requested", at: timeline.trafficEnd)) }
             let listen = stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace
             await drain(stop, until: timeline.trafficEnd + listen.nanoseconds)

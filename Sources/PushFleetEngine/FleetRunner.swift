@@ -23,6 +23,9 @@ public struct FleetRunner: Sendable {
         public var trace: (@Sendable (RequestTrace) -> Void)?
         /// The clock the run reads and waits on: the machine's, or a test's manual one.
         public var clock: any RunClock = SystemRunClock()
+        /// A span of the traffic, from its start, that the result also judges on its own
+        /// (``RunResult/window``): a capacity step's window after its warm-up.
+        public var judgedWindow: Range<Duration>?
 
         public init(provenance: RunProvenance, logger: Logger, progress: (@Sendable (String) -> Void)? = nil) {
             self.provenance = provenance

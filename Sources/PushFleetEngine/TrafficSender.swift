@@ -34,6 +34,9 @@ struct TrafficSender: Sendable {
         return traffic.platforms.compactMap { platform in step.on(platform).map { Call(step: $0, platform: platform, platforms: [platform]) } }
     }
 
+    /// How late a sender may wake before the send counts against the generator.
+    static let lateWake: Int64 = 10_000_000
+
     func run(_ context: RunContext, trafficStart: Int64) async {
         let calls = calls(context.api)
         let instants = traffic.profile.instants()
@@ -44,6 +47,9 @@ struct TrafficSender: Sendable {
             for offset in instants {
                 let intended = base + offset
                 guard await context.sleep(until: intended) else { break }
+                // Waking late is the fleet's own doing; a send waiting for a connection is not.
+                let woke = context.now()
+                if woke - intended > Self.lateWake { context.emit(.senderLate(lag: woke - intended, at: woke)) }
                 let (from, to) = choose(&rng, users: context.plan.users)
                 guard inFlight.enter(limit: traffic.maxInFlight) else {
                     context.emit(.sendDropped(at: context.now()))

@@ -16,6 +16,8 @@ package enum RunEvent: Sendable {
     case eligibility(device: Int, eligible: Bool, since: Int64, at: Int64)
     case send(DeliveryLedger.Send)
     case sendDropped(at: Int64)
+    /// A sender woke `lag` after a send's intended start: the fleet fell behind its schedule.
+    case senderLate(lag: Int64, at: Int64)
     /// A push received; `push` is the push service's number for it, when it gave one.
     case receipt(DeliveryLedger.Receipt, push: UInt64?)
     /// What the push service reported of the run's pushes, its times on the run's clock.
@@ -51,6 +53,7 @@ package final class Recorder: Sendable {
         var sends = 0
         var sendFailures = 0
         var sendsDropped = 0
+        var lateWakes = 0
         var received = 0
         var errors = 0
         var errorsByClass: [String: Int] = [:]
@@ -66,6 +69,9 @@ package final class Recorder: Sendable {
         var seconds: [SecondBucket] = []
         var markers: [(Int64, String)] = []
         var live = LiveCounts()
+        /// Sends whose sender woke late, and the longest lag.
+        var lateWakes = 0
+        var longestWakeLag: Int64 = 0
         /// Events applied so far.
         package var applied = 0
     }
@@ -176,6 +182,10 @@ package final class Recorder: Sendable {
         case .sendDropped(let at):
             state.live.sendsDropped += 1
             bucket(&state, at) { $0.sendsDropped += 1 }
+        case .senderLate(let lag, let at):
+            state.lateWakes += 1
+            state.longestWakeLag = max(state.longestWakeLag, lag)
+            bucket(&state, at) { $0.lateWakes += 1 }
         case .receipt(let receipt, let push):
             state.ledger.record(receipt, push: push)
             state.live.received += 1

@@ -11,6 +11,10 @@ package struct ResultBuilder {
     let recorder: Recorder
     /// When the run stopped listening before its drain (a second stop request), if it did.
     package var listeningEnded: Int64? = nil
+    /// What the engine measured of its own load; nil judges the generator on the recorder alone.
+    package var generatorLoad: GeneratorLoad? = nil
+    /// A span of the traffic also judged on its own (run-clock instants), as a capacity step is.
+    package var judgedWindow: Range<Int64>? = nil
 
     package init(scenario: Scenario, plan: FleetPlan, recorder: Recorder) {
         self.scenario = scenario
@@ -49,7 +53,12 @@ package struct ResultBuilder {
                 markers: state.markers.map { RunResult.Marker(second: Double($0.0 - recorder.start) / 1e9, label: $0.1) },
                 incidents: verdict.incidents.map { incident($0, ledger: state.ledger) },
                 incidentTotals: Dictionary(uniqueKeysWithValues: verdict.incidentTotals.map { ($0.key.rawValue, $0.value) }),
-                hops: Self.hops(verdict)
+                hops: Self.hops(verdict),
+                generator: generator(
+                    state, load: generatorLoad ?? .init(eventLag: 0, cpuCores: nil, cores: 0), histograms: histograms,
+                    trafficSeconds: info.trafficEndSecond - info.trafficStartSecond
+                ),
+                window: judgedWindow.map { window(state, $0) }
             )
         }
     }
@@ -96,10 +105,17 @@ package struct ResultBuilder {
 
     /// Every counter a threshold can name.
     private func counters(_ state: Recorder.State, _ counts: DeliveryLedger.Counts) -> [String: Double] {
-        let sends = state.ledger.sends.count
-        let sendFailures = state.live.sendFailures
-        let dropped = state.live.sendsDropped
-        let failedDevices = plan.devices.count - state.live.devicesReady
+        counters(
+            counts, sends: state.ledger.sends.count, sendFailures: state.live.sendFailures, dropped: state.live.sendsDropped,
+            lateStarts: state.live.sendsLateStart, errors: state.errors.values.reduce(0) { $0 + $1.count }, devicesReady: state.live.devicesReady
+        )
+    }
+
+    /// The counters from their parts, for the whole run or a window of it.
+    func counters(
+        _ counts: DeliveryLedger.Counts, sends: Int, sendFailures: Int, dropped: Int, lateStarts: Int, errors: Int, devicesReady: Int
+    ) -> [String: Double] {
+        let failedDevices = plan.devices.count - devicesReady
         return [
             "delivery.expected": Double(counts.expected), "delivery.delivered": Double(counts.delivered),
             "delivery.late": Double(counts.late), "delivery.lost": Double(counts.lost),
@@ -108,8 +124,8 @@ package struct ResultBuilder {
             "delivery.unverified": Double(counts.unverified), "delivery.unregistered": Double(counts.unregistered),
             "delivery.sent_to_dead_token": Double(counts.sentToDeadToken), "leaks": Double(counts.leaks), "sends": Double(sends),
             "sends.failed": Double(sendFailures), "sends.dropped": Double(dropped),
-            "sends.late_start": Double(state.live.sendsLateStart),
-            "errors": Double(state.errors.values.reduce(0) { $0 + $1.count }), "devices.ready": Double(state.live.devicesReady),
+            "sends.late_start": Double(lateStarts),
+            "errors": Double(errors), "devices.ready": Double(devicesReady),
             "devices.failed": Double(failedDevices),
             "delivery.lost_ratio": Self.ratio(counts.lost, counts.expected),
             "delivery.late_ratio": Self.ratio(counts.late, counts.expected),
@@ -117,13 +133,13 @@ package struct ResultBuilder {
             "delivery.indeterminate_ratio": Self.ratio(counts.indeterminate, counts.expected + counts.indeterminate),
             "sends.failed_ratio": Self.ratio(sendFailures, sends),
             "sends.dropped_ratio": Self.ratio(dropped, sends + dropped),
-            "sends.late_start_ratio": Self.ratio(state.live.sendsLateStart, sends),
+            "sends.late_start_ratio": Self.ratio(lateStarts, sends),
             "devices.failed_ratio": Self.ratio(failedDevices, plan.devices.count),
         ]
     }
 
     /// The scenario's thresholds and the default gate's, each judged on what was measured.
-    private func thresholds(histograms: [String: LatencyHistogram], counters: [String: Double]) -> [RunResult.ThresholdResult] {
+    func thresholds(histograms: [String: LatencyHistogram], counters: [String: Double]) -> [RunResult.ThresholdResult] {
         let own = scenario.thresholds.count
         return scenario.effectiveThresholds.enumerated().map { index, threshold -> RunResult.ThresholdResult in
             let measured = Self.measure(threshold, histograms: histograms, counters: counters)
@@ -136,7 +152,7 @@ package struct ResultBuilder {
         }
     }
 
-    private func second(_ time: Int64) -> Int { max(0, Int((time - recorder.start) / 1_000_000_000)) }
+    func second(_ time: Int64) -> Int { max(0, Int((time - recorder.start) / 1_000_000_000)) }
 
     /// Incidents kept per outcome; the rest are counted, so a broken backend cannot fill the disk.
     static let incidentLimit = 1000

@@ -9,6 +9,7 @@ final class FaultInjector: Sendable {
         var settings: FaultSettings
         var unregistered: Set<String>
         var rng: SplitMix64
+        var queue: ServiceQueue?
     }
 
     /// What happens to one push, decided when it arrives.
@@ -22,7 +23,14 @@ final class FaultInjector: Sendable {
     private let state: Mutex<State>
 
     init(settings: FaultSettings) {
-        state = Mutex(State(settings: settings, unregistered: Set(settings.unregisteredTokens), rng: SplitMix64(seed: settings.seed)))
+        state = Mutex(Self.state(settings))
+    }
+
+    private static func state(_ settings: FaultSettings) -> State {
+        State(
+            settings: settings, unregistered: Set(settings.unregisteredTokens), rng: SplitMix64(seed: settings.seed),
+            queue: settings.serviceRate.map { ServiceQueue(rate: $0, capacity: settings.serviceQueue) }
+        )
     }
 
     var settings: FaultSettings {
@@ -31,9 +39,7 @@ final class FaultInjector: Sendable {
 
     /// Replaces the settings; the generator restarts from the new seed.
     func replace(with settings: FaultSettings) {
-        state.withLock {
-            $0 = State(settings: settings, unregistered: Set(settings.unregisteredTokens), rng: SplitMix64(seed: settings.seed))
-        }
+        state.withLock { $0 = Self.state(settings) }
     }
 
     func decide(token: String) -> Decision {
@@ -47,6 +53,15 @@ final class FaultInjector: Sendable {
             let dropped = settings.drop > 0 && state.rng.nextUnit() < settings.drop
             let delay = settings.latency.map { $0.draw { state.rng.nextUnit() } } ?? .zero
             return Decision(unregistered: unregistered, throttled: throttled, dropped: dropped, delay: delay)
+        }
+    }
+
+    /// A place with the service-rate server for a push accepted at `now`: how long until it is
+    /// served (zero without a service rate), or nil when its queue is full.
+    func admit(at now: Int64) -> Int64? {
+        state.withLock { state in
+            guard state.queue != nil else { return 0 }
+            return state.queue!.admit(at: now)
         }
     }
 

@@ -171,10 +171,10 @@ public final class PushService: Sendable {
             }
             return .unregistered(since: unregisteredAt ?? now() / 1_000_000)
         }
-        if decision.throttled {
+        let acceptedAt = now()
+        guard !decision.throttled, let served = faults.admit(at: acceptedAt) else {
             return .throttled
         }
-        let acceptedAt = now()
         sweepIfDue(now: acceptedAt)
         counters.withLock {
             $0.accepted += 1
@@ -207,11 +207,13 @@ public final class PushService: Sendable {
             case .until(let instant): instant
             case .doNotStore: nil
             }
-        if decision.delay > .zero {
-            frame.delay = decision.delay.nanoseconds
+        // The service rate's wait and a fault's delay add up.
+        let delay = decision.delay + .nanoseconds(served)
+        if delay > .zero {
+            frame.delay = delay.nanoseconds
             report(.delayed, of: frame, at: acceptedAt, delay: frame.delay)
             Task {
-                try? await Task.sleep(for: decision.delay)
+                try? await Task.sleep(for: delay)
                 self.deliver(frame, expiresAt: expiresAt)
             }
         } else {

@@ -37,7 +37,7 @@ public enum HTMLReport {
         main{max-width:980px;margin:0 auto;padding:16px 20px 48px}
         h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ccc;padding-bottom:4px}
         .verdict{display:inline-block;padding:2px 10px;border:2px solid;font-weight:700;border-radius:4px}
-        .passed{color:#05603a}.failed,.aborted{color:#a8071a}
+        .passed{color:#05603a}.failed,.aborted{color:#a8071a}.inconclusive{color:#ad6800}
         table{border-collapse:collapse;width:100%;margin:6px 0;font-variant-numeric:tabular-nums}
         th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f2f2f2}
         td:first-child,th:first-child{text-align:left}
@@ -72,9 +72,21 @@ public enum HTMLReport {
             ("host", "\(i.host), \(i.cores) cores, \(i.memoryBytes / 1_073_741_824) GiB"), ("os", i.os),
             ("devices", "\(r.devices.ready) ready of \(r.devices.planned) (" + r.devices.byPlatform.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"),
             ("aborted", i.aborted ? "yes — \(i.abortReason ?? "")" : "no"), ("scenario file", i.scenarioFile),
-        ]
+        ] + generatorFacts(r)
         return "<header id=\"header\"><h1>pushfleet: \(e(i.scenario)) <span class=\"verdict \(verdict)\" id=\"verdict\">\(verdict.uppercased())</span></h1>"
             + "<dl class=\"facts\">" + facts.map { "<dt>\(e($0.0))</dt><dd>\(e($0.1))</dd>" }.joined() + "</dl></header>"
+    }
+
+    /// Whether pushfleet kept up: its limits when it was one, and what to do.
+    static func generatorFacts(_ r: RunResult) -> [(String, String)] {
+        guard let generator = r.generator else { return [] }
+        var facts: [(String, String)] = []
+        if generator.bound {
+            facts.append(("generator", "the limit — " + generator.limits.joined(separator: "; ")))
+            facts.append(("what to do", RunResult.Generator.advice))
+        }
+        if let cpu = generator.cpuCores { facts.append(("fleet CPU", String(format: "%.2f of %d cores over the traffic", cpu, generator.cores))) }
+        return facts
     }
 
     static func thresholds(_ r: RunResult) -> String {

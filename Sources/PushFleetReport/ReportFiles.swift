@@ -30,9 +30,10 @@ public enum ReportFiles {
         try JSONDecoder().decode(RunResult.self, from: data)
     }
 
-    /// `passed`, `failed` (a threshold failed) or `aborted`.
+    /// `passed`, `failed` (a threshold failed), `inconclusive` (the generator was the limit) or
+    /// `aborted`.
     public static func verdict(_ result: RunResult) -> String {
-        result.info.aborted ? "aborted" : (result.passed ? "passed" : "failed")
+        result.info.aborted ? "aborted" : result.passed ? "passed" : result.inconclusive ? "inconclusive" : "failed"
     }
 
     static func summaryCSV(_ r: RunResult) -> String {
@@ -53,6 +54,8 @@ public enum ReportFiles {
             ("thresholds_passed", String(r.thresholds.filter(\.passed).count)),
             ("thresholds_failed", String(r.thresholds.filter { !$0.passed }.count)),
             ("failed_rules", failed.joined(separator: "; ")),
+            ("generator_bound", String(r.generator?.bound ?? false)),
+            ("generator_limits", (r.generator?.limits ?? []).joined(separator: "; ")),
         ]
         return csv(["key", "value"], rows.map { [$0.0, $0.1] })
     }

@@ -283,6 +283,10 @@ public struct RunResult: Sendable, Codable {
     public var incidentTotals: [String: Int]?
     /// Where the pushes went and why pairs were lost; nil in runs from before it was recorded.
     public var hops: Hops?
+    /// Whether the generator kept up; nil in runs from before it was recorded.
+    public var generator: Generator?
+    /// The span judged on its own, when the run was asked to (a capacity step's).
+    public var window: Window?
 
     package init(
         info: Info,
@@ -299,9 +303,13 @@ public struct RunResult: Sendable, Codable {
         markers: [Marker],
         incidents: [Incident]? = nil,
         incidentTotals: [String: Int]? = nil,
-        hops: Hops? = nil
+        hops: Hops? = nil,
+        generator: Generator? = nil,
+        window: Window? = nil
     ) {
+        self.window = window
         self.hops = hops
+        self.generator = generator
         self.info = info
         self.devices = devices
         self.operations = operations
@@ -369,6 +377,6 @@ public struct RunResult: Sendable, Codable {
         }
     }
 
-    /// True when every threshold held.
-    public var passed: Bool { thresholds.allSatisfy(\.passed) }
+    /// True when every threshold held and the generator kept up.
+    public var passed: Bool { thresholds.allSatisfy(\.passed) && generator?.bound != true }
 }

@@ -16,6 +16,13 @@ extension ScenarioLoader {
         require(.connect, for: .receive)
         require(.receive, for: .fetchSecure)
         require(.receive, for: .fetchRich)
+        if let capacity = scenario.capacity {
+            if scenario.traffic.isEmpty {
+                r.report(node("capacity"), "capacity", "a capacity search needs a traffic entry whose rate it varies or keeps")
+            } else if let name = capacity.traffic, !scenario.traffic.contains(where: { $0.name == name }) {
+                r.report(node("capacity"), "capacity.traffic", "no traffic entry named '\(name)' (there are \(scenario.traffic.map(\.name).joined(separator: ", ")))")
+            }
+        }
         var names = Set<String>()
         for (index, traffic) in scenario.traffic.enumerated() {
             let path = "traffic[\(index)]"

@@ -3,14 +3,17 @@ import Yams
 
 extension ScenarioLoader {
     static func readFault(_ node: Node, _ path: String, _ r: NodeReader) -> Scenario.FaultStep? {
-        guard let map = r.mapping(node, path, allowed: ["at", "pns", "disconnect", "backend", "down_for", "backend_latency"]) else { return nil }
+        guard let map = r.mapping(node, path, allowed: ["at", "pns", "disconnect", "backend", "down_for", "backend_latency", "backend_send_rate", "backend_send_queue"]) else { return nil }
         guard let atNode = map["at"], let at = r.duration(atNode, "\(path).at", allowZero: true) else {
             if map["at"] == nil { r.report(node, "\(path).at", "required: when, from the start of traffic") }
             return nil
         }
         var step = Scenario.FaultStep(at: at)
         if let node = map["disconnect"] { step.disconnect = r.ratio(node, "\(path).disconnect") }
-        if let pnsNode = map["pns"], let pns = r.mapping(pnsNode, "\(path).pns", allowed: ["drop", "throttle", "latency", "unregistered_ratio"]) {
+        if let pnsNode = map["pns"], let pns = r.mapping(pnsNode, "\(path).pns", allowed: ["drop", "throttle", "latency", "unregistered_ratio", "service_rate", "service_queue"]) {
+            step.serviceRate = pns["service_rate"].flatMap { serviceRate($0, "\(path).pns.service_rate", r) }
+            step.serviceQueue = pns["service_queue"].flatMap { r.int($0, "\(path).pns.service_queue", in: Scenario.FaultStep.serviceQueueRange) }
+            if let node = pns["service_queue"], pns["service_rate"] == nil { r.report(node, "\(path).pns.service_queue", "service_queue goes with service_rate") }
             step.drop = pns["drop"].flatMap { r.ratio($0, "\(path).pns.drop") }
             step.throttle = pns["throttle"].flatMap { r.ratio($0, "\(path).pns.throttle") }
             step.unregisteredRatio = pns["unregistered_ratio"].flatMap { r.ratio($0, "\(path).pns.unregistered_ratio") }
@@ -32,6 +35,11 @@ extension ScenarioLoader {
             }
             if latency.isEmpty { r.report(latencyNode, "\(path).backend_latency", "give send and/or fetch latencies") }
         }
+        step.backendSendRate = map["backend_send_rate"].flatMap { serviceRate($0, "\(path).backend_send_rate", r) }
+        step.backendSendQueue = map["backend_send_queue"].flatMap { r.int($0, "\(path).backend_send_queue", in: Scenario.FaultStep.serviceQueueRange) }
+        if let node = map["backend_send_queue"], map["backend_send_rate"] == nil {
+            r.report(node, "\(path).backend_send_queue", "backend_send_queue goes with backend_send_rate")
+        }
         if let backendNode = map["backend"], let action = r.string(backendNode, "\(path).backend") {
             var down = Duration.zero
             if let downNode = map["down_for"], let value = r.duration(downNode, "\(path).down_for", allowZero: true) {
@@ -50,14 +58,30 @@ extension ScenarioLoader {
             r.report(downNode, "\(path).down_for", "down_for goes with backend: restart")
         }
         if step.disconnect == nil && step.drop == nil && step.throttle == nil && step.latency == nil && step.unregisteredRatio == nil
-            && step.backend == nil && step.backendSendLatency == nil && step.backendFetchLatency == nil
+            && step.backend == nil && step.backendSendLatency == nil && step.backendFetchLatency == nil && step.serviceRate == nil
+            && step.backendSendRate == nil
         {
-            // A wrong backend action or latency was reported already.
-            if map["backend"] != nil || map["backend_latency"] != nil { return nil }
-            r.report(node, path, "sets nothing; give pns knobs (drop, throttle, latency, unregistered_ratio), disconnect, backend: restart or backend_latency")
+            // A wrong backend action, latency or rate was reported already.
+            if map["backend"] != nil || map["backend_latency"] != nil || map["backend_send_rate"] != nil || map["pns"]?.mapping?[Node("service_rate")] != nil {
+                return nil
+            }
+            r.report(
+                node, path,
+                "sets nothing; give pns knobs (drop, throttle, latency, unregistered_ratio, service_rate), disconnect, backend: restart, backend_latency or backend_send_rate"
+            )
             return nil
         }
         return step
+    }
+
+    /// A service-rate knob: a rate such as 500/s, within what a knob may set.
+    private static func serviceRate(_ node: Node, _ path: String, _ r: NodeReader) -> Rate? {
+        guard let rate = r.rate(node, path) else { return nil }
+        guard Scenario.FaultStep.serviceRateRange.contains(rate.perSecond) else {
+            r.report(node, path, "a service rate must be between 0.001/s and 10000000/s, got \(rate)")
+            return nil
+        }
+        return rate
     }
 
     /// The largest latency a spec names (mean + stddev for a normal one).

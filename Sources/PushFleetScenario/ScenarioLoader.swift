@@ -6,7 +6,7 @@ import Yams
 public enum ScenarioLoader {
     static let topKeys = [
         "name", "seed", "target", "auth", "fleet", "lifecycle", "timeouts", "traffic", "deadline", "grace", "leak_probes",
-        "thresholds", "faults", "embedded", "rich_content", "quiet_period", "api",
+        "thresholds", "faults", "embedded", "rich_content", "quiet_period", "api", "capacity",
     ]
 
     /// Loads and validates a scenario file.
@@ -158,6 +158,7 @@ public enum ScenarioLoader {
             scenario.faults = items.enumerated().compactMap { readFault($1, "faults[\($0)]", r) }
         }
         if let node = top["embedded"] { readEmbedded(node, r, into: &scenario.embedded) }
+        if let node = top["capacity"] { scenario.capacity = readCapacity(node, r) }
         return scenario
     }
 }

@@ -16,6 +16,11 @@ public struct FaultSettings: Codable, Sendable, Equatable {
     /// a token's fate does not change between pushes.
     public var unregisteredRatio: Double
     public var seed: UInt64
+    /// Pushes per second the service delivers at most, through a queue of `serviceQueue`; beyond
+    /// the queue it answers the platform's throttling error. Nil: no limit but the machine's.
+    public var serviceRate: Double?
+    /// Pushes that may wait for the service rate; nil for a quarter second's worth.
+    public var serviceQueue: Int?
 
     public init(
         drop: Double = 0,
@@ -23,7 +28,9 @@ public struct FaultSettings: Codable, Sendable, Equatable {
         latency: LatencyDistribution? = nil,
         unregisteredTokens: [String] = [],
         unregisteredRatio: Double = 0,
-        seed: UInt64 = 1
+        seed: UInt64 = 1,
+        serviceRate: Double? = nil,
+        serviceQueue: Int? = nil
     ) {
         self.drop = drop
         self.throttle = throttle
@@ -31,10 +38,12 @@ public struct FaultSettings: Codable, Sendable, Equatable {
         self.unregisteredTokens = unregisteredTokens
         self.unregisteredRatio = unregisteredRatio
         self.seed = seed
+        self.serviceRate = serviceRate
+        self.serviceQueue = serviceQueue
     }
 
     enum CodingKeys: String, CodingKey {
-        case drop, throttle, latency, unregisteredTokens, unregisteredRatio, seed
+        case drop, throttle, latency, unregisteredTokens, unregisteredRatio, seed, serviceRate, serviceQueue
     }
 
     /// Missing keys take their defaults, so a client can send only the knobs it sets.
@@ -46,7 +55,9 @@ public struct FaultSettings: Codable, Sendable, Equatable {
             latency: try c.decodeIfPresent(LatencyDistribution.self, forKey: .latency),
             unregisteredTokens: try c.decodeIfPresent([String].self, forKey: .unregisteredTokens) ?? [],
             unregisteredRatio: try c.decodeIfPresent(Double.self, forKey: .unregisteredRatio) ?? 0,
-            seed: try c.decodeIfPresent(UInt64.self, forKey: .seed) ?? 1
+            seed: try c.decodeIfPresent(UInt64.self, forKey: .seed) ?? 1,
+            serviceRate: try c.decodeIfPresent(Double.self, forKey: .serviceRate),
+            serviceQueue: try c.decodeIfPresent(Int.self, forKey: .serviceQueue)
         )
     }
 
@@ -58,6 +69,13 @@ public struct FaultSettings: Codable, Sendable, Equatable {
             problems.append("\(name) must be between 0 and 1, got \(value)")
         }
         if let latency { problems += latency.problems() }
+        if let serviceRate, !ServiceQueue.rateRange.contains(serviceRate) {
+            problems.append("serviceRate must be between \(ServiceQueue.rateRange.lowerBound) and \(Int(ServiceQueue.rateRange.upperBound)) pushes/s, got \(serviceRate)")
+        }
+        if let serviceQueue, !ServiceQueue.capacityRange.contains(serviceQueue) {
+            problems.append("serviceQueue must be between 1 and \(ServiceQueue.capacityRange.upperBound), got \(serviceQueue)")
+        }
+        if serviceQueue != nil && serviceRate == nil { problems.append("serviceQueue goes with serviceRate") }
         return problems
     }
 }

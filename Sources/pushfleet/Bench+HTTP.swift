@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PushFleetClients
 import PushFleetCore
+import PushFleetEngine
 
 /// HTTP generation efficiency: requests per generator CPU-second against a trivial nginx
 /// endpoint, pushfleet's request path beside wrk and Locust's FastHttpUser in one invocation.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushFleetEngine
 import JWTKit
 import Logging
 import PushFleetCore

@@ -6,6 +6,8 @@ enum ExitStatus {
     static let passed: Int32 = 0
     static let failure: Int32 = 1
     static let invalidInput: Int32 = 2
+    /// The generator was the limit: the run says nothing either way about the target.
+    static let inconclusive: Int32 = 3
     static let thresholdFailed: Int32 = 99
 }
 
@@ -16,7 +18,7 @@ struct PushFleet: AsyncParsableCommand {
         commandName: "pushfleet",
         abstract: "A simulated device fleet and load tester for push-notification backends.",
         version: version,
-        subcommands: [Run.self, Validate.self, APICommand.self, Report.self, Compare.self, Serve.self, Bench.self, HashPassword.self]
+        subcommands: [Run.self, Capacity.self, Validate.self, APICommand.self, Report.self, Compare.self, Serve.self, Bench.self, HashPassword.self]
     )
 }
 

@@ -14,8 +14,10 @@ struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Play a scenario against its target and write the reports.",
         discussion: """
-            Exit codes: 0 every threshold passed; 99 a threshold failed; 2 invalid input; 1 anything \
-            else (including a run stopped by a signal, whose reports are still written, marked aborted).
+            Exit codes: 0 every threshold passed; 99 a threshold failed; 3 inconclusive (pushfleet itself \
+            was the limit: its senders fell behind, its recorder fell behind, or it dropped sends the \
+            target had room for); 2 invalid input; 1 anything else (including a run stopped by a \
+            signal, whose reports are still written, marked aborted).
             """
     )
 
@@ -101,6 +103,7 @@ struct Run: AsyncParsableCommand {
         if let note = Self.deviceCapNote(result) { FileHandleOutput.standardOutput(note) }
         FileHandleOutput.standardOutput("reports: \(directory)")
         if result.info.aborted { throw ExitCode(ExitStatus.failure) }
+        if result.inconclusive { throw ExitCode(ExitStatus.inconclusive) }
         if !result.passed { throw ExitCode(ExitStatus.thresholdFailed) }
     }
 

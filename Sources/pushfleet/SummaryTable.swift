@@ -11,6 +11,14 @@ enum SummaryTable {
         lines.append("")
         lines.append("\(r.info.scenario) — \(verdict) in \(String(format: "%.1f", r.info.durationSeconds))s (seed \(r.info.seed), \(r.info.target))")
         lines.append("devices: \(r.devices.ready)/\(r.devices.planned) ready, \(r.devices.failed) failed")
+        if let generator = r.generator {
+            if generator.bound {
+                let outcome = r.inconclusive ? "the run is inconclusive" : "and the target failed a check no load excuses"
+                lines.append("generator was the limit, \(outcome): " + generator.limits.joined(separator: "; "))
+                lines.append("  what to do: \(RunResult.Generator.advice)")
+            }
+            for note in generator.notes { lines.append("generator: \(note)") }
+        }
         let c = r.delivery
         lines.append("delivery: " + DeliveryLedger.Counts.fields.map { "\($0.name.replacingOccurrences(of: "_", with: " ")) \(c[keyPath: $0.path])" }.joined(separator: ", "))
         for line in WhyLost.lines(r) { lines.append("why " + line) }

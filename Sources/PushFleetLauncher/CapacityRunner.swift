@@ -1,0 +1,105 @@
+public import PushFleetCore
+public import PushFleetEngine
+public import PushFleetResults
+import Foundation
+import Logging
+
+/// Runs a capacity search: each step is a run of its own (a fresh fleet, and a fresh embedded
+/// system when the target is embedded) at one load, judged over its window after the warm-up;
+/// ``CapacitySearch`` picks the loads.
+public struct CapacityRunner: Sendable {
+    public let scenario: Scenario
+    public let options: FleetRunner.Options
+    /// Receives each step's result and the folder name it should be written under, so that no
+    /// step's reports are lost when the search is interrupted.
+    public var writeStep: (@Sendable (RunResult, String) throws -> Void)?
+    /// Receives a line at each step's end.
+    public var stepDone: (@Sendable (String) -> Void)?
+
+    public init(scenario: Scenario, options: FleetRunner.Options) {
+        self.scenario = scenario
+        self.options = options
+    }
+
+    public func run(required: Double?, stop: StopControl) async throws -> CapacityResult {
+        guard let capacity = scenario.capacity else { throw MissingCapacityError() }
+        let unit = capacity.vary == .rate ? "sends/s" : "devices"
+        var search = CapacitySearch(capacity)
+        var steps: [CapacityStep] = []
+        let startedAt = Date()
+        var outcome: CapacitySearch.Outcome?
+        loop: while true {
+            switch search.next() {
+            case .finished(let end):
+                outcome = end
+                break loop
+            case .run(let load, let phase):
+                guard stop.level == .running else { break loop }
+                let index = steps.count + 1
+                let label = "step \(index) (\(phase.rawValue)) \(CapacityResult.format(load)) \(unit)"
+                let bracket = Self.bracket(search, unit: unit)
+                var stepOptions = options
+                stepOptions.judgedWindow = capacity.warmup..<(capacity.warmup + capacity.window)
+                if let progress = options.progress {
+                    stepOptions.progress = { @Sendable line in progress("\(label) · \(bracket) · \(line)") }
+                }
+                let stepScenario = scenario.capacityStep(load)
+                let plan = FleetPlan(scenario: stepScenario, runID: FleetRunner.makeRunID())
+                let result = try await FleetRunner(scenario: stepScenario, plan: plan, options: stepOptions).run(stop: stop)
+                let folder = String(format: "steps/%02d-%@", index, CapacityResult.format(load).replacingOccurrences(of: ",", with: ""))
+                try writeStep?(result, folder)
+                if result.info.aborted { break loop }
+                let verdict = Self.verdict(result)
+                search.record(verdict)
+                let step = CapacityStep.from(result, index: index, phase: phase, load: load, verdict: verdict, report: folder)
+                steps.append(step)
+                let why = (verdict == .invalid ? step.generatorLimits : step.breaches).first.map { " — \($0)" } ?? ""
+                stepDone?("\(label): \(verdict.rawValue.uppercased())\(why) · \(Self.bracket(search, unit: unit))")
+            }
+        }
+        let provenance = options.provenance
+        var result = CapacityResult(
+            version: provenance.version, scenario: scenario.name, scenarioFile: provenance.scenarioFile, target: Self.describe(scenario.target),
+            host: provenance.host.name, cores: provenance.host.cores, startedAt: Self.iso(startedAt), endedAt: Self.iso(Date()),
+            vary: capacity.vary.rawValue, unit: unit, slo: scenario.effectiveThresholds.map { "\($0.metric): \($0.expression)" },
+            warmupSeconds: capacity.warmup.seconds, windowSeconds: capacity.window.seconds, outcome: outcome?.rawValue ?? "aborted", steps: steps
+        )
+        result.required = required ?? capacity.require
+        result.analyse(search, outcome: outcome)
+        return result
+    }
+
+    /// A step's verdict: wrong at any load (stop), the generator's limit (invalid), a breach
+    /// sustained over the window (fail), or a pass.
+    static func verdict(_ result: RunResult) -> CapacitySearch.Verdict {
+        let counts = result.window?.delivery ?? result.delivery
+        if counts.misdelivered > 0 || counts.leaks > 0 || result.delivery.misdelivered > 0 || result.delivery.leaks > 0 { return .stop }
+        if result.generator?.bound == true { return .invalid }
+        guard let window = result.window else { return .fail }
+        return window.met ? .pass : .fail
+    }
+
+    static func bracket(_ search: CapacitySearch, unit: String) -> String {
+        "bracket [\(search.lastPass.map(CapacityResult.format) ?? "–"), \(search.firstFail.map(CapacityResult.format) ?? "–")] \(unit)"
+    }
+
+    static func describe(_ target: Scenario.Target) -> String {
+        switch target {
+        case .embedded: "embedded"
+        case .external(let backend, .url(let pns)): "backend \(backend), push service \(pns)"
+        case .external(let backend, .embedded(let listen)): "backend \(backend), embedded push service on \(listen)"
+        }
+    }
+
+    static func iso(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}
+
+/// `pushfleet capacity` on a scenario without a `capacity:` section.
+public struct MissingCapacityError: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the scenario has no capacity: section (docs/capacity.md)" }
+}

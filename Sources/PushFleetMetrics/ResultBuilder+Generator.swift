@@ -1,0 +1,81 @@
+import Foundation
+import PushFleetCore
+import PushFleetResults
+
+extension ResultBuilder {
+    /// What the engine measured of its own load, beside the recorder's counts.
+    package struct GeneratorLoad: Sendable {
+        /// The longest an event waited for the recorder (ns).
+        package var eventLag: Int64
+        /// CPU used over the traffic, in cores.
+        package var cpuCores: Double?
+        package var cores: Int
+
+        package init(eventLag: Int64, cpuCores: Double?, cores: Int) {
+            self.eventLag = eventLag
+            self.cpuCores = cpuCores
+            self.cores = cores
+        }
+    }
+
+    /// Late wakes count against the generator when they alone would fail the run's rule on late
+    /// starts (`sends.late_start_ratio`, 5% in the default gate) and there are at least this many:
+    /// a scenario that drops the rule says late starts are noise to it.
+    static let lateWakeMinimum = 3
+
+    /// The recorder fell behind the fleet by more than this (ns).
+    static let eventLagLimit: Int64 = 1_000_000_000
+    /// Share of the machine's cores past which the process is named CPU-saturated.
+    static let cpuSaturation = 0.9
+
+    /// Whether the generator kept up: late wakes, a recorder fallen behind during the traffic and sends dropped while
+    /// the target answered fast each make it the limit; CPU saturation is named beside them, or
+    /// noted alone (a busy process that kept its schedule measured what it was asked to).
+    func generator(_ state: Recorder.State, load: GeneratorLoad, histograms: [String: LatencyHistogram], trafficSeconds: Double)
+        -> RunResult.Generator
+    {
+        let sends = state.ledger.sends.count
+        let lateShare = Self.ratio(state.lateWakes, sends)
+        var limits: [String] = []
+        let lateRule = scenario.effectiveThresholds.first { $0.metric == "sends.late_start_ratio" }
+        if state.lateWakes >= Self.lateWakeMinimum, let lateRule, !lateRule.holds(for: lateShare) {
+            limits.append(
+                "late starts: \(state.lateWakes.grouped) of \(sends.grouped) sends (\(Self.percent(lateShare))) started over 10 ms late because the fleet's own senders fell behind (longest \(Self.ms(state.longestWakeLag)))"
+            )
+        }
+        if load.eventLag > Self.eventLagLimit {
+            limits.append("event backlog: the recorder fell \(Self.ms(load.eventLag)) behind the fleet's events")
+        }
+        let dropped = droppedWhileFast(state, histograms: histograms, trafficSeconds: trafficSeconds)
+        if dropped > 0 {
+            limits.append(
+                "dropped at max_in_flight: \(dropped.grouped) sends while the target's slowest answer (\(Self.ms(histograms[MetricName.send + ".raw"]?.max ?? 0))) could not have filled the limit at the offered rate"
+            )
+        }
+        var notes: [String] = []
+        if let cpu = load.cpuCores, load.cores > 0, cpu >= Self.cpuSaturation * Double(load.cores) {
+            let text = "CPU saturation: the fleet process used \(Self.decimal(cpu)) of \(load.cores) cores over the traffic"
+            if limits.isEmpty { notes.append(text + "; it still kept its schedule") } else { limits.append(text) }
+        }
+        return RunResult.Generator(
+            lateWakes: state.lateWakes, lateWakeRatio: lateShare, longestWakeLagMs: Double(state.longestWakeLag) / 1e6,
+            eventLagMs: Double(load.eventLag) / 1e6, cpuCores: load.cpuCores, cores: load.cores, droppedWhileFast: dropped, limits: limits,
+            notes: notes
+        )
+    }
+
+    /// Sends dropped at a sender's in-flight limit when, by Little's law, the target's slowest
+    /// answer times the offered rate stays under half that limit: the target did not fill it.
+    private func droppedWhileFast(_ state: Recorder.State, histograms: [String: LatencyHistogram], trafficSeconds: Double) -> Int {
+        let dropped = state.live.sendsDropped
+        guard dropped > 0, trafficSeconds > 0, let limit = scenario.traffic.map(\.maxInFlight).min(),
+            let slowest = histograms[MetricName.send + ".raw"]?.max
+        else { return 0 }
+        let offered = Double(state.ledger.sends.count + dropped) / trafficSeconds
+        return offered * Double(slowest) / 1e9 < Double(limit) / 2 ? dropped : 0
+    }
+
+    static func percent(_ share: Double) -> String { decimal(share * 100) + "%" }
+    static func decimal(_ value: Double) -> String { String(format: "%.1f", value) }
+    static func ms(_ nanoseconds: Int64) -> String { String(format: "%.0f ms", Double(nanoseconds) / 1e6) }
+}

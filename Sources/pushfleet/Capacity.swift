@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PushFleetCore
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetReport
+import PushFleetResults
+import PushFleetScenario
+
+struct Capacity: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Find the highest send rate (or fleet size) the target sustains at the scenario's SLO.",
+        discussion: """
+            The scenario's capacity: section says what to vary and how (docs/capacity.md). Each step is a run \
+            of its own, judged over its window after a warm-up; the reports go to capacity.json, steps.csv, \
+            report.html and a folder per step. Exit codes: 0 a capacity was found (at least the requirement, \
+            when one is given); 99 the capacity is below the requirement, the first step already failed, or a \
+            misdelivery or leak stopped the search; 3 inconclusive (pushfleet was the limit before the target \
+            was); 2 invalid input; 1 anything else (an interrupted search still writes what it found).
+            """
+    )
+
+    @Argument(help: "The scenario file (YAML) with a capacity: section.") var scenario: String
+    @Option(help: "Write the reports here instead of reports/<scenario>-capacity-<UTC time>/.") var out: String?
+    @Option(help: "The folder that holds report folders.") var reportsDir = "reports"
+    @Option(help: "Override the scenario's seed.") var seed: UInt64?
+    @Flag(help: "The embedded backend sends through the embedded notification hub.") var hub = false
+    @Flag(help: "No progress line.") var quiet = false
+    @Option(help: "The least capacity that passes: a rate such as 500/s (vary: rate) or a number of devices (vary: devices).")
+    var require: String?
+
+    func run() async throws {
+        let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed, hub: hub ? true : nil))
+        let loaded = source.scenario
+        guard let capacity = loaded.capacity else {
+            FileHandleOutput.standardError("\(scenario): \(MissingCapacityError().description)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+        let required = try Self.required(require, vary: capacity.vary)
+        // The largest fleet the search can ask for must fit the open-files limit.
+        let largest = capacity.vary == .devices ? loaded.capacityStep(capacity.maximum) : loaded
+        let plan = FleetPlan(scenario: largest, runID: FleetRunner.makeRunID())
+        if let problem = FileLimit.problem(largest, devices: plan.devices.count) {
+            FileHandleOutput.standardError("\(scenario): \(problem)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+        let directory = out ?? "\(reportsDir)/\(loaded.name)-capacity-\(Run.stamp(Date()))"
+        do { try ReportWriter.prepare(directory) } catch {
+            FileHandleOutput.standardError("\(error)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+        let stop = StopControl()
+        let signals = SignalWatcher { signal in
+            switch stop.escalate(reason: "received \(signal)") {
+            case .stopping: FileHandleOutput.standardError("\n\(signal): ending the step under way and the search (again to stop now)")
+            default: FileHandleOutput.standardError("\n\(signal): stopping now, writing what was found")
+            }
+        }
+        defer { signals.cancel() }
+        let progress = ProgressLine(enabled: !quiet)
+        var logger = Logger(label: "pushfleet.capacity")
+        logger.logLevel = .warning
+        let options = FleetRunner.Options(provenance: source.provenance, logger: logger) { line in progress.show(line) }
+        var runner = CapacityRunner(scenario: loaded, options: options)
+        runner.writeStep = { result, folder in try ReportWriter.write(result, to: (directory as NSString).appendingPathComponent(folder)) }
+        runner.stepDone = { line in
+            progress.finish()
+            FileHandleOutput.standardOutput(line)
+        }
+        let result = try await runner.run(required: required, stop: stop)
+        progress.finish()
+        do {
+            for file in try CapacityReport.render(result) {
+                let path = (directory as NSString).appendingPathComponent(file.name)
+                guard FileManager.default.createFile(atPath: path, contents: file.data) else { throw ReportWriter.WriteError(description: "cannot write \(path)") }
+            }
+        } catch {
+            FileHandleOutput.standardError("\(error)")
+            throw ExitCode(ExitStatus.failure)
+        }
+        FileHandleOutput.standardOutput(Self.summary(result))
+        FileHandleOutput.standardOutput("reports: \(directory)")
+        throw ExitCode(Self.exitCode(result))
+    }
+
+    static func exitCode(_ result: CapacityResult) -> Int32 {
+        switch result.outcome {
+        case "aborted", "out_of_steps": return ExitStatus.failure
+        case "generator_bound": return ExitStatus.inconclusive
+        case "below_start", "stopped": return ExitStatus.thresholdFailed
+        default: return result.meetsRequirement == false ? ExitStatus.thresholdFailed : ExitStatus.passed
+        }
+    }
+
+    static func summary(_ r: CapacityResult) -> String {
+        var lines = ["", "\(r.scenario) capacity — \(CapacityReport.verdict(r).uppercased())", r.summary]
+        if let required = r.required {
+            lines.append("required \(CapacityResult.format(required)) \(r.unit): \(r.meetsRequirement == true ? "met" : "NOT met")")
+        }
+        for spread in r.spread {
+            let p99 = spread.p99MinMs.map { min in String(format: "delivery p99 %.1f–%.1f ms", min, spread.p99MaxMs ?? min) } ?? "no deliveries"
+            lines.append(
+                "\(CapacityResult.format(spread.load)) \(r.unit) × \(spread.runs): \(spread.verdicts.joined(separator: " ")), \(p99), achieved \(String(format: "%.1f–%.1f", spread.throughputMin, spread.throughputMax))/s"
+            )
+        }
+        if let knee = r.kneeOfThroughput { lines.append("knee of throughput: \(CapacityResult.format(knee)) \(r.unit)") }
+        if let knee = r.kneeOfP99 { lines.append("knee of delivery p99: \(CapacityResult.format(knee)) \(r.unit)") }
+        lines.append("USL: \(CapacityReport.usl(r))")
+        return lines.joined(separator: "\n")
+    }
+
+    /// `--require`: a rate with `vary: rate`, a number of devices with `vary: devices`.
+    static func required(_ text: String?, vary: Scenario.Capacity.Vary) throws -> Double? {
+        guard let text else { return nil }
+        switch vary {
+        case .rate:
+            guard let rate = try? Rate(parsing: text), Scenario.Capacity.rateRange.contains(rate.perSecond) else {
+                throw ValidationError("--require: '\(text)' is not a rate between 0.1/s and 1000000/s (e.g. 500/s)")
+            }
+            return rate.perSecond
+        case .devices:
+            guard let devices = Int(text), (1...Scenario.Fleet.maximumDevices).contains(devices) else {
+                throw ValidationError("--require: '\(text)' is not a number of devices between 1 and \(Scenario.Fleet.maximumDevices)")
+            }
+            return Double(devices)
+        }
+    }
+}
