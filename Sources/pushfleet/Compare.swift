@@ -5,8 +5,12 @@ import PushFleetResults
 
 struct Compare: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Compare a run with a baseline run; exit 99 on a regression.",
-        discussion: "Writes compare.html into the current run's folder (or --out)."
+        abstract: "Compare a run with a baseline run, or a capacity search with a baseline search; exit 99 on a regression.",
+        discussion: """
+            Writes compare.html into the current run's folder (or --out). Two capacity report folders \
+            (capacity.json) compare their capacities: a current capacity more than --tolerance below the \
+            baseline's is a regression (99); a search bounded by its generator is inconclusive (3).
+            """
     )
 
     @Argument(help: "The baseline run's report folder.") var baseline: String
@@ -37,6 +41,20 @@ struct Compare: ParsableCommand {
         guard minDeltaMs >= 0 else { throw ValidationError("--min-delta-ms must not be negative") }
     }
 
+    /// Two capacity searches, when both folders hold one; an error when only one does.
+    func capacities() throws -> CapacityComparison? {
+        func load(_ directory: String) throws -> CapacityResult? {
+            let path = (directory as NSString).appendingPathComponent("capacity.json")
+            guard let data = FileManager.default.contents(atPath: path) else { return nil }
+            do { return try CapacityReport.decode(data) } catch { throw ValidationError("\(path) is not a pushfleet capacity.json: \(error)") }
+        }
+        switch (try load(baseline), try load(current)) {
+        case (let base?, let now?): return CapacityComparison(baseline: base, current: now, tolerance: try parsedTolerance())
+        case (nil, nil): return nil
+        default: throw ValidationError("one folder holds a capacity search and the other a run: compare like with like")
+        }
+    }
+
     static func load(_ directory: String) throws -> RunResult {
         let path = (directory as NSString).appendingPathComponent("run.json")
         guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("no run.json in \(directory)") }
@@ -44,6 +62,14 @@ struct Compare: ParsableCommand {
     }
 
     func run() throws {
+        if let comparison = try capacities() {
+            FileHandleOutput.standardOutput(comparison.text(baselineName: baseline, currentName: current))
+            switch comparison.verdict {
+            case "regressed": throw ExitCode(ExitStatus.thresholdFailed)
+            case "inconclusive": throw ExitCode(ExitStatus.inconclusive)
+            default: return
+            }
+        }
         let base = try Self.load(baseline)
         let now = try Self.load(current)
         let comparison = RunComparison(
