@@ -153,6 +153,9 @@ public enum JUnitReport {
             return ("\(t.metric): \(t.expression)\(origin)", t.passed ? nil : "\(t.expression)\(origin) failed: measured \(measured)")
         }
         if r.info.aborted { cases.append(("run completed", "aborted: \(r.info.abortReason ?? "stopped")")) }
+        if let generator = r.generator {
+            cases.append(("the generator kept up", generator.bound ? "inconclusive: " + generator.limits.joined(separator: "; ") : nil))
+        }
         let failures = cases.filter { $0.failure != nil }.count
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         xml += "<testsuites name=\"pushfleet\" tests=\"\(cases.count)\" failures=\"\(failures)\">\n"
