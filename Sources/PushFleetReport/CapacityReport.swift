@@ -104,9 +104,11 @@ public enum CapacityReport {
             .init(name: "p99", points: steps.compactMap { s in s.deliveryP99Ms.map { (s.load, $0) } }, style: 1),
         ]
         // The SLO's delivery latency bounds, as lines across the chart.
-        for (index, rule) in r.slo.enumerated() where rule.hasPrefix("delivery: p(") {
-            guard let bound = sloMilliseconds(rule), let low = steps.first?.load, let high = steps.last?.load else { continue }
-            chart.series.append(.init(name: "SLO \(rule.dropFirst("delivery: ".count))", points: [(low, bound), (high, bound)], style: 2 + index % 3))
+        for (index, rule) in r.slo.enumerated() {
+            guard let prefix = ["delivery: p(", "delivery.latency: p("].first(where: { rule.hasPrefix($0) }), let bound = sloMilliseconds(rule),
+                let low = steps.first?.load, let high = steps.last?.load
+            else { continue }
+            chart.series.append(.init(name: "SLO \(rule.dropFirst(prefix.count - 2))", points: [(low, bound), (high, bound)], style: 2 + index % 3))
         }
         chart.markers = markers(r)
         return chart.render()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PushFleetCore
+import PushFleetResults
 import PushFleetScenario
 
 struct Validate: ParsableCommand {
@@ -32,6 +33,7 @@ struct Validate: ParsableCommand {
                 FileHandleOutput.standardOutput(
                     "ok: \(file): \(scenario.fleet.users) users, \(plan.devices.count) devices, \(scenario.traffic.count) senders, \(scenario.thresholds.count) thresholds, \(scenario.effectiveThresholds.count - scenario.thresholds.count) default-gate rules, api \(scenario.api?.name ?? "none")"
                 )
+                if let capacity = scenario.capacity { FileHandleOutput.standardOutput("  " + Self.describe(capacity)) }
                 if explain { FileHandleOutput.standardOutput(APIExplain.text(scenario, file: file)) }
             } catch {
                 failed = true
@@ -39,5 +41,12 @@ struct Validate: ParsableCommand {
             }
         }
         if failed { throw ExitCode(ExitStatus.invalidInput) }
+    }
+
+    /// The capacity search a scenario asks for, in one line.
+    static func describe(_ c: Scenario.Capacity) -> String {
+        func load(_ value: Double) -> String { c.vary == .rate ? "\(CapacityResult.format(value))/s" : "\(CapacityResult.format(value)) devices" }
+        return "capacity: vary \(c.vary.rawValue) from \(load(c.start)) ×\(c.factor) up to \(load(c.maximum)), to \(c.resolution * 100)%, "
+            + "\(DurationText.format(c.warmup)) warm-up + \(DurationText.format(c.window)) window per step, \(c.repeats) runs of the bracket"
     }
 }
