@@ -18,6 +18,8 @@ final class FaultInjector: Sendable {
         var throttled: Bool
         var dropped: Bool
         var delay: Duration
+        /// The wait for the service rate's server (zero without one).
+        var served: Int64 = 0
     }
 
     private let state: Mutex<State>
@@ -42,26 +44,23 @@ final class FaultInjector: Sendable {
         state.withLock { $0 = Self.state(settings) }
     }
 
-    func decide(token: String) -> Decision {
+    /// Decides a push arriving at `now`; with a service rate, a push that finds its queue full
+    /// is throttled.
+    func decide(token: String, at now: Int64) -> Decision {
         state.withLock { state in
             let settings = state.settings
             let unregistered =
                 state.unregistered.contains(token)
                 || (settings.unregisteredRatio > 0
                     && Double(stableHash(token, seed: settings.seed) >> 11) * 0x1.0p-53 < settings.unregisteredRatio)
-            let throttled = settings.throttle > 0 && state.rng.nextUnit() < settings.throttle
+            var throttled = settings.throttle > 0 && state.rng.nextUnit() < settings.throttle
+            var served: Int64 = 0
+            if !throttled && !unregistered && state.queue != nil {
+                if let wait = state.queue!.admit(at: now) { served = wait } else { throttled = true }
+            }
             let dropped = settings.drop > 0 && state.rng.nextUnit() < settings.drop
             let delay = settings.latency.map { $0.draw { state.rng.nextUnit() } } ?? .zero
-            return Decision(unregistered: unregistered, throttled: throttled, dropped: dropped, delay: delay)
-        }
-    }
-
-    /// A place with the service-rate server for a push accepted at `now`: how long until it is
-    /// served (zero without a service rate), or nil when its queue is full.
-    func admit(at now: Int64) -> Int64? {
-        state.withLock { state in
-            guard state.queue != nil else { return 0 }
-            return state.queue!.admit(at: now)
+            return Decision(unregistered: unregistered, throttled: throttled, dropped: dropped, delay: delay, served: served)
         }
     }
 

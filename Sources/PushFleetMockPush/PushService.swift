@@ -150,7 +150,7 @@ public final class PushService: Sendable {
     /// Decides a push's fate: answered unregistered or throttled, or accepted and then delivered,
     /// held, dropped or delayed as the faults say.
     func accept(_ push: IncomingPush) -> AcceptOutcome {
-        let decision = faults.decide(token: push.address.token)
+        let decision = faults.decide(token: push.address.token, at: now())
         // One look at the device's entry answers both questions.
         let (unregisteredAt, connection) = shard(for: push.address).devices.withLock { devices in
             (devices[push.address]?.unregisteredAt, devices[push.address]?.connection)
@@ -171,10 +171,10 @@ public final class PushService: Sendable {
             }
             return .unregistered(since: unregisteredAt ?? now() / 1_000_000)
         }
-        let acceptedAt = now()
-        guard !decision.throttled, let served = faults.admit(at: acceptedAt) else {
+        if decision.throttled {
             return .throttled
         }
+        let acceptedAt = now()
         sweepIfDue(now: acceptedAt)
         counters.withLock {
             $0.accepted += 1
@@ -208,7 +208,7 @@ public final class PushService: Sendable {
             case .doNotStore: nil
             }
         // The service rate's wait and a fault's delay add up.
-        let delay = decision.delay + .nanoseconds(served)
+        let delay = decision.delay + .nanoseconds(decision.served)
         if delay > .zero {
             frame.delay = delay.nanoseconds
             report(.delayed, of: frame, at: acceptedAt, delay: frame.delay)

@@ -42,8 +42,8 @@ struct UnitTests {
         var drops = 0
         var throttles = 0
         for index in 0..<10_000 {
-            let x = a.decide(token: "t\(index)")
-            let y = b.decide(token: "t\(index)")
+            let x = a.decide(token: "t\(index)", at: 0)
+            let y = b.decide(token: "t\(index)", at: 0)
             #expect(x.dropped == y.dropped && x.delay == y.delay)
             #expect(x.delay >= .milliseconds(5) && x.delay <= .milliseconds(15))
             if x.dropped { drops += 1 }
@@ -53,16 +53,16 @@ struct UnitTests {
         #expect((850...1150).contains(throttles))
 
         let normal = FaultInjector(settings: FaultSettings(latency: .normal(meanMs: 50, stddevMs: 10), seed: 3))
-        let samples = (0..<5000).map { _ in normal.decide(token: "x").delay.seconds * 1000 }
+        let samples = (0..<5000).map { _ in normal.decide(token: "x", at: 0).delay.seconds * 1000 }
         let mean = samples.reduce(0, +) / Double(samples.count)
         let sd = (samples.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(samples.count)).squareRoot()
         #expect(abs(mean - 50) < 1 && abs(sd - 10) < 1)
 
         let ratio = FaultInjector(settings: FaultSettings(unregisteredRatio: 0.3, seed: 9))
-        let unregistered = (0..<10_000).filter { ratio.decide(token: "token-\($0)").unregistered }.count
+        let unregistered = (0..<10_000).filter { ratio.decide(token: "token-\($0)", at: 0).unregistered }.count
         #expect((2700...3300).contains(unregistered))
         // A token's fate is stable across pushes.
-        #expect(ratio.decide(token: "token-1").unregistered == ratio.decide(token: "token-1").unregistered)
+        #expect(ratio.decide(token: "token-1", at: 0).unregistered == ratio.decide(token: "token-1", at: 0).unregistered)
         #expect(FaultSettings(drop: 1.5, latency: .fixed(ms: -1)).problems().count == 2)
     }
 
