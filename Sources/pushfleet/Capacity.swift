@@ -40,16 +40,9 @@ struct Capacity: AsyncParsableCommand {
         let required = try Self.required(require, vary: capacity.vary)
         // The largest fleet the search can ask for must fit the open-files limit.
         let largest = capacity.vary == .devices ? loaded.capacityStep(capacity.maximum) : loaded
-        let plan = FleetPlan(scenario: largest, runID: FleetRunner.makeRunID())
-        if let problem = FileLimit.problem(largest, devices: plan.devices.count) {
-            FileHandleOutput.standardError("\(scenario): \(problem)")
-            throw ExitCode(ExitStatus.invalidInput)
-        }
+        try FileLimit.refuseBeyondLimit(largest, plan: FleetPlan(scenario: largest, runID: FleetRunner.makeRunID()), file: scenario)
         let directory = out ?? "\(reportsDir)/\(loaded.name)-capacity-\(Run.stamp(Date()))"
-        do { try ReportWriter.prepare(directory) } catch {
-            FileHandleOutput.standardError("\(error)")
-            throw ExitCode(ExitStatus.invalidInput)
-        }
+        try ReportWriter.prepareOrRefuse(directory)
         let stop = StopControl()
         let signals = SignalWatcher { signal in
             switch stop.escalate(reason: "received \(signal)") {

@@ -1,3 +1,4 @@
+import ArgumentParser
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,6 +30,13 @@ enum FileLimit {
         if scenario.fleet.http == .perDevice { perDevice += scenario.target == .embedded ? 2 : 1 }
         let fixed = 256 + scenario.fleet.connections * (scenario.target == .embedded ? 2 : 1) + 64
         return (fixed + perDevice * devices, perDevice)
+    }
+
+    /// Ends with the invalid-input code, saying why, when the scenario's fleet cannot fit.
+    static func refuseBeyondLimit(_ scenario: Scenario, plan: FleetPlan, file: String) throws {
+        guard let problem = problem(scenario, devices: plan.devices.count) else { return }
+        FileHandleOutput.standardError("\(file): \(problem)")
+        throw ExitCode(ExitStatus.invalidInput)
     }
 
     /// A message when the scenario cannot fit, nil when it can: too few open files for its

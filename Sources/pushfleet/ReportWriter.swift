@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import PushFleetReport
 import PushFleetResults
@@ -30,6 +31,14 @@ enum ReportWriter {
             throw WriteError(description: "--out \(directory): cannot write into the folder")
         }
         try? manager.removeItem(atPath: probe)
+    }
+
+    /// ``prepare(_:)``, saying why not and ending with the invalid-input code.
+    static func prepareOrRefuse(_ directory: String) throws {
+        do { try prepare(directory) } catch {
+            FileHandleOutput.standardError("\(error)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
     }
 
     static func write(_ result: RunResult, to directory: String) throws {

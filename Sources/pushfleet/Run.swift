@@ -40,16 +40,10 @@ struct Run: AsyncParsableCommand {
         let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed, hub: hub ? true : nil))
         let loaded = source.scenario
         let plan = FleetPlan(scenario: loaded, runID: FleetRunner.makeRunID())
-        if let problem = FileLimit.problem(loaded, devices: plan.devices.count) {
-            FileHandleOutput.standardError("\(scenario): \(problem)")
-            throw ExitCode(ExitStatus.invalidInput)
-        }
+        try FileLimit.refuseBeyondLimit(loaded, plan: plan, file: scenario)
         // The report folder is made before the run, so a run is never spent on a place it cannot write.
         let directory = out ?? "\(reportsDir)/\(loaded.name)-\(Self.stamp(Date()))"
-        do { try ReportWriter.prepare(directory) } catch {
-            FileHandleOutput.standardError("\(error)")
-            throw ExitCode(ExitStatus.invalidInput)
-        }
+        try ReportWriter.prepareOrRefuse(directory)
         let stop = StopControl()
         let signals = SignalWatcher { signal in
             switch stop.escalate(reason: "received \(signal)") {
