@@ -121,6 +121,11 @@ struct FleetRun: Sendable {
             let listen = stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace
             await drain(stop, until: timeline.trafficEnd + listen.nanoseconds)
             timeline.listeningEnded = context.now()
+            if options.departAtEnd && stop.level == .running {
+                await withDiscardingTaskGroup { departing in
+                    for device in devices { departing.addTask { await device.depart(context) } }
+                }
+            }
 
             // Finish: no new work; an abort also stops recording and closes the fleet's
             // connections so requests in flight end now rather than at their timeouts.

@@ -26,6 +26,9 @@ public struct FleetRunner: Sendable {
         /// A span of the traffic, from its start, that the result also judges on its own
         /// (``RunResult/window``): a capacity step's window after its warm-up.
         public var judgedWindow: Range<Duration>?
+        /// After the drain, every device unregisters and disconnects, as a departure does: a
+        /// capacity step against an external backend leaves no registrations for the next.
+        public var departAtEnd = false
 
         public init(provenance: RunProvenance, logger: Logger, progress: (@Sendable (String) -> Void)? = nil) {
             self.provenance = provenance

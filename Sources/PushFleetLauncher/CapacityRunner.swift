@@ -40,6 +40,8 @@ public struct CapacityRunner: Sendable {
                 let bracket = Self.bracket(search, unit: unit)
                 var stepOptions = options
                 stepOptions.judgedWindow = capacity.warmup..<(capacity.warmup + capacity.window)
+                // An embedded target starts afresh each step; an external backend keeps what it is given.
+                if case .external = scenario.target { stepOptions.departAtEnd = true }
                 if let progress = options.progress {
                     stepOptions.progress = { @Sendable line in progress("\(label) · \(bracket) · \(line)") }
                 }
