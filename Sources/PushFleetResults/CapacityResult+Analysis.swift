@@ -80,7 +80,8 @@ extension CapacityResult {
     }
 
     /// The hop that broke, at the first failing load: where a thousandth of its pairs or more
-    /// were lost, the hop that lost most; else the hop whose p99 grew most over its value at the
+    /// were lost, the hop that lost most; else a hop that refused as many (the push service's
+    /// refusals, then the backend's failed sends); else the hop whose p99 grew most over its value at the
     /// lowest load (in milliseconds: what the SLO feels), when it at least doubled and grew by
     /// 5 ms. The sentence also says from which load that hop had grown.
     static func brokeAt(_ steps: [CapacityStep], unit: String) -> BrokeAt? {
@@ -94,6 +95,21 @@ extension CapacityResult {
             return BrokeAt(
                 hop: hop, by: "losses", load: step.load,
                 sentence: "at \(format(step.load)) \(unit) \(lost.grouped) of \(step.expected.grouped) pairs were lost at the \(hop.replacingOccurrences(of: "_", with: " "))\(detail)"
+                    + flat(step, base, except: hop)
+            )
+        }
+        // Refusals: the push service's (`pns:…`) before the backend's failed sends (`send:…`),
+        // which a refusal further on may have caused.
+        for (hop, prefix, verb) in [("push_service", "pns:", "refused"), ("backend", "send:", "failed")] {
+            let refused = step.errors.filter { $0.key.hasPrefix(prefix) }
+            let count = refused.values.reduce(0, +)
+            guard count > 0, Double(count) >= 0.001 * Double(max(step.expected, 1)) else { continue }
+            let classes = refused.sorted { $0.value > $1.value }.prefix(3).map { "\($0.key) ×\($0.value.grouped)" }.joined(separator: ", ")
+            let latency = step.hops[hop].flatMap { after in base.hops[hop].map { " while its time went from \(ms($0.p99Ms)) to \(ms(after.p99Ms)) (p99)" } } ?? ""
+            let noun = hop == "backend" ? "sends" : "pushes"
+            return BrokeAt(
+                hop: hop, by: "refusals", load: step.load,
+                sentence: "at \(format(step.load)) \(unit) the \(hop.replacingOccurrences(of: "_", with: " ")) \(verb) \(count.grouped) \(noun) (\(classes))\(latency)"
                     + flat(step, base, except: hop)
             )
         }

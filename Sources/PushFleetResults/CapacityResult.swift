@@ -96,7 +96,8 @@ public struct CapacityResult: Sendable, Codable {
     public struct BrokeAt: Sendable, Codable, Equatable {
         /// `backend`, `hub`, `push_service`, `device` or `fetch`.
         public var hop: String
-        /// `latency` (its p99 grew most) or `losses` (most lost pairs were lost there).
+        /// `losses` (most lost pairs were lost there), `refusals` (it refused pushes or failed
+        /// sends) or `latency` (its p99 grew most).
         public var by: String
         public var load: Double
         public var sentence: String

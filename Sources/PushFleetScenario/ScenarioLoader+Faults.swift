@@ -62,7 +62,9 @@ extension ScenarioLoader {
             && step.backendSendRate == nil
         {
             // A wrong backend action, latency or rate was reported already.
-            if map["backend"] != nil || map["backend_latency"] != nil || map["backend_send_rate"] != nil || map["pns"]?.mapping?[Node("service_rate")] != nil {
+            if map["backend"] != nil || map["backend_latency"] != nil || map["backend_send_rate"] != nil || map["pns"]?.mapping?[Node("service_rate")] != nil
+                || map["pns"]?.mapping?[Node("service_queue")] != nil || map["backend_send_queue"] != nil
+            {
                 return nil
             }
             r.report(
