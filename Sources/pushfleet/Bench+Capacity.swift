@@ -59,7 +59,7 @@ struct CapacityBench: AsyncParsableCommand {
             )
         }
         if reference { searches.append(Search(label: "reference backend, no knob", hop: nil, rate: nil, yaml: yaml(start: 200, max: 12_800, fault: nil))) }
-        var rows: [[String]] = [["target", "set", "capacity found", "bracket", "error", "hop named", "steps", "minutes", "check"]]
+        var rows: [[String]] = [["target", "set", "capacity found", "bracket", "error", "hop named", "CPU at first fail", "steps", "minutes", "check"]]
         var wrong: [String] = []
         for search in searches {
             FileHandleOutput.standardError("== \(search.label)")
@@ -89,9 +89,11 @@ struct CapacityBench: AsyncParsableCommand {
             let bracket = "\(result.lastPass.map(CapacityResult.format) ?? "–")–\(result.firstFail.map(CapacityResult.format) ?? "–")"
             let errorText = error.map { String(format: "%+.1f%%", $0 * 100) } ?? "–"
             let set = search.rate.map { CapacityResult.format($0) + "/s" } ?? "–"
+            // How busy the process (fleet and embedded system) was where the target failed.
+            let cpu = result.steps.first { $0.load == result.firstFail }?.fleetCPUCores.map { String(format: "%.2f of %d cores", $0, result.cores) } ?? "–"
             let row: [String] = [
-                search.label, set, foundText, bracket, errorText, result.brokeAt?.hop ?? "–", String(result.steps.count), String(format: "%.1f", minutes),
-                check,
+                search.label, set, foundText, bracket, errorText, result.brokeAt?.hop ?? "–", cpu, String(result.steps.count),
+                String(format: "%.1f", minutes), check,
             ]
             rows.append(row)
             FileHandleOutput.standardError(result.summary)
