@@ -28,6 +28,7 @@ public struct CapacityRunner: Sendable {
         var steps: [CapacityStep] = []
         let startedAt = Date()
         var outcome: CapacitySearch.Outcome?
+        var failure: String?
         loop: while true {
             switch search.next() {
             case .finished(let end):
@@ -47,9 +48,19 @@ public struct CapacityRunner: Sendable {
                 }
                 let stepScenario = scenario.capacityStep(load)
                 let plan = FleetPlan(scenario: stepScenario, runID: FleetRunner.makeRunID())
-                let result = try await FleetRunner(scenario: stepScenario, plan: plan, options: stepOptions).run(stop: stop)
+                let result: RunResult
+                do {
+                    result = try await FleetRunner(scenario: stepScenario, plan: plan, options: stepOptions).run(stop: stop)
+                } catch {
+                    // What was found so far is still reported.
+                    failure = "\(label) could not run: \(error)"
+                    break loop
+                }
                 let folder = String(format: "steps/%02d-%@", index, CapacityResult.format(load).replacingOccurrences(of: ",", with: ""))
-                try writeStep?(result, folder)
+                do { try writeStep?(result, folder) } catch {
+                    failure = "\(label): its reports could not be written: \(error)"
+                    break loop
+                }
                 if result.info.aborted { break loop }
                 let verdict = Self.verdict(result)
                 search.record(verdict)
@@ -68,6 +79,12 @@ public struct CapacityRunner: Sendable {
         )
         result.required = required ?? capacity.require
         result.analyse(search, outcome: outcome)
+        if let failure {
+            result.failure = failure
+            result.summary = failure + "; " + result.summary
+        } else if outcome == nil {
+            result.failure = stop.reason.map { "stopped: \($0)" }
+        }
         return result
     }
 

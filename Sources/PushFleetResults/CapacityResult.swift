@@ -47,6 +47,8 @@ public struct CapacityResult: Sendable, Codable {
     public var usl: USLFit?
     /// The result in one sentence.
     public var summary: String
+    /// Why the search ended before its outcome (a step that could not run, a signal).
+    public var failure: String?
     public var steps: [CapacityStep]
 
     public init(
