@@ -59,14 +59,17 @@ extension CapacityResult {
         }
         brokeAt = Self.brokeAt(steps, unit: unit)
         let curve = Self.curve(steps)
-        if curve.count >= 3 {
+        // A knee only where the curve bends: throughput that falls 5% behind the load it follows,
+        // a p99 that at least doubles. Kneedle finds a "knee" in any noise.
+        let following = curve.filter { $0.load > 0 }.map { $0.throughput / $0.load }
+        if curve.count >= 3, let most = following.max(), let least = following.min(), least < 0.95 * most {
             let loads = curve.map(\.load)
             kneeOfThroughput = Kneedle.knee(x: loads, y: curve.map(\.throughput), curve: .concave, direction: .increasing).map { loads[$0] }
-            let withP99 = curve.filter { $0.deliveryP99Ms != nil }
-            if withP99.count >= 3 {
-                kneeOfP99 = Kneedle.knee(x: withP99.map(\.load), y: withP99.compactMap(\.deliveryP99Ms), curve: .convex, direction: .increasing)
-                    .map { withP99[$0].load }
-            }
+        }
+        let withP99 = curve.filter { $0.deliveryP99Ms != nil }
+        let p99s = withP99.compactMap(\.deliveryP99Ms)
+        if withP99.count >= 3, let top = p99s.max(), let bottom = p99s.min(), top >= 2 * bottom {
+            kneeOfP99 = Kneedle.knee(x: withP99.map(\.load), y: p99s, curve: .convex, direction: .increasing).map { withP99[$0].load }
         }
         let valid = steps.filter { $0.verdict == "pass" || $0.verdict == "fail" }
         usl = vary == "rate" ? USLFit.fit(load: valid.map(\.load), throughput: valid.map(\.throughput)) : nil

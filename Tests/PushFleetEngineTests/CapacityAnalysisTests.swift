@@ -212,4 +212,29 @@ struct CapacityAnalysisTests {
         noise.analyse(search, outcome: .found)
         #expect(noise.brokeAt == nil)
     }
+
+    @Test("a curve that does not bend has no knee: Kneedle finds one in any noise")
+    func noKneeWhereFlat() throws {
+        let all = Self.search(c: .infinity)
+        let flat = Self.steps(all, hops: Self.pushServiceJumps).map { step in
+            var step = step
+            step.throughput = step.load * 0.999
+            step.deliveryP99Ms = 12 + (step.load.truncatingRemainder(dividingBy: 7))
+            return step
+        }
+        var result = Self.result(flat)
+        result.analyse(all, outcome: .notReached)
+        #expect(result.kneeOfThroughput == nil && result.kneeOfP99 == nil)
+
+        // The same loads with a ceiling at 400 and a p99 that takes off there have both.
+        let bent = Self.steps(all, hops: Self.pushServiceJumps).map { step in
+            var step = step
+            step.throughput = min(step.load, 400)
+            step.deliveryP99Ms = step.load <= 400 ? 10 : 10 + step.load
+            return step
+        }
+        var knees = Self.result(bent)
+        knees.analyse(all, outcome: .notReached)
+        #expect(knees.kneeOfThroughput != nil && knees.kneeOfP99 != nil)
+    }
 }
