@@ -40,7 +40,7 @@ public final class BackendFaults: BackendLatencyControl {
         case refuse
     }
 
-    func treatment(for request: Request, now: Int64 = WallClock.nanoseconds()) -> Treatment {
+    func treatment(for request: Request, now: Int64 = MonotonicClock.nanoseconds()) -> Treatment {
         guard active.load(ordering: .relaxed), request.uri.path.hasPrefix("/api/notifications") else { return .pass }
         return state.withLock { state in
             let isSend = request.method == .post

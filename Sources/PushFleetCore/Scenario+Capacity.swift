@@ -51,7 +51,20 @@ extension Scenario {
     }
 }
 
+extension LoadProfile {
+    /// The highest rate the profile reaches.
+    public var peakRate: Rate {
+        Rate(perSecond: stages.map(\.target.perSecond).reduce(startRate.perSecond, max))
+    }
+}
+
 extension Scenario {
+    /// The send rate of every step of a `vary: devices` search.
+    public var capacityDevicesRate: Rate? {
+        guard let capacity, capacity.vary == .devices, let index = capacityTrafficIndex else { return nil }
+        return capacity.rate ?? traffic[index].profile.peakRate
+    }
+
     /// The traffic entry a capacity search varies or keeps.
     public var capacityTrafficIndex: Int? {
         guard let capacity else { return nil }
@@ -71,7 +84,7 @@ extension Scenario {
         case .rate:
             rate = Rate(perSecond: load)
         case .devices:
-            rate = capacity.rate ?? traffic[index].profile.stages.last?.target ?? traffic[index].profile.startRate
+            rate = capacity.rate ?? traffic[index].profile.peakRate
             let perUser: Double =
                 switch fleet.devicesPerUser {
                 case .fixed(let n): Double(n)

@@ -32,8 +32,14 @@ final class EventPipe: Sendable {
     /// Events accepted so far (the drain waits until the recorder has applied them all).
     var emitted: Int { state.withLock { $0.emitted } }
 
-    /// The longest an event waited for the recorder: how far the recorder fell behind.
+    /// The longest an event waited for the recorder since the last ``resetLag()``: how far the
+    /// recorder fell behind.
     var longestLag: Int64 { state.withLock { $0.longestLag } }
+
+    /// Starts measuring the lag afresh (at the start of traffic: arrivals are not the senders').
+    func resetLag() {
+        state.withLock { $0.longestLag = 0 }
+    }
 
     func emit(_ event: RunEvent) {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in

@@ -62,7 +62,8 @@ struct FleetRun: Sendable {
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform, token: device.token)) }
         let reader = DeliveryLedger.PushReader(layouts: scenario.api?.receive.layouts ?? [:], run: plan.runID)
         recorder.state.withLock { $0.ledger.setPushReader(reader) }
-        events = EventPipe(now: { clock.now() })
+        // Real time, whatever the run's clock: the lag is the machine's.
+        events = EventPipe(now: MonotonicClock.nanoseconds)
         let sources = Self.sourceAddresses(scenario, plan, pushServiceURL: system.pushService, progress: options.progress)
         let context = RunContext(
             scenario: scenario, plan: plan, system: system, clock: clock, start: start, events: events, logger: options.logger,
@@ -112,6 +113,7 @@ struct FleetRun: Sendable {
             await arrive()
             timeline.trafficStart = context.now()
             let cpuBefore = (CPUTime.own(), ContinuousClock.now)
+            events.resetLag()
             timeline.trafficEnd = await traffic(startingAt: timeline.trafficStart)
             let wall = (ContinuousClock.now - cpuBefore.1) / .seconds(1)
             if wall >= 0.5 { timeline.cpuCores = (CPUTime.own() - cpuBefore.0) / wall }

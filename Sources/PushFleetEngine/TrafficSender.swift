@@ -52,7 +52,7 @@ struct TrafficSender: Sendable {
                 if woke - intended > Self.lateWake { context.emit(.senderLate(lag: woke - intended, at: woke)) }
                 let (from, to) = choose(&rng, users: context.plan.users)
                 guard inFlight.enter(limit: traffic.maxInFlight) else {
-                    context.emit(.sendDropped(at: context.now()))
+                    context.emit(.sendDropped(at: intended))
                     continue
                 }
                 group.addTask {

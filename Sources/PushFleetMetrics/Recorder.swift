@@ -72,6 +72,10 @@ package final class Recorder: Sendable {
         /// Sends whose sender woke late, and the longest lag.
         var lateWakes = 0
         var longestWakeLag: Int64 = 0
+        /// Sends that got no answer (timed out, connection failed): a hung target.
+        var unanswered = 0
+        /// When each dropped send was due, so a window counts its own.
+        var dropsDue: [Int64] = []
         /// Events applied so far.
         package var applied = 0
     }
@@ -173,6 +177,7 @@ package final class Recorder: Sendable {
                 if !send.succeeded { state.failures[MetricName.send, default: 0] += 1 }
             }
             state.live.sends += 1
+            if !send.answered { state.unanswered += 1 }
             if send.start - send.intended > 10_000_000 { state.live.sendsLateStart += 1 }
             if !send.succeeded { state.live.sendFailures += 1 }
             bucket(&state, send.start) {
@@ -181,6 +186,7 @@ package final class Recorder: Sendable {
             }
         case .sendDropped(let at):
             state.live.sendsDropped += 1
+            state.dropsDue.append(at)
             bucket(&state, at) { $0.sendsDropped += 1 }
         case .senderLate(let lag, let at):
             state.lateWakes += 1

@@ -66,9 +66,10 @@ extension ResultBuilder {
 
     /// Sends dropped at a sender's in-flight limit when, by Little's law, the target's slowest
     /// answer times the offered rate stays under half that limit: the target did not fill it.
+    /// A send that got no answer may have hung for its whole timeout: then the target did.
     private func droppedWhileFast(_ state: Recorder.State, histograms: [String: LatencyHistogram], trafficSeconds: Double) -> Int {
         let dropped = state.live.sendsDropped
-        guard dropped > 0, trafficSeconds > 0, let limit = scenario.traffic.map(\.maxInFlight).min(),
+        guard dropped > 0, state.unanswered == 0, trafficSeconds > 0, let limit = scenario.traffic.map(\.maxInFlight).min(),
             let slowest = histograms[MetricName.send + ".raw"]?.max
         else { return 0 }
         let offered = Double(state.ledger.sends.count + dropped) / trafficSeconds

@@ -24,12 +24,22 @@ extension ResultBuilder {
                 slices: sliced.count, slicesFailed: sliced.filter { !$0[index].passed }.count
             )
         }
-        // Unsettled pairs at each slice's end: expected so far less delivered by then.
-        var expected = 0
-        let backlog = slices.enumerated().map { index, slice -> Int in
-            expected += slice.verdict.total.expected
-            let end = index == slices.count - 1 ? window.upperBound : window.lowerBound + Int64(index + 1) * step
-            return expected - whole.verdict.deliveries.filter { $0.receivedAt <= end }.count
+        // Pairs in flight at each slice's end: those of the slices still within a deadline of it,
+        // less the ones delivered by then. A pair past its deadline is lost or late, which the
+        // rules judge; it is not work piling up.
+        let deadline = scenario.deadline.nanoseconds
+        let starts = (0..<slices.count).map { window.lowerBound + Int64($0) * step }
+        let ends = (0..<slices.count).map { $0 == slices.count - 1 ? window.upperBound : window.lowerBound + Int64($0 + 1) * step }
+        let backlog = ends.map { end -> Int in
+            var outstanding = 0
+            for index in slices.indices where starts[index] < end && ends[index] > end - deadline {
+                let delivered = whole.verdict.deliveries.filter { delivery in
+                    let started = delivery.receivedAt - delivery.raw
+                    return started >= starts[index] && started < ends[index] && delivery.receivedAt <= end
+                }.count
+                outstanding += slices[index].verdict.total.expected - delivered
+            }
+            return max(0, outstanding)
         }
         let pairRate = Double(whole.verdict.total.expected) / max(length, 0.001)
         let bound = Int((pairRate * max(scenario.deadline.seconds, 0.1)).rounded(.up))
@@ -75,7 +85,8 @@ extension ResultBuilder {
         var sends = 0
         var failures = 0
         var lateStarts = 0
-        for send in state.ledger.sends.values where span.contains(send.intended) {
+        // As the judge places them: by when they started.
+        for send in state.ledger.sends.values where span.contains(send.start) {
             sends += 1
             if !send.succeeded { failures += 1 }
             if send.start - send.intended > 10_000_000 { lateStarts += 1 }
@@ -86,10 +97,7 @@ extension ResultBuilder {
         }
         histograms[MetricName.send] = corrected
         histograms[MetricName.send + ".raw"] = raw
-        // Drops are kept by the second: those of the seconds the span covers.
-        let first = second(span.lowerBound)
-        let last = second(max(span.lowerBound, span.upperBound - 1))
-        let dropped = state.seconds.indices.filter { $0 >= first && $0 <= last }.reduce(0) { $0 + state.seconds[$1].sendsDropped }
+        let dropped = state.dropsDue.reduce(0) { span.contains($1) ? $0 + 1 : $0 }
         let counters = counters(
             verdict.total, sends: sends, sendFailures: failures, dropped: dropped, lateStarts: lateStarts,
             errors: state.errors.values.reduce(0) { $0 + $1.count }, devicesReady: state.live.devicesReady

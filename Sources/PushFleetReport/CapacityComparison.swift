@@ -18,9 +18,12 @@ public struct CapacityComparison: Sendable {
     /// `passed`, `regressed`, or `inconclusive` (a search bounded by its generator, or one with no
     /// capacity to compare).
     public var verdict: String {
-        guard current.outcome != "generator_bound", baseline.outcome != "generator_bound", let now = current.capacity ?? lowerBound(current),
-            let before = baseline.capacity ?? lowerBound(baseline)
-        else { return current.outcome == "below_start" ? "regressed" : "inconclusive" }
+        // Wrong at any load, or failing where the baseline began: a regression whatever the numbers.
+        if current.outcome == "stopped" || current.outcome == "below_start" { return "regressed" }
+        let undecided: Set<String> = ["generator_bound", "aborted", "out_of_steps"]
+        guard !undecided.contains(current.outcome), !undecided.contains(baseline.outcome), baseline.unit == current.unit,
+            let now = current.capacity ?? lowerBound(current), let before = baseline.capacity ?? lowerBound(baseline)
+        else { return "inconclusive" }
         return now < before * (1 - tolerance) ? "regressed" : "passed"
     }
 

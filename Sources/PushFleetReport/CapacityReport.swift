@@ -26,9 +26,11 @@ public enum CapacityReport {
     }
 
     /// `found`, `not_reached`, `below_start`, `generator_bound`, `stopped`, `out_of_steps` or
-    /// `aborted`, with `below_required` when the capacity found misses the requirement.
+    /// `aborted`, with `below_required` when the capacity found misses the requirement and
+    /// `unconfirmed` when the bracket's low side failed a repeat and nothing below always passed.
     public static func verdict(_ result: CapacityResult) -> String {
-        result.meetsRequirement == false && result.outcome != "generator_bound" ? "below_required" : result.outcome
+        if result.outcome == "found" && result.capacity == nil { return "unconfirmed" }
+        return result.meetsRequirement == false && result.outcome != "generator_bound" ? "below_required" : result.outcome
     }
 
     static let hopOrder = ["backend", "hub", "push_service", "device", "fetch"]
@@ -64,7 +66,7 @@ public enum CapacityReport {
             ("started", r.startedAt), ("ended", r.endedAt),
             ("steps", "\(r.steps.count), each judged over \(ReportFiles.format(r.windowSeconds)) s after a \(ReportFiles.format(r.warmupSeconds)) s warm-up"),
         ]
-        var body = "<header id=\"header\"><h1>pushfleet capacity: \(e(r.scenario)) <span class=\"verdict \(verdict == "found" ? "passed" : verdict == "generator_bound" ? "inconclusive" : "failed")\" id=\"verdict\">\(e(verdict.uppercased()))</span></h1>"
+        var body = "<header id=\"header\"><h1>pushfleet capacity: \(e(r.scenario)) <span class=\"verdict \(verdict == "found" || verdict == "not_reached" ? "passed" : verdict == "generator_bound" ? "inconclusive" : "failed")\" id=\"verdict\">\(e(verdict.uppercased()))</span></h1>"
         body += "<p id=\"summary\">\(e(r.summary))</p>"
         body += "<dl class=\"facts\">" + facts.map { "<dt>\(e($0.0))</dt><dd>\(e($0.1))</dd>" }.joined() + "</dl></header>"
         body += HTMLReport.section("Latency against offered load", id: "latency", latencyChart(r))
@@ -120,8 +122,10 @@ public enum CapacityReport {
             id: chartIDs[1], title: "Achieved throughput against offered load", xLabel: "offered load (\(r.unit))", yLabel: "delivered pairs/s"
         )
         chart.series = [.init(name: "achieved", points: steps.map { ($0.load, $0.throughput) }, style: 0)]
-        if r.vary == "rate", let low = steps.first?.load, let high = steps.last?.load {
-            chart.series.append(.init(name: "offered", points: [(low, low), (high, high)], style: 6, dash: "2 3"))
+        // Offered pairs per second: the load times the pairs a send makes at the lowest load.
+        if r.vary == "rate", let first = steps.first, first.load > 0, r.windowSeconds > 0, let high = steps.last?.load {
+            let pairsPerSend = Double(first.expected) / r.windowSeconds / first.load
+            chart.series.append(.init(name: "offered", points: [(first.load, first.load * pairsPerSend), (high, high * pairsPerSend)], style: 6, dash: "2 3"))
         }
         if let fit = r.usl, let low = steps.first?.load, let high = steps.last?.load, high > low {
             let points = (0...40).map { i -> (x: Double, y: Double) in

@@ -61,7 +61,7 @@ extension CapacityResult {
         let curve = Self.curve(steps)
         // A knee only where the curve bends: throughput that falls 5% behind the load it follows,
         // a p99 that at least doubles. Kneedle finds a "knee" in any noise.
-        let following = curve.filter { $0.load > 0 }.map { $0.throughput / $0.load }
+        let following = curve.filter { $0.expected > 0 && $0.load > 0 }.map { $0.throughput / $0.load }
         if curve.count >= 3, let most = following.max(), let least = following.min(), least < 0.95 * most {
             let loads = curve.map(\.load)
             kneeOfThroughput = Kneedle.knee(x: loads, y: curve.map(\.throughput), curve: .concave, direction: .increasing).map { loads[$0] }

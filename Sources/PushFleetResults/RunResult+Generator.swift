@@ -45,7 +45,7 @@ extension RunResult {
 
     /// Metrics whose failure is the target's whatever the generator did: a push to the wrong
     /// user or a leak is wrong at any load.
-    static let correctnessMetrics: Set<String> = ["delivery.misdelivered", "delivery.misdelivered_ratio", "leaks", "delivery.duplicates"]
+    public static let correctnessMetrics: Set<String> = ["delivery.misdelivered", "delivery.misdelivered_ratio", "leaks", "delivery.duplicates"]
 
     /// The generator was the limit and nothing failed that no load excuses.
     public var inconclusive: Bool {

@@ -52,7 +52,7 @@ extension RunResult {
 
     /// A threshold judged over a window and over each of its slices: a breach counts only when
     /// it holds over the whole window and in at least half of the slices, so one spike does not
-    /// fail a step.
+    /// fail a step — but a rule on what is wrong at any load (``exact``) breaches on the window.
     public struct WindowThreshold: Sendable, Codable, Equatable {
         public var metric: String
         public var expression: String
@@ -61,6 +61,12 @@ extension RunResult {
         public var passed: Bool
         public var slices: Int
         public var slicesFailed: Int
+        /// A rule on pushes to the wrong device, duplicates, leaks, stale or unverified content,
+        /// or sends to dead tokens: one is one too many, whichever slice it fell in.
+        public var exact: Bool
+
+        /// The metrics whose rules breach over the window alone.
+        public static let exactMetrics = RunResult.correctnessMetrics.union(["delivery.stale", "delivery.unverified", "delivery.sent_to_dead_token"])
 
         package init(metric: String, expression: String, measured: Double?, unit: String, passed: Bool, slices: Int, slicesFailed: Int) {
             self.metric = metric
@@ -70,8 +76,9 @@ extension RunResult {
             self.passed = passed
             self.slices = slices
             self.slicesFailed = slicesFailed
+            self.exact = Self.exactMetrics.contains(metric)
         }
 
-        public var sustained: Bool { !passed && slicesFailed * 2 >= slices }
+        public var sustained: Bool { !passed && (exact || slicesFailed * 2 >= slices) }
     }
 }

@@ -65,6 +65,13 @@ extension ScenarioLoader {
             }
         }
         if map["require"] != nil { capacity.require = load("require") }
+        // The ladder, the bisection and the repeats must fit the search's step budget.
+        let ladder = (log(capacity.maximum / capacity.start) / log(capacity.factor)).rounded(.up) + 1
+        let bisection = max(0, log2(log(capacity.factor) / log(1 + capacity.resolution)).rounded(.up))
+        let needed = Int(ladder + bisection) + 2 * (capacity.repeats - 1)
+        if needed > Scenario.Capacity.maximumSteps {
+            r.report(node, "capacity", "this search needs up to \(needed) steps, over the \(Scenario.Capacity.maximumSteps) a search makes: raise start or factor, or lower max, resolution or repeats")
+        }
         return capacity
     }
 

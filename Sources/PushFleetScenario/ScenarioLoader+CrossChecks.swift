@@ -21,6 +21,19 @@ extension ScenarioLoader {
                 r.report(node("capacity"), "capacity", "a capacity search needs a traffic entry whose rate it varies or keeps")
             } else if let name = capacity.traffic, !scenario.traffic.contains(where: { $0.name == name }) {
                 r.report(node("capacity"), "capacity.traffic", "no traffic entry named '\(name)' (there are \(scenario.traffic.map(\.name).joined(separator: ", ")))")
+            } else {
+                // A step plans every send up front: the largest must fit what a sender may plan.
+                let rate = capacity.vary == .rate ? capacity.maximum : scenario.capacityDevicesRate?.perSecond ?? 0
+                let sends = rate * (capacity.warmup + capacity.window).seconds
+                if sends > Double(Scenario.Traffic.maximumSends) {
+                    r.report(
+                        node("capacity"), "capacity",
+                        "the largest step would plan \(Int(sends)) sends, over the \(Scenario.Traffic.maximumSends) a sender may: lower max or shorten warmup and window"
+                    )
+                }
+                if capacity.vary == .devices && rate <= 0 {
+                    r.report(node("capacity"), "capacity.rate", "a devices search needs a send rate above 0: give capacity.rate")
+                }
             }
         }
         var names = Set<String>()

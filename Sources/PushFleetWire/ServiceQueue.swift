@@ -18,11 +18,16 @@ public struct ServiceQueue: Sendable, Equatable {
     private var freeAt: Int64 = .min
     private let serviceTime: Int64
 
-    /// A queue of one quarter second's service unless given.
+    /// The longest a full queue may take to serve: it bounds how far ahead the server is booked.
+    public static let longestWait: Int64 = 86_400 * 1_000_000_000
+
+    /// A queue of one quarter second's service unless given, and at most a day's.
     public init(rate: Double, capacity: Int? = nil) {
         self.rate = min(max(rate, Self.rateRange.lowerBound), Self.rateRange.upperBound)
-        self.capacity = min(max(capacity ?? Int((self.rate / 4).rounded(.up)), 1), Self.capacityRange.upperBound)
-        serviceTime = max(1, Int64((1e9 / self.rate).rounded()))
+        let serviceTime = max(1, Int64((1e9 / self.rate).rounded()))
+        self.serviceTime = serviceTime
+        let asked = min(max(capacity ?? Int((self.rate / 4).rounded(.up)), 1), Self.capacityRange.upperBound)
+        self.capacity = Int(min(Int64(asked), max(1, Self.longestWait / serviceTime)))
     }
 
     /// Admits an item arriving at `now`: how long until it has been served, or nil when the queue

@@ -16,7 +16,7 @@ struct Capacity: AsyncParsableCommand {
             of its own, judged over its window after a warm-up; the reports go to capacity.json, steps.csv, \
             report.html and a folder per step. Exit codes: 0 a capacity was found (at least the requirement, \
             when one is given); 99 the capacity is below the requirement, the first step already failed, or a \
-            misdelivery or leak stopped the search; 3 inconclusive (pushfleet was the limit before the target \
+            misdelivery or leak stopped the search, or no load passed every one of its runs; 3 inconclusive (pushfleet was the limit before the target \
             was); 2 invalid input; 1 anything else (an interrupted search still writes what it found).
             """
     )
@@ -82,6 +82,7 @@ struct Capacity: AsyncParsableCommand {
         case "aborted", "out_of_steps": return ExitStatus.failure
         case "generator_bound": return ExitStatus.inconclusive
         case "below_start", "stopped": return ExitStatus.thresholdFailed
+        case "found" where result.capacity == nil: return ExitStatus.thresholdFailed
         default: return result.meetsRequirement == false ? ExitStatus.thresholdFailed : ExitStatus.passed
         }
     }

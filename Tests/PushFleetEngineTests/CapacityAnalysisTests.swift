@@ -238,3 +238,53 @@ struct CapacityAnalysisTests {
         #expect(knees.kneeOfThroughput != nil && knees.kneeOfP99 != nil)
     }
 }
+
+import PushFleetReport
+
+/// What compare and the exit code make of searches that did not end with a plain capacity.
+@Suite("Capacity verdicts")
+struct CapacityVerdictTests {
+    static func result(outcome: String, capacity: Double?, unit: String = "sends/s") -> CapacityResult {
+        var result = CapacityAnalysisTests.result([])
+        result.outcome = outcome
+        result.capacity = capacity
+        result.lastPass = capacity
+        result.unit = unit
+        return result
+    }
+
+    @Test("compare: a stopped search regresses whatever its capacity; aborted, out of steps or unlike searches decide nothing")
+    func comparisons() {
+        let baseline = Self.result(outcome: "found", capacity: 210)
+        #expect(CapacityComparison(baseline: baseline, current: Self.result(outcome: "stopped", capacity: 400), tolerance: 0.1).verdict == "regressed")
+        #expect(CapacityComparison(baseline: baseline, current: Self.result(outcome: "below_start", capacity: nil), tolerance: 0.1).verdict == "regressed")
+        #expect(CapacityComparison(baseline: baseline, current: Self.result(outcome: "aborted", capacity: 100), tolerance: 0.1).verdict == "inconclusive")
+        #expect(CapacityComparison(baseline: baseline, current: Self.result(outcome: "out_of_steps", capacity: 100), tolerance: 0.1).verdict == "inconclusive")
+        #expect(CapacityComparison(baseline: baseline, current: Self.result(outcome: "found", capacity: 210, unit: "devices"), tolerance: 0.1).verdict == "inconclusive")
+        #expect(CapacityComparison(baseline: baseline, current: Self.result(outcome: "generator_bound", capacity: 100), tolerance: 0.1).verdict == "inconclusive")
+        #expect(CapacityComparison(baseline: baseline, current: Self.result(outcome: "found", capacity: 190), tolerance: 0.1).verdict == "passed")
+        #expect(CapacityComparison(baseline: baseline, current: Self.result(outcome: "found", capacity: 180), tolerance: 0.1).verdict == "regressed")
+        #expect(CapacityComparison(baseline: baseline, current: Self.result(outcome: "not_reached", capacity: 1600), tolerance: 0.1).verdict == "passed")
+    }
+
+    @Test("a found bracket whose low side failed a repeat, with nothing below that always passed, is unconfirmed")
+    func unconfirmed() {
+        #expect(CapacityReport.verdict(Self.result(outcome: "found", capacity: nil)) == "unconfirmed")
+        #expect(CapacityReport.verdict(Self.result(outcome: "found", capacity: 300)) == "found")
+    }
+
+    @Test("a rule on what is wrong at any load breaches over the window alone; a latency rule needs half the slices")
+    func exactRules() {
+        let duplicates = RunResult.WindowThreshold(
+            metric: "delivery.duplicates", expression: "count == 0", measured: 50, unit: "", passed: false, slices: 4, slicesFailed: 1
+        )
+        #expect(duplicates.sustained)
+        let latency = RunResult.WindowThreshold(
+            metric: "delivery", expression: "p(99) < 250ms", measured: 300, unit: "ms", passed: false, slices: 4, slicesFailed: 1
+        )
+        #expect(!latency.sustained)
+        var held = latency
+        held.slicesFailed = 2
+        #expect(held.sustained)
+    }
+}

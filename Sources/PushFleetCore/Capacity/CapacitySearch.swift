@@ -114,9 +114,14 @@ public struct CapacitySearch: Sendable {
     }
 
     private func decide() -> Action {
-        guard records.count < Scenario.Capacity.maximumSteps else { return .finished(.outOfSteps) }
         if records.contains(where: { $0.verdict == .stop }) { return .finished(.stopped) }
         if records.contains(where: { $0.verdict == .invalid }) { return .finished(.generatorBound) }
+        let action = plan()
+        if case .run = action, records.count >= Scenario.Capacity.maximumSteps { return .finished(.outOfSteps) }
+        return action
+    }
+
+    private func plan() -> Action {
         guard let last = records.last else { return .run(load: round(capacity.start), phase: .ladder) }
         let fail = firstFail
         guard let pass = lastPass else {
@@ -126,7 +131,9 @@ public struct CapacitySearch: Sendable {
         guard let fail else {
             // Still climbing.
             if last.load >= capacity.maximum { return .finished(.notReached) }
-            return .run(load: min(round(last.load * capacity.factor), capacity.maximum), phase: .ladder)
+            // Whole devices climb by one at least, or a small start with a small factor stalls.
+            let next = integral ? max(round(last.load * capacity.factor), last.load + 1) : round(last.load * capacity.factor)
+            return .run(load: min(next, capacity.maximum), phase: .ladder)
         }
         if fail / pass > 1 + capacity.resolution {
             let middle = round((pass * fail).squareRoot())
