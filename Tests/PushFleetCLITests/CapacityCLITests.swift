@@ -35,21 +35,24 @@ struct CapacityCLITests {
         """
     }
 
-    static func capacity(_ arguments: [String], limit: Duration = .seconds(150)) async throws -> ChildProcess.Outcome {
+    /// The limit bounds a search gone wrong; it is no measure of speed (a loaded machine takes
+    /// several times longer than an idle one).
+    static func capacity(_ arguments: [String], limit: Duration = .seconds(600)) async throws -> ChildProcess.Outcome {
         // Serialised with the gated runs of other suites: the search's steps are whole fleet runs.
         try await RunGate.exclusive { try await ChildProcess.run(CLITests.binary, ["capacity"] + arguments, limit: limit) }
     }
 
+    /// One search (each is a dozen whole runs): the capacity is found and written, and a
+    /// requirement above it fails the search. CI's own capacity search checks the passing exit.
     @Test("a push service of 60/s is found between 48 and 66 sends/s, its hop named, the reports written; --require above it exits 99")
     func findsKnownCapacity() async throws {
         let directory = try CLITests.temporaryDirectory()
         let file = directory.appendingPathComponent("cap.yaml")
         try Self.scenario().write(to: file, atomically: true, encoding: .utf8)
         let out = directory.appendingPathComponent("out")
-        let started = ContinuousClock.now
-        let found = try await Self.capacity([file.path, "--out", out.path, "--quiet"])
-        let took = ContinuousClock.now - started
-        #expect(found.status == 0, "\(found.text)")
+        let found = try await Self.capacity([file.path, "--out", out.path, "--quiet", "--require", "1000/s"])
+        #expect(found.status == 99, "\(found.text)")
+        #expect(found.text.contains("required 1,000 sends/s: NOT met"), "\(found.text)")
         for name in ["capacity.json", "steps.csv", "report.html"] {
             #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent(name).path), "\(name) missing")
         }
@@ -63,7 +66,7 @@ struct CapacityCLITests {
         #expect(result.brokeAt?.load == firstFail)
         #expect(result.summary.contains("capacity \(CapacityResult.format(capacity)) sends/s"), "\(result.summary)")
         #expect(result.generatorBoundAt == nil)
-        #expect(result.meetsRequirement == nil)
+        #expect(result.required == 1000 && result.meetsRequirement == false)
         #expect(result.unit == "sends/s" && result.vary == "rate")
         #expect(result.warmupSeconds == 1 && result.windowSeconds == 3)
         // The ladder's steps 20, 40 and 80 came first.
@@ -84,15 +87,6 @@ struct CapacityCLITests {
             #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent(step.report).appendingPathComponent("run.json").path), "\(step.report)")
         }
 
-        // A requirement above what is found fails the search.
-        let requireOut = directory.appendingPathComponent("require")
-        let required = try await Self.capacity([file.path, "--out", requireOut.path, "--quiet", "--require", "1000/s"])
-        #expect(required.status == 99, "\(required.text)")
-        #expect(required.text.contains("required 1,000 sends/s: NOT met"), "\(required.text)")
-        let below = try CapacityReport.decode(Data(contentsOf: requireOut.appendingPathComponent("capacity.json")))
-        #expect(below.required == 1000 && below.meetsRequirement == false)
-        #expect(below.outcome == "found" && (below.capacity ?? 0) < 1000, "\(below.summary)")
-        #expect(ContinuousClock.now - started < .seconds(150), "took \(took) and then more")
     }
 
     @Test("a scenario without capacity: exits 2 and says so; a --require that is not a rate exits 2")

@@ -239,7 +239,8 @@ struct ServiceRateTests {
             let refused = sends.filter { $0.status == 503 }
             let taken = sends.filter { $0.status != 503 }
             #expect(taken.allSatisfy { $0.status == 200 }, "\(taken.map(\.status))")
-            #expect((1...3).contains(taken.count), "\(taken.count) taken over \(spread)")
+            // Each 500 ms the sends took to arrive frees one place more (a loaded machine spreads them).
+            #expect(taken.count >= 1 && taken.count <= 3 + Int(spread / .milliseconds(500)), "\(taken.count) taken over \(spread)")
             #expect(refused.count == 8 - taken.count)
             #expect(refused.allSatisfy { $0.headers.first(name: "Retry-After") == "1" }, "\(refused.map(\.headers))")
             #expect(refused.allSatisfy { $0.text.contains("send queue is full") }, "\(refused.first?.text ?? "")")
