@@ -154,9 +154,9 @@ extension FleetRun {
         let info = RunResult.Info(
             tool: "pushfleet", version: provenance.version, runID: plan.runID, scenario: scenario.name,
             scenarioFile: provenance.scenarioFile, scenarioText: provenance.scenarioText, seed: scenario.seed,
-            target: Self.describe(scenario.target), backendURL: context.system.backend, pushServiceURL: context.system.pushService,
+            target: FleetRunner.describe(scenario.target), backendURL: context.system.backend, pushServiceURL: context.system.pushService,
             host: provenance.host.name, cores: provenance.host.cores, memoryBytes: provenance.host.memoryBytes, os: provenance.host.os,
-            startedAt: Self.iso(startedWall), endedAt: Self.iso(context.clock.wallNow()),
+            startedAt: FleetRunner.iso(startedWall), endedAt: FleetRunner.iso(context.clock.wallNow()),
             durationSeconds: Double(context.now() - context.start) / 1e9, aborted: stop.level >= .stopping, abortReason: stop.reason,
             trafficStartSecond: Double(timeline.trafficStart - context.start) / 1e9,
             trafficEndSecond: Double(timeline.trafficEnd - context.start) / 1e9
@@ -170,21 +170,6 @@ extension FleetRun {
         let result = builder.build(info: info)
         options.metrics?.setOutcomes(result.delivery)
         return result
-    }
-
-    static func describe(_ target: Scenario.Target) -> String {
-        switch target {
-        case .embedded: "embedded"
-        case .external(let backend, .url(let pns)): "backend \(backend), push service \(pns)"
-        case .external(let backend, .embedded(let listen)): "backend \(backend), embedded push service on \(listen)"
-        }
-    }
-
-    /// ISO 8601 with milliseconds, from wall-clock nanoseconds.
-    static func iso(_ wallNanoseconds: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(wallNanoseconds) / 1e9))
     }
 
     // MARK: Sockets

@@ -1,3 +1,4 @@
+import Foundation
 public import Logging
 public import PushFleetCore
 public import PushFleetMetrics
@@ -54,6 +55,22 @@ public struct FleetRunner: Sendable {
         guard scenario.api != nil else { throw MissingAPIError() }
         let plan = plan ?? FleetPlan(scenario: scenario, runID: options.runID ?? Self.makeRunID())
         return await FleetRun(scenario: scenario, plan: plan, system: system, options: options).play(stop: stop)
+    }
+
+    /// The target as the reports name it.
+    public static func describe(_ target: Scenario.Target) -> String {
+        switch target {
+        case .embedded: "embedded"
+        case .external(let backend, .url(let pns)): "backend \(backend), push service \(pns)"
+        case .external(let backend, .embedded(let listen)): "backend \(backend), embedded push service on \(listen)"
+        }
+    }
+
+    /// ISO 8601 with milliseconds, from wall-clock nanoseconds.
+    public static func iso(_ wallNanoseconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(wallNanoseconds) / 1e9))
     }
 
     /// 12 random hex digits.

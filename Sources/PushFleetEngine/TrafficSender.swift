@@ -49,7 +49,7 @@ struct TrafficSender: Sendable {
                 guard await context.sleep(until: intended) else { break }
                 // Waking late is the fleet's own doing; a send waiting for a connection is not.
                 let woke = context.now()
-                if woke - intended > Self.lateWake { context.emit(.senderLate(lag: woke - intended, at: woke)) }
+                if woke - intended > Self.lateWake { context.emit(.senderLate(lag: woke - intended)) }
                 let (from, to) = choose(&rng, users: context.plan.users)
                 guard inFlight.enter(limit: traffic.maxInFlight) else {
                     context.emit(.sendDropped(at: intended))

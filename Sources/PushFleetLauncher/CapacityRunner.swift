@@ -26,7 +26,7 @@ public struct CapacityRunner: Sendable {
         let unit = capacity.vary == .rate ? "sends/s" : "devices"
         var search = CapacitySearch(capacity)
         var steps: [CapacityStep] = []
-        let startedAt = Date()
+        let startedWall = WallClock.nanoseconds()
         var outcome: CapacitySearch.Outcome?
         var failure: String?
         loop: while true {
@@ -72,8 +72,8 @@ public struct CapacityRunner: Sendable {
         }
         let provenance = options.provenance
         var result = CapacityResult(
-            version: provenance.version, scenario: scenario.name, scenarioFile: provenance.scenarioFile, target: Self.describe(scenario.target),
-            host: provenance.host.name, cores: provenance.host.cores, startedAt: Self.iso(startedAt), endedAt: Self.iso(Date()),
+            version: provenance.version, scenario: scenario.name, scenarioFile: provenance.scenarioFile, target: FleetRunner.describe(scenario.target),
+            host: provenance.host.name, cores: provenance.host.cores, startedAt: FleetRunner.iso(startedWall), endedAt: FleetRunner.iso(WallClock.nanoseconds()),
             vary: capacity.vary.rawValue, unit: unit, slo: scenario.effectiveThresholds.map { "\($0.metric): \($0.expression)" },
             warmupSeconds: capacity.warmup.seconds, windowSeconds: capacity.window.seconds, outcome: outcome?.rawValue ?? "aborted", steps: steps
         )
@@ -100,20 +100,6 @@ public struct CapacityRunner: Sendable {
 
     static func bracket(_ search: CapacitySearch, unit: String) -> String {
         "bracket [\(search.lastPass.map(CapacityResult.format) ?? "–"), \(search.firstFail.map(CapacityResult.format) ?? "–")] \(unit)"
-    }
-
-    static func describe(_ target: Scenario.Target) -> String {
-        switch target {
-        case .embedded: "embedded"
-        case .external(let backend, .url(let pns)): "backend \(backend), push service \(pns)"
-        case .external(let backend, .embedded(let listen)): "backend \(backend), embedded push service on \(listen)"
-        }
-    }
-
-    static func iso(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
     }
 }
 

@@ -17,7 +17,7 @@ package enum RunEvent: Sendable {
     case send(DeliveryLedger.Send)
     case sendDropped(at: Int64)
     /// A sender woke `lag` after a send's intended start: the fleet fell behind its schedule.
-    case senderLate(lag: Int64, at: Int64)
+    case senderLate(lag: Int64)
     /// A push received; `push` is the push service's number for it, when it gave one.
     case receipt(DeliveryLedger.Receipt, push: UInt64?)
     /// What the push service reported of the run's pushes, its times on the run's clock.
@@ -53,7 +53,6 @@ package final class Recorder: Sendable {
         var sends = 0
         var sendFailures = 0
         var sendsDropped = 0
-        var lateWakes = 0
         var received = 0
         var errors = 0
         var errorsByClass: [String: Int] = [:]
@@ -188,10 +187,9 @@ package final class Recorder: Sendable {
             state.live.sendsDropped += 1
             state.dropsDue.append(at)
             bucket(&state, at) { $0.sendsDropped += 1 }
-        case .senderLate(let lag, let at):
+        case .senderLate(let lag):
             state.lateWakes += 1
             state.longestWakeLag = max(state.longestWakeLag, lag)
-            bucket(&state, at) { $0.lateWakes += 1 }
         case .receipt(let receipt, let push):
             state.ledger.record(receipt, push: push)
             state.live.received += 1

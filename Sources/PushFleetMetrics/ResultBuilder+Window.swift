@@ -6,17 +6,19 @@ extension ResultBuilder {
     /// Slices a window is also judged in.
     static let windowSlices = 4
 
-    /// Judges the sends whose intended start fell in `window` (run-clock instants): the
+    /// Judges the sends that started in `window` (run-clock instants): the
     /// scenario's rules over the whole span and over each slice, misdelivery and leaks at once,
     /// and the backlog of unsettled pairs at each slice's end.
     func window(_ state: Recorder.State, _ window: Range<Int64>) -> RunResult.Window {
         let length = Double(window.upperBound - window.lowerBound) / 1e9
         let whole = measures(state, window)
         let step = (window.upperBound - window.lowerBound) / Int64(Self.windowSlices)
-        let slices = (0..<Self.windowSlices).map { index in
+        // The last slice takes the division's remainder.
+        let spans = (0..<Self.windowSlices).map { index in
             let start = window.lowerBound + Int64(index) * step
-            return measures(state, start..<(index == Self.windowSlices - 1 ? window.upperBound : start + step))
+            return start..<(index == Self.windowSlices - 1 ? window.upperBound : start + step)
         }
+        let slices = spans.map { measures(state, $0) }
         let sliced = slices.map { thresholds(histograms: $0.histograms, counters: $0.counters) }
         let judged = thresholds(histograms: whole.histograms, counters: whole.counters).enumerated().map { index, rule in
             RunResult.WindowThreshold(
@@ -28,14 +30,11 @@ extension ResultBuilder {
         // less the ones delivered by then. A pair past its deadline is lost or late, which the
         // rules judge; it is not work piling up.
         let deadline = scenario.deadline.nanoseconds
-        let starts = (0..<slices.count).map { window.lowerBound + Int64($0) * step }
-        let ends = (0..<slices.count).map { $0 == slices.count - 1 ? window.upperBound : window.lowerBound + Int64($0 + 1) * step }
-        let backlog = ends.map { end -> Int in
+        let backlog = spans.map(\.upperBound).map { end -> Int in
             var outstanding = 0
-            for index in slices.indices where starts[index] < end && ends[index] > end - deadline {
+            for (index, span) in spans.enumerated() where span.lowerBound < end && span.upperBound > end - deadline {
                 let delivered = whole.verdict.deliveries.filter { delivery in
-                    let started = delivery.receivedAt - delivery.raw
-                    return started >= starts[index] && started < ends[index] && delivery.receivedAt <= end
+                    span.contains(delivery.receivedAt - delivery.raw) && delivery.receivedAt <= end
                 }.count
                 outstanding += slices[index].verdict.total.expected - delivered
             }

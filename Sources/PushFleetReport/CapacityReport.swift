@@ -33,7 +33,8 @@ public enum CapacityReport {
         return result.meetsRequirement == false && result.outcome != "generator_bound" ? "below_required" : result.outcome
     }
 
-    static let hopOrder = ["backend", "hub", "push_service", "device", "fetch"]
+    /// The hops as `CapacityStep.hops` names them: `MetricName.hops` without `hop.`.
+    static let hopOrder = MetricName.hops.map { String($0.dropFirst("hop.".count)) }
 
     static func stepsCSV(_ r: CapacityResult) -> String {
         let header = [
