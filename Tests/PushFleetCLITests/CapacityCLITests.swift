@@ -113,4 +113,36 @@ struct CapacityCLITests {
         #expect(bad.status == 2, "\(bad.text)")
         #expect(bad.text.contains("capacity.max: must be above capacity.start"), "\(bad.text)")
     }
+
+    @Test("hostile capacity inputs to compare and serve: garbage capacity.json, a search against a run, a service rate out of range")
+    func hostileInputs() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        let manager = FileManager.default
+        for name in ["garbage", "good", "run"] { try manager.createDirectory(at: directory.appendingPathComponent(name), withIntermediateDirectories: true) }
+        try Data("{\"outcome\": 7, ".utf8).write(to: directory.appendingPathComponent("garbage/capacity.json"))
+        try Data("{}".utf8).write(to: directory.appendingPathComponent("run/run.json"))
+        var good = CapacityResult(
+            version: "t", scenario: "s", scenarioFile: "s.yaml", target: "embedded", host: "h", cores: 2, startedAt: "", endedAt: "", vary: "rate",
+            unit: "sends/s", slo: [], warmupSeconds: 1, windowSeconds: 3, outcome: "found", steps: []
+        )
+        good.capacity = 100
+        good.lastPass = 100
+        try CapacityReport.json(good).write(to: directory.appendingPathComponent("good/capacity.json"))
+
+        let garbage = try await CLITests.run(["compare", "good", "garbage"], in: directory)
+        #expect(garbage.status == 2, "\(garbage.output)")
+        #expect(garbage.output.contains("is not a pushfleet capacity.json"), "\(garbage.output)")
+        let mixed = try await CLITests.run(["compare", "good", "run"], in: directory)
+        #expect(mixed.status == 2, "\(mixed.output)")
+        #expect(mixed.output.contains("compare like with like"), "\(mixed.output)")
+        let same = try await CLITests.run(["compare", "good", "good"], in: directory)
+        #expect(same.status == 0, "\(same.output)")
+        #expect(same.output.contains("verdict: passed"), "\(same.output)")
+
+        for faults in [#"{"serviceRate": 0}"#, #"{"serviceRate": 1e300}"#, #"{"serviceRate": 10, "serviceQueue": -3}"#] {
+            let serve = try await CLITests.run(["serve", "--backend-listen", "127.0.0.1:0", "--pns-listen", "127.0.0.1:0", "--faults", faults], in: directory)
+            #expect(serve.status == 2, "\(faults): \(serve.output)")
+            #expect(serve.output.contains("--faults: service"), "\(faults): \(serve.output)")
+        }
+    }
 }
