@@ -109,6 +109,7 @@ let package = Package(
                 "PushFleetCore",
                 "PushFleetWire",
                 "PushFleetEngine",
+                "PushFleetMetrics",
                 "PushFleetResults",
                 "PushFleetEmbedded",
                 "PushFleetBackend",

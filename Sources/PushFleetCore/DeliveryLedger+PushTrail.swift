@@ -22,6 +22,17 @@ extension DeliveryLedger {
             flags = (held ? 1 : 0) | (delayed ? 2 : 0)
         }
 
+        /// Its stored form (microseconds before the receipt, `UInt32.max` for none; flags), for
+        /// files that keep receipts.
+        package var raw: (accepted: UInt32, written: UInt32, hub: UInt32, flags: UInt8) { (acceptedBefore, writtenBefore, hubBefore, flags) }
+
+        package init(raw: (accepted: UInt32, written: UInt32, hub: UInt32, flags: UInt8)) {
+            acceptedBefore = raw.accepted
+            writtenBefore = raw.written
+            hubBefore = raw.hub
+            flags = raw.flags & 3
+        }
+
         /// It was held for the device while it was offline.
         public var held: Bool { flags & 1 != 0 }
         /// An injected latency fault held it back.

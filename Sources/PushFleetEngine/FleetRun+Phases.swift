@@ -81,13 +81,17 @@ extension FleetRun {
         guard !context.isStopping else { return context.now() }
         await withTaskGroup(of: Bool.self) { group in
             // Faults end with the traffic: a backend restart still under way is no longer waited for.
-            group.addTask {
-                await FaultScheduler(steps: scenario.faults).run(context, trafficStart: trafficStart)
-                return false
+            // Faults act on the system under test, which the shards share: one plays them.
+            if options.shard.index == 0 {
+                group.addTask {
+                    await FaultScheduler(steps: scenario.faults).run(context, trafficStart: trafficStart)
+                    return false
+                }
             }
             for (index, traffic) in scenario.traffic.enumerated() {
                 group.addTask {
-                    await TrafficSender(traffic: traffic, index: index, names: scenario.fleet.names).run(context, trafficStart: trafficStart)
+                    await TrafficSender(traffic: traffic, index: index, names: scenario.fleet.names, shard: options.shard)
+                        .run(context, trafficStart: trafficStart)
                     return true
                 }
             }
@@ -109,8 +113,10 @@ extension FleetRun {
     private func depart(_ departure: Scenario.Departure, trafficStart: Int64) async {
         guard await context.sleep(until: trafficStart + departure.at.nanoseconds) else { return }
         context.emit(.marker("departure of \(Int(departure.share * 100))% of devices", at: context.now()))
+        // Drawn over the whole plan, so the shards' departures add up to the single run's.
         var rng = SplitMix64(seed: scenario.seed ^ 0xDE9A)
-        let leaving = devices.filter { _ in rng.nextUnit() < departure.share }
+        let chosen = Set(plan.devices.indices.filter { _ in rng.nextUnit() < departure.share })
+        let leaving = devices.filter { chosen.contains($0.plan.index) }
         await withDiscardingTaskGroup { inner in
             for device in leaving { inner.addTask { await device.depart(context) } }
         }
@@ -126,8 +132,17 @@ extension FleetRun {
     /// "Settled" is the ledger's running count of pairs still awaited; the whole ledger is
     /// judged only to confirm a count of zero (or when the count cannot tell), at most once per
     /// four times what a judgement costs.
+    ///
+    /// A shard listens to the end: pushes for its devices may come from other shards' sends,
+    /// which its ledger cannot await.
     func drain(_ stop: StopControl, until deadline: Int64) async {
         let quiet = scenario.quietPeriod.nanoseconds
+        if !options.shard.isWhole {
+            while context.now() < deadline && stop.level < .aborting {
+                try? await context.clock.sleep(until: min(deadline, context.now() + 20_000_000))
+            }
+            return
+        }
         var nextConfirm: Int64 = 0
         while context.now() < deadline && stop.level < .aborting {
             try? await context.clock.sleep(until: min(deadline, context.now() + 20_000_000))

@@ -56,7 +56,8 @@ struct FleetRun: Sendable {
         let clock = options.clock
         startedWall = clock.wallNow()
         let start = clock.now()
-        recorder = Recorder(users: plan.users, start: start, metrics: options.metrics)
+        options.tape?.begin(originMonotonic: start, originWall: startedWall)
+        recorder = Recorder(users: plan.users, start: start, metrics: options.metrics, tape: options.tape)
         options.metrics?.setDevicesPlanned(plan.devices.count)
         // The token as the push service knows it (a WNS channel's id), to match its reports.
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform, token: device.token)) }
@@ -67,18 +68,20 @@ struct FleetRun: Sendable {
         let sources = Self.sourceAddresses(scenario, plan, pushServiceURL: system.pushService, progress: options.progress)
         let context = RunContext(
             scenario: scenario, plan: plan, system: system, clock: clock, start: start, events: events, logger: options.logger,
-            sourceAddresses: sources, trace: options.trace
+            sourceAddresses: sources, trace: options.trace, shard: options.shard
         )
         self.context = context
+        // A shard plays only its own devices; the ledger knows them all.
+        let played = plan.devices.filter { options.shard.owns(device: $0.index) }
         // Empty unless every device has a pool of its own.
-        let ownClients: [BackendClient] = scenario.fleet.http != .perDevice ? [] : plan.devices.map { device in
+        let ownClients: [BackendClient] = scenario.fleet.http != .perDevice ? [] : played.map { device in
             BackendClient(
                 baseURL: system.backend, connections: 1, sourceAddresses: context.sourceAddress(device.index).map { [$0] } ?? [], clock: clock
             )
         }
         self.ownClients = ownClients
-        devices = plan.devices.indices.map {
-            VirtualDevice(plan: plan.devices[$0], context: context, http: ownClients.isEmpty ? nil : ownClients[$0])
+        devices = played.indices.map {
+            VirtualDevice(plan: played[$0], context: context, http: ownClients.isEmpty ? nil : ownClients[$0])
         }
         setup = SetupTracker(total: devices.count)
     }
@@ -111,6 +114,7 @@ struct FleetRun: Sendable {
             await watching.wait()
 
             await arrive()
+            await waitForTrafficGate(stop)
             timeline.trafficStart = context.now()
             let cpuBefore = (CPUTime.own(), ContinuousClock.now)
             events.resetLag()
@@ -148,6 +152,18 @@ struct FleetRun: Sendable {
         }
         if stop.level < .aborting { await shutDownClients() }
         return result(timeline, stop: stop)
+    }
+
+    /// The shards of a run start their traffic together: the gate says when (or why not).
+    private func waitForTrafficGate(_ stop: StopControl) async {
+        guard let gate = options.trafficGate, !context.isStopping else { return }
+        switch await gate() {
+        case .startAt(let wall):
+            _ = await context.sleep(until: context.now() + (wall - context.clock.wallNow()))
+        case .stop(let reason):
+            _ = stop.escalate(reason: reason)
+            context.stopping.store(true, ordering: .relaxed)
+        }
     }
 
     private func shutDownClients() async {

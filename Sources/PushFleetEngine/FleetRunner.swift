@@ -30,6 +30,14 @@ public struct FleetRunner: Sendable {
         /// After the drain, every device unregisters and disconnects, as a departure does: a
         /// capacity step against an external backend leaves no registrations for the next.
         public var departAtEnd = false
+        /// The part of the plan this process plays (``Shard``): its devices and its share of
+        /// every sender's schedule. Sharded runs share the run id; only shard 0 plays faults.
+        public var shard = Shard.whole
+        /// Where every event the recorder applies is also written (a shard's raw material).
+        package var tape: EventTapeWriter?
+        /// Called once the fleet is in; says when (wall clock) the traffic starts, so the shards
+        /// of a run start theirs together, or why the run cannot go on.
+        public var trafficGate: (@Sendable () async -> TrafficGate)?
 
         public init(provenance: RunProvenance, logger: Logger, progress: (@Sendable (String) -> Void)? = nil) {
             self.provenance = provenance
@@ -79,6 +87,14 @@ public struct FleetRunner: Sendable {
         let hex = String(value, radix: 16)
         return String(repeating: "0", count: 12 - hex.count) + hex
     }
+}
+
+/// What a run waiting to start its traffic is told (``FleetRunner/Options/trafficGate``).
+public enum TrafficGate: Sendable, Equatable {
+    /// Start at this wall-clock instant (nanoseconds since the Unix epoch); at once if past.
+    case startAt(wall: Int64)
+    /// Do not start: the run stops here and writes what it recorded, with this reason.
+    case stop(String)
 }
 
 /// A scenario built in code without an api description (the loader always gives one).

@@ -19,7 +19,10 @@ struct PushServiceWatcher: Sendable {
     func run(ready: @escaping @Sendable () -> Void) async {
         let context = context
         if let service = context.system.pushWatch {
-            let watch = service.watch(run: context.runID) { report in context.emit(.pushReport(Self.onRunClock(report, context))) }
+            let watch = service.watch(run: context.runID) { report in
+                let own = context.ownPart(of: report)
+                if !own.hops.isEmpty || own.hub?.isEmpty == false { context.emit(.pushReport(Self.onRunClock(own, context))) }
+            }
             context.emit(.pushServiceView(.watched(since: context.now(), gaps: [])))
             ready()
             await Self.untilCancelled()
@@ -87,7 +90,8 @@ struct PushServiceWatcher: Sendable {
                         }
                         // The service left reports out: they fell since the last batch.
                         if let lost = report.lost, lost > 0 { context.emit(.pushServiceGap(max(context.start, now - 1_000_000_000)..<now)) }
-                        if !report.hops.isEmpty || report.hub?.isEmpty == false { context.emit(.pushReport(Self.onRunClock(report, context))) }
+                        let own = context.ownPart(of: report)
+                        if !own.hops.isEmpty || own.hub?.isEmpty == false { context.emit(.pushReport(Self.onRunClock(own, context))) }
                     }
                 }
             } catch {

@@ -53,6 +53,10 @@ final class RunContext: Sendable {
     let deviceWork = DeviceWork()
     let sourceAddresses: [SocketAddress]
     let trace: (@Sendable (RequestTrace) -> Void)?
+    /// The part of the plan this process plays.
+    let shard: Shard
+    /// Every device's index by its token, in a shard (empty otherwise).
+    private let deviceOfToken: [String: Int]
 
     init(
         scenario: Scenario,
@@ -63,9 +67,13 @@ final class RunContext: Sendable {
         events: EventPipe,
         logger: Logger,
         sourceAddresses: [SocketAddress] = [],
-        trace: (@Sendable (RequestTrace) -> Void)? = nil
+        trace: (@Sendable (RequestTrace) -> Void)? = nil,
+        shard: Shard = .whole
     ) {
         self.trace = trace
+        self.shard = shard
+        // Only a shard needs to tell its devices' pushes from the others'.
+        self.deviceOfToken = shard.isWhole ? [:] : Dictionary(plan.devices.map { ($0.token, $0.index) }, uniquingKeysWith: { first, _ in first })
         self.system = system
         self.clock = clock
         self.sourceAddresses = sourceAddresses
@@ -147,7 +155,20 @@ final class RunContext: Sendable {
     }
 
     func makeSendID() -> Int {
-        nextSend.add(1, ordering: .relaxed).newValue
+        shard.sendID(nextSend.add(1, ordering: .relaxed).newValue)
+    }
+
+    /// What of a push service report this process keeps: in a shard, its own devices' pushes,
+    /// and in shard 0 also those of no device and the hub's, so the shards' tapes together
+    /// hold every report once.
+    func ownPart(of report: PushReport) -> PushReport {
+        guard !shard.isWhole else { return report }
+        var own = report
+        own.hops = report.hops.filter { hop in
+            deviceOfToken[hop.token].map { shard.owns(device: $0) } ?? (shard.index == 0)
+        }
+        if shard.index != 0 { own.hub = nil }
+        return own
     }
 
     var isStopping: Bool { stopping.load(ordering: .relaxed) }

@@ -15,6 +15,9 @@ struct TrafficSender: Sendable {
     let traffic: Scenario.Traffic
     let index: Int
     let names: FleetNames
+    /// The schedule's share this process makes; every shard draws every send's parties, so
+    /// the shards' sends together are exactly the single run's.
+    var shard = Shard.whole
 
     /// The calls one send makes: one reaching every targeted platform, or one per targeted
     /// platform (`per_platform`, or requests per platform), each with its platform's step.
@@ -43,15 +46,20 @@ struct TrafficSender: Sendable {
         var rng = SplitMix64(seed: context.scenario.seed ^ stableHash(traffic.name, seed: UInt64(index)))
         let inFlight = InFlight()
         let base = trafficStart + traffic.start.nanoseconds
+        let limit = shard.share(of: traffic.maxInFlight)
         await withDiscardingTaskGroup { group in
-            for offset in instants {
+            for (number, offset) in instants.enumerated() {
                 let intended = base + offset
+                guard shard.owns(send: number) else {
+                    _ = choose(&rng, users: context.plan.users)
+                    continue
+                }
                 guard await context.sleep(until: intended) else { break }
                 // Waking late is the fleet's own doing; a send waiting for a connection is not.
                 let woke = context.now()
                 if woke - intended > Self.lateWake { context.emit(.senderLate(lag: woke - intended)) }
                 let (from, to) = choose(&rng, users: context.plan.users)
-                guard inFlight.enter(limit: traffic.maxInFlight) else {
+                guard inFlight.enter(limit: limit) else {
                     context.emit(.sendDropped(at: intended))
                     continue
                 }

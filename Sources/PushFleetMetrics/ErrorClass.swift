@@ -11,6 +11,9 @@ package struct ErrorClass: Sendable, Hashable, CustomStringConvertible {
 
     package var description: String { label }
 
+    /// A class as a file recorded it (an event tape replayed by a merge).
+    package static func recorded(_ label: String) -> Self { Self(label) }
+
     /// An answer the step did not expect.
     package static func status(_ operation: String, _ status: Int) -> Self { Self("\(operation):status_\(status)") }
 

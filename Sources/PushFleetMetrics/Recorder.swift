@@ -82,10 +82,13 @@ package final class Recorder: Sendable {
     package let start: Int64
     package let state: Mutex<State>
     let metrics: LiveMetrics?
+    /// Where every applied event is also written (a shard's raw material), if anywhere.
+    package let tape: EventTapeWriter?
 
-    package init(users: Int, start: Int64, metrics: LiveMetrics? = nil) {
+    package init(users: Int, start: Int64, metrics: LiveMetrics? = nil, tape: EventTapeWriter? = nil) {
         self.start = start
         self.metrics = metrics
+        self.tape = tape
         self.state = Mutex(State(ledger: DeliveryLedger(users: users)))
     }
 
@@ -111,6 +114,7 @@ package final class Recorder: Sendable {
         state.withLock { state in
             for event in events { apply(event, to: &state) }
             state.applied += events.count
+            tape?.append(events)
         }
     }
 

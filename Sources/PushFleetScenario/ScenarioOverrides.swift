@@ -7,16 +7,33 @@ public struct ScenarioOverrides: Sendable, Equatable {
     public var seed: UInt64?
     /// `embedded.hub`.
     public var hub: Bool?
+    /// An external backend and push service to play against instead of the file's target
+    /// (`--backend`, `--push-service`): the shards of a run share one system.
+    public var target: (backend: String, pushService: String)?
 
-    public init(seed: UInt64? = nil, hub: Bool? = nil) {
+    public init(seed: UInt64? = nil, hub: Bool? = nil, target: (backend: String, pushService: String)? = nil) {
         self.seed = seed
         self.hub = hub
+        self.target = target
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.seed == b.seed && a.hub == b.hub && a.target?.backend == b.target?.backend && a.target?.pushService == b.target?.pushService
+    }
+
+    /// Why a target given beside the file cannot be one; nil when it can.
+    public static func problem(withTarget backend: String, _ pushService: String) -> String? {
+        for (flag, url) in [("--backend", backend), ("--push-service", pushService)] where !ScenarioLoader.isHTTPURL(url) {
+            return "\(flag) \(url): give an http:// or https:// URL with a host"
+        }
+        return nil
     }
 
     func applied(to scenario: Scenario) -> Scenario {
         var scenario = scenario
         if let seed { scenario.seed = seed }
         if let hub { scenario.embedded.hub = hub }
+        if let target { scenario.target = .external(backend: target.backend, pushService: .url(target.pushService)) }
         return scenario
     }
 }

@@ -19,13 +19,13 @@ final class ServerProcess: Sendable {
         self.pushService = pushService
     }
 
-    static func start() throws -> ServerProcess {
+    static func start(arguments extra: [String] = []) throws -> ServerProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
         if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
             process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         }
-        process.arguments = ["serve", "--backend-listen", "127.0.0.1:0", "--pns-listen", "127.0.0.1:0", "--log-level", "warning"]
+        process.arguments = ["serve", "--backend-listen", "127.0.0.1:0", "--pns-listen", "127.0.0.1:0", "--log-level", "warning"] + extra
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()

@@ -18,7 +18,7 @@ struct PushFleet: AsyncParsableCommand {
         commandName: "pushfleet",
         abstract: "A simulated device fleet and load tester for push-notification backends.",
         version: version,
-        subcommands: [Run.self, Capacity.self, Validate.self, APICommand.self, Report.self, Compare.self, Serve.self, Bench.self, HashPassword.self]
+        subcommands: [Run.self, Capacity.self, Merge.self, Shards.self, Validate.self, APICommand.self, Report.self, Compare.self, Serve.self, Bench.self, HashPassword.self]
     )
 }
 

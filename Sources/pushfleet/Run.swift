@@ -29,17 +29,24 @@ struct Run: AsyncParsableCommand {
     var hub = false
     @Flag(help: "No progress line.") var quiet = false
     @Option(help: "Serve live Prometheus metrics at http://HOST:PORT/metrics while the run lasts.") var metricsListen: String?
+    @OptionGroup(title: "Shards and target") var shardFlags: ShardFlags
 
     func validate() throws {
+        _ = try shardFlags.resolve()
         if let metricsListen {
             do { _ = try ListenAddress(parsing: metricsListen) } catch { throw ValidationError("--metrics-listen: \(error)") }
         }
     }
 
     func run() async throws {
-        let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed, hub: hub ? true : nil))
+        let target = shardFlags.backend.flatMap { backend in shardFlags.pushService.map { (backend: backend, pushService: $0) } }
+        let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed, hub: hub ? true : nil, target: target))
+        if let shard = try shardFlags.resolve() {
+            try await runShard(shard, source: source)
+            return
+        }
         let loaded = source.scenario
-        let plan = FleetPlan(scenario: loaded, runID: FleetRunner.makeRunID())
+        let plan = FleetPlan(scenario: loaded, runID: shardFlags.runId?.lowercased() ?? FleetRunner.makeRunID())
         try FileLimit.refuseBeyondLimit(loaded, plan: plan, file: scenario)
         // The report folder is made before the run, so a run is never spent on a place it cannot write.
         let directory = out ?? "\(reportsDir)/\(loaded.name)-\(Self.stamp(Date()))"

@@ -1,0 +1,158 @@
+import ArgumentParser
+import Foundation
+import PushFleetCore
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetReport
+import PushFleetResults
+import PushFleetScenario
+
+struct Shards: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Play a scenario as K shard processes on this machine, as a Kubernetes Indexed Job would, and merge them.",
+        discussion: """
+            Each shard is `pushfleet run FILE --shards K --shard-index-from-env JOB_COMPLETION_INDEX` with \
+            JOB_COMPLETION_INDEX set, all writing into one folder; then `pushfleet merge` joins them into \
+            FOLDER/merged. A scenario whose target is embedded plays against one `pushfleet serve` started \
+            for it. With --compare, the same scenario and seed is then played as one process against a \
+            fresh `serve` and both results are shown side by side; exit 99 when their ledgers disagree. \
+            Exit codes otherwise as for a run.
+            """
+    )
+
+    @Argument(help: "The scenario file (YAML).") var scenario: String
+    @Option(help: "How many shard processes (2–64).") var local: Int
+    @Option(help: "The folder the shards share (default reports/<scenario>-shards-<UTC time>).") var out: String?
+    @Option(help: "Override the scenario's seed.") var seed: UInt64?
+    @Option(help: "Play against this backend (with --push-service) instead of the scenario's target.") var backend: String?
+    @Option(help: "The push service that goes with --backend.") var pushService: String?
+    @Flag(help: "Also play the scenario as one process and compare the two results.") var compare = false
+    @Flag(help: "No progress lines from the shards.") var quiet = false
+
+    func validate() throws {
+        guard (2...64).contains(local) else { throw ValidationError("--local \(local): give 2–64 shards") }
+        if (backend == nil) != (pushService == nil) { throw ValidationError("--backend and --push-service go together") }
+        if let backend, let pushService, let problem = ScenarioOverrides.problem(withTarget: backend, pushService) {
+            throw ValidationError(problem)
+        }
+    }
+
+    /// The system the shards share: the scenario's external one, the flags', or a `serve` child.
+    private func system(for scenario: Scenario) throws -> (backend: String, pushService: String, server: ServerProcess?)? {
+        if let backend, let pushService { return (backend, pushService, nil) }
+        switch scenario.target {
+        case .external(_, .url): return nil
+        case .external(_, .embedded):
+            FileHandleOutput.standardError("shards share one push service: target.pns must be a URL, not embedded")
+            throw ExitCode(ExitStatus.invalidInput)
+        case .embedded:
+            if scenario.embedded.tls != nil || scenario.fleet.names.credentials != nil {
+                FileHandleOutput.standardError(
+                    "this scenario's embedded system (TLS or a credentials file) is not what a plain `pushfleet serve` starts: start one as it needs and give --backend and --push-service"
+                )
+                throw ExitCode(ExitStatus.invalidInput)
+            }
+            var arguments: [String] = []
+            if scenario.embedded.hub { arguments += ["--hub", "embedded"] }
+            if case .sqlite(let path) = scenario.embedded.store, !path.isEmpty { arguments += ["--store", "sqlite:" + path] }
+            if case .postgres(let url) = scenario.embedded.store { arguments += ["--store", url] }
+            arguments += ["--registration-ttl", "\(Int(scenario.embedded.registrationTTL.components.seconds))s"]
+            let server = try ServerProcess.start(arguments: arguments)
+            return (server.backend, server.pushService, server)
+        }
+    }
+
+    func run() async throws {
+        let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed))
+        let loaded = source.scenario
+        let folder = out ?? "reports/\(loaded.name)-shards-\(Run.stamp(Date()))"
+        try ReportWriter.prepareOrRefuse(folder)
+        let executable = Self.executable()
+        let runID = FleetRunner.makeRunID()
+
+        let system = try system(for: loaded)
+        var target: [String] = []
+        if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
+        var common = seed.map { ["--seed", String($0)] } ?? []
+        if quiet { common.append("--quiet") }
+        FileHandleOutput.standardOutput("\(local) shards of \(loaded.name), run \(runID), into \(folder)" + (system.map { " against \($0.backend)" } ?? ""))
+        let began = ContinuousClock.now
+        let children = try (0..<local).map { index in
+            try Self.start(
+                executable,
+                ["run", scenario, "--shards", String(local), "--shard-index-from-env", "JOB_COMPLETION_INDEX", "--out", folder, "--run-id", runID]
+                    + target + common,
+                environment: ["JOB_COMPLETION_INDEX": String(index)], log: (folder as NSString).appendingPathComponent("shard-\(index).log")
+            )
+        }
+        let signals = SignalWatcher { signal in
+            FileHandleOutput.standardError("\n\(signal): stopping the shards; they write what they recorded")
+            for child in children where child.isRunning { child.terminate() }
+        }
+        defer { signals.cancel() }
+        for child in children { await Self.waitForExit(child) }
+        system?.server?.stop()
+        let shardSeconds = (ContinuousClock.now - began) / .seconds(1)
+        for (index, child) in children.enumerated() where child.terminationStatus != 0 {
+            FileHandleOutput.standardError("shard \(index) exited \(child.terminationStatus): see \(folder)/shard-\(index).log")
+        }
+        FileHandleOutput.standardOutput(String(format: "shards done in %.1f s; merging", shardSeconds))
+        let merged = (folder as NSString).appendingPathComponent("merged")
+        let result = try Merge.merge([folder], out: merged)
+        FileHandleOutput.standardOutput("reports: \(merged)")
+        if compare {
+            try await compareWithSingle(result, folder: folder, executable: executable, common: common, loaded: loaded)
+        }
+        try Merge.exit(for: result)
+    }
+
+    /// Plays the scenario as one process against a fresh system and prints both side by side;
+    /// exits 99 when the ledgers or the operation counts differ.
+    private func compareWithSingle(_ sharded: RunResult, folder: String, executable: String, common: [String], loaded: Scenario) async throws {
+        let system = try system(for: loaded)
+        var target: [String] = []
+        if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
+        let single = (folder as NSString).appendingPathComponent("single")
+        FileHandleOutput.standardOutput("the same scenario as one process, into \(single)")
+        let child = try Self.start(
+            executable, ["run", scenario, "--out", single] + target + common, environment: [:],
+            log: (folder as NSString).appendingPathComponent("single.log")
+        )
+        await Self.waitForExit(child)
+        system?.server?.stop()
+        guard let data = FileManager.default.contents(atPath: (single as NSString).appendingPathComponent("run.json")),
+            let result = try? ReportFiles.decodeRunJSON(data)
+        else {
+            FileHandleOutput.standardError("the single run wrote no run.json (exit \(child.terminationStatus)): see \(folder)/single.log")
+            throw ExitCode(ExitStatus.failure)
+        }
+        let comparison = ShardComparison(single: result, sharded: sharded, shards: local)
+        FileHandleOutput.standardOutput(comparison.table)
+        if !comparison.agree {
+            FileHandleOutput.standardError("the single run and the shards disagree: " + comparison.differences.joined(separator: "; "))
+            throw ExitCode(ExitStatus.thresholdFailed)
+        }
+    }
+
+    static func executable() -> String {
+        let path = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+        return FileManager.default.isExecutableFile(atPath: path) ? path : URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+    }
+
+    static func start(_ executable: String, _ arguments: [String], environment: [String: String], log: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = FileHandle(forWritingAtPath: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return process
+    }
+
+    static func waitForExit(_ process: Process) async {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
+    }
+}
