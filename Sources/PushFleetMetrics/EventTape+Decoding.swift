@@ -17,6 +17,8 @@ package struct EventTapeReader {
     private var symbols: [String] = []
     private let tokens: [String]
     private let devices: Int
+    /// Users in the plan: a send's parties are range-checked against it.
+    private let users: Int
     /// Added to every instant: the tape's origin moved onto the reader's time line.
     private var shift: Int64 = 0
 
@@ -24,9 +26,10 @@ package struct EventTapeReader {
     ///   - tokens: the plan's device tokens, by index (the tape names tokens by device).
     ///   - shift: what an instant relative to the tape's origin becomes on the caller's time
     ///     line (``header(of:)`` first, to learn the origin).
-    package init(bytes: [UInt8], tokens: [String], shift: (EventTape.Header) -> Int64) throws(Damaged) {
+    package init(bytes: [UInt8], tokens: [String], users: Int = Int.max, shift: (EventTape.Header) -> Int64) throws(Damaged) {
         self.bytes = bytes
         self.tokens = tokens
+        self.users = users
         self.devices = tokens.count
         position = 0
         blockEnd = bytes.count
@@ -124,8 +127,8 @@ package struct EventTapeReader {
 
     private mutating func send() throws(Damaged) -> DeliveryLedger.Send {
         let id = try count(below: Int.max)
-        let from = try count(below: Int.max)
-        let to = try count(below: Int.max)
+        let from = try count(below: users)
+        let to = try count(below: users)
         let kind = Scenario.Traffic.Kind.allCases[try count(below: Scenario.Traffic.Kind.allCases.count)]
         var platforms: [Scenario.PlatformName] = []
         for _ in 0..<(try count(below: Scenario.PlatformName.allCases.count + 1)) {
@@ -259,11 +262,21 @@ package struct EventTapeReader {
         }
     }
 
-    private mutating func instant() throws(Damaged) -> Int64 { Saturating.add(try signed(), shift) }
+    /// How far from its origin a tape's instant may lie: a run's per-second tables are indexed
+    /// by them, so an instant from a damaged tape must not claim the end of time.
+    static let reach: Int64 = 31 * 86_400 * 1_000_000_000
 
+    private mutating func instant() throws(Damaged) -> Int64 {
+        let relative = try signed()
+        guard relative >= -Self.reach, relative <= Self.reach else { throw damage("an instant \(relative / 1_000_000_000) s from the run's start") }
+        return Saturating.add(relative, shift)
+    }
+
+    /// A span; its end may be open (a gap still open when the run ended).
     private mutating func range() throws(Damaged) -> Range<Int64> {
         let lower = try instant()
-        let upper = try instant()
+        let end = try signed()
+        let upper = end > Self.reach ? Int64.max : Saturating.add(end, shift)
         guard lower <= upper else { throw damage("a span that ends before it starts") }
         return lower..<upper
     }
@@ -273,7 +286,9 @@ package struct EventTapeReader {
     }
 
     private mutating func string() throws(Damaged) -> String {
-        let length = try count(below: remaining + 1)
+        let length = try count(below: Int.max)
+        // After the length's own bytes: what is left of the block bounds it.
+        guard length <= remaining else { throw damage("a string of \(length) bytes with \(remaining) left") }
         defer { position += length }
         return String(decoding: bytes[position..<(position + length)], as: UTF8.self)
     }

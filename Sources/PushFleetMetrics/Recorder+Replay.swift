@@ -43,7 +43,7 @@ extension Recorder {
         var views: [DeliveryLedger.PushServiceView?] = []
         var labels = Set<String>()
         for bytes in tapes {
-            guard var reader = try? EventTapeReader(bytes: bytes, tokens: tokens, shift: { Saturating.subtract($0.originWall, wallStart) }) else {
+            guard var reader = try? EventTapeReader(bytes: bytes, tokens: tokens, users: plan.users, shift: { Saturating.subtract($0.originWall, wallStart) }) else {
                 continue
             }
             var tape = ReplayedTape(header: reader.header)

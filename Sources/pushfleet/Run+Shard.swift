@@ -4,7 +4,6 @@ import Logging
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
-import PushFleetMetrics
 import PushFleetResults
 import PushFleetScenario
 
@@ -89,10 +88,8 @@ struct ShardFlags: ParsableArguments {
 }
 
 extension Run {
-    /// Plays one shard: its devices and its share of the sends, against a system every shard
-    /// reaches, meeting the others at the barriers in `--out`; writes `shard.json`, the event
-    /// tape and a summary to `--out/shard-I-of-K`. The verdict is the merge's (`pushfleet merge`):
-    /// a shard exits 0 when it played its part, 1 when it was stopped or failed.
+    /// Plays one shard (``ShardRunner``) and says how it went: 0 when it played its part, 1
+    /// when it was stopped or failed. The verdict is the merge's (`pushfleet merge`).
     func runShard(_ shard: Shard, source: ScenarioSource) async throws {
         let scenario = source.scenario
         guard let root = out else {
@@ -110,52 +107,17 @@ extension Run {
             throw ExitCode(ExitStatus.invalidInput)
         }
         let absoluteRoot = URL(fileURLWithPath: root).standardizedFileURL.path
-        let folder = (root as NSString).appendingPathComponent(shard.folderName)
-        try ReportWriter.prepareOrRefuse(folder)
         let runID = shardFlags.runId?.lowercased()
             ?? ShardManifest.derivedRunID(scenarioText: source.text, seed: scenario.seed, count: shard.count, folder: absoluteRoot)
-        let plan = FleetPlan(scenario: scenario, runID: runID)
-        let played = plan.devices.indices.filter { shard.owns(device: $0) }.count
+        let played = FleetPlan(scenario: scenario).devices.indices.filter { shard.owns(device: $0) }.count
         if let problem = FileLimit.problem(scenario, devices: played) {
             FileHandleOutput.standardError("\(self.scenario): \(problem)")
             throw ExitCode(ExitStatus.invalidInput)
         }
+        try ReportWriter.prepareOrRefuse((root as NSString).appendingPathComponent(shard.folderName))
         var overrides = shardFlags.overrides
         overrides.seed = seed
         overrides.hub = hub ? true : nil
-        var manifest = ShardManifest(
-            runID: runID, shard: shard, status: .failed, scenarioFile: source.path, scenarioText: source.text, overrides: overrides,
-            devices: played
-        )
-        let barrier = ShardBarrierFolder(folder: (root as NSString).appendingPathComponent(".barrier-\(runID)"), shard: shard)
-        let wait = try shardFlags.barrierWait()
-        // Whatever ends the shard, its folder says how, and the others stop waiting for it.
-        func fail(_ reason: String) throws -> Never {
-            manifest.reason = reason
-            try? barrier.mark("start", .failed(reason))
-            try? barrier.mark("traffic", .failed(reason))
-            try? manifest.encoded().write(to: URL(fileURLWithPath: (folder as NSString).appendingPathComponent(ShardManifest.fileName)))
-            FileHandleOutput.standardError("shard \(shard): \(reason)")
-            throw ExitCode(ExitStatus.failure)
-        }
-        let tape: EventTapeWriter
-        do {
-            tape = try EventTapeWriter(
-                path: (folder as NSString).appendingPathComponent(EventTape.fileName), runID: runID, shard: shard, tokens: plan.devices.map(\.token)
-            )
-        } catch { try fail("cannot write the event tape: \(error.localizedDescription)") }
-
-        if let start = try shardFlags.startInstant() {
-            let remaining = start - WallClock.nanoseconds()
-            if remaining > 0 { try await Task.sleep(for: .nanoseconds(remaining)) }
-        }
-        let decision = await barrier.meet("start", timeout: wait)
-        guard case .startAt(let startWall) = decision.gate else {
-            try fail(ShardBarrierFolder.describe(decision, phase: "start") ?? "the start barrier did not open")
-        }
-        let lead = startWall - WallClock.nanoseconds()
-        if lead > 0 { try await Task.sleep(for: .nanoseconds(lead)) }
-
         let stop = StopControl()
         let signals = SignalWatcher { signal in
             _ = stop.escalate(reason: "received \(signal)")
@@ -165,63 +127,21 @@ extension Run {
         let progress = ProgressLine(enabled: !quiet)
         var logger = Logger(label: "pushfleet.shard")
         logger.logLevel = .warning
-        var options = FleetRunner.Options(provenance: source.provenance, logger: logger) { line in progress.show("shard \(shard) " + line) }
-        options.shard = shard
-        options.tape = tape
-        options.trafficGate = {
-            let decision = await barrier.meet("traffic", timeout: wait)
-            return decision.gate ?? .stop(ShardBarrierFolder.describe(decision, phase: "traffic") ?? "the traffic barrier did not open")
-        }
+        var runner = ShardRunner(
+            scenario: scenario, provenance: source.provenance, overrides: overrides, shard: shard, root: root, runID: runID,
+            barrierTimeout: try shardFlags.barrierWait(), logger: logger
+        )
+        runner.startAt = try shardFlags.startInstant()
+        runner.progress = { line in progress.show("shard \(shard) " + line) }
+        let manifest: ShardManifest
         let result: RunResult
-        do {
-            result = try await FleetRunner(scenario: scenario, plan: plan, options: options).run(stop: stop)
-        } catch {
-            _ = tape.finish()
-            try fail("the run could not start: \(error)")
-        }
-        progress.finish()
-        let written = tape.finish()
-        manifest.status = result.info.aborted ? .interrupted : .completed
-        manifest.reason = result.info.abortReason
-        manifest.tape = .init(file: EventTape.fileName, events: written.events, bytes: written.bytes, failure: written.failure)
-        manifest.info = result.info
-        manifest.generator = result.generator
-        manifest.peakResidentBytes = ShardManifest.ownPeakResidentBytes()
-        let summary = Self.shardSummary(manifest, result)
-        do {
-            try manifest.encoded().write(to: URL(fileURLWithPath: (folder as NSString).appendingPathComponent(ShardManifest.fileName)))
-            try Data(summary.utf8).write(to: URL(fileURLWithPath: (folder as NSString).appendingPathComponent("summary.txt")))
-        } catch {
-            FileHandleOutput.standardError("shard \(shard): cannot write its results in \(folder): \(error.localizedDescription)")
+        do { (manifest, result) = try await runner.run(stop: stop) } catch {
+            progress.finish()
+            FileHandleOutput.standardError(error.description)
             throw ExitCode(ExitStatus.failure)
         }
-        FileHandleOutput.standardOutput(summary + "shard results: \(folder)")
-        if manifest.status != .completed || written.failure != nil { throw ExitCode(ExitStatus.failure) }
-    }
-
-    /// What a shard saw of itself; the ledger's verdict is the merge's.
-    static func shardSummary(_ manifest: ShardManifest, _ result: RunResult) -> String {
-        let counters = result.counters
-        func count(_ name: String) -> String { Int(counters[name] ?? 0).grouped }
-        var lines = [
-            "pushfleet shard \(manifest.index)/\(manifest.count) of run \(manifest.runID): \(manifest.status.rawValue)"
-                + (manifest.reason.map { " (\($0))" } ?? ""),
-            "devices played \(manifest.devices.grouped), ready \(result.devices.ready.grouped)",
-            "sends \(count("sends")), dropped \(count("sends.dropped")); pushes received by this shard's devices \(result.timeseries.reduce(0) { $0 + $1.received }.grouped)",
-            "event tape \(manifest.tape?.events.grouped ?? "0") events, \(manifest.tape?.bytes.grouped ?? "0") bytes"
-                + (manifest.tape?.failure.map { " — \($0)" } ?? ""),
-            String(format: "traffic %.1f–%.1f s; peak RSS %.1f MiB", result.info.trafficStartSecond, result.info.trafficEndSecond,
-                   Double(manifest.peakResidentBytes ?? 0) / 1_048_576),
-        ]
-        if let generator = result.generator, generator.bound { lines.append("generator was the limit: " + generator.limits.joined(separator: "; ")) }
-        lines.append("judged only as part of the whole run: pushfleet merge <the run's folder>")
-        return lines.joined(separator: "\n") + "\n"
-    }
-}
-
-extension ShardBarrier.Decision {
-    /// The gate this decision opens, or nil when it does not.
-    var gate: TrafficGate? {
-        if case .start(let wall) = self { .startAt(wall: wall) } else { nil }
+        progress.finish()
+        FileHandleOutput.standardOutput(ShardRunner.summary(manifest, result) + "shard results: \(runner.folder)")
+        if manifest.status != .completed || manifest.tape?.failure != nil { throw ExitCode(ExitStatus.failure) }
     }
 }

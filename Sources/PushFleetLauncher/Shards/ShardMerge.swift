@@ -14,6 +14,9 @@ public enum ShardMerge {
         public var description: String
     }
 
+    /// How far apart the shards of one run may have started.
+    static let clockReach: Int64 = 86_400 * 1_000_000_000
+
     /// One shard folder as read.
     public struct Loaded: Sendable {
         public var folder: String
@@ -75,7 +78,9 @@ public enum ShardMerge {
             guard manifest.shard != nil else { throw Problem(description: "\(path): shard \(manifest.index)/\(manifest.count) is not a shard") }
             var entry = Loaded(folder: folder, manifest: manifest)
             let tapePath = (folder as NSString).appendingPathComponent(manifest.tape?.file ?? EventTape.fileName)
-            if let bytes = FileManager.default.contents(atPath: tapePath) {
+            if let bytes = FileManager.default.contents(atPath: tapePath), bytes.isEmpty {
+                entry.tapeProblem = "its event tape is empty: it recorded nothing"
+            } else if let bytes = FileManager.default.contents(atPath: tapePath) {
                 do {
                     let header = try EventTapeReader.header(of: Array(bytes))
                     if header.runID != manifest.runID || header.shard.index != manifest.index || header.shard.count != manifest.count {
@@ -118,7 +123,7 @@ public enum ShardMerge {
     /// text and overrides); `version` names this build.
     public static func merge(_ shards: [Loaded], scenario: Scenario, version: String) throws(Problem) -> (RunResult, [ShardLine]) {
         let count = try check(shards)
-        let ordered = shards.sorted { $0.manifest.index < $1.manifest.index }
+        var ordered = shards.sorted { $0.manifest.index < $1.manifest.index }
         let runID = ordered[0].manifest.runID
         let plan = FleetPlan(scenario: scenario, runID: runID)
         var problems: [String] = []
@@ -126,6 +131,20 @@ public enum ShardMerge {
         let missing = (0..<count).filter { !present.contains($0) }
         if !missing.isEmpty {
             problems.append("shard\(missing.count == 1 ? "" : "s") \(missing.map { "\($0)/\(count)" }.joined(separator: ", ")) missing")
+        }
+        // Shards of one run started within a day of each other; a tape whose clock says
+        // otherwise would stretch the run's time line, and is left out, named.
+        let origins = ordered.compactMap { $0.tape.flatMap { try? EventTapeReader.header(of: $0).originWall } }.sorted()
+        if !origins.isEmpty {
+            let median = origins[origins.count / 2]
+            for index in ordered.indices {
+                guard let bytes = ordered[index].tape, let origin = try? EventTapeReader.header(of: bytes).originWall else { continue }
+                let off = Saturating.subtract(origin, median)
+                if off > Self.clockReach || off < -Self.clockReach {
+                    ordered[index].tape = nil
+                    ordered[index].tapeProblem = "its tape's clock is \(off / 1_000_000_000) s off the other shards'"
+                }
+            }
         }
         let usable = ordered.filter { $0.tape != nil }
         let headers = usable.compactMap { try? EventTapeReader.header(of: $0.tape!) }
@@ -138,10 +157,10 @@ public enum ShardMerge {
             let manifest = shard.manifest
             let tape = replayed.first { $0.header.shard.index == manifest.index }
             var problem: String?
-            if let tapeProblem = shard.tapeProblem {
-                problem = tapeProblem
-            } else if manifest.status != .completed {
+            if manifest.status != .completed {
                 problem = "\(manifest.status.rawValue)" + (manifest.reason.map { ": \($0)" } ?? "")
+            } else if let tapeProblem = shard.tapeProblem {
+                problem = tapeProblem
             } else if let failure = manifest.tape?.failure {
                 problem = failure
             } else if let damage = tape?.damage {
@@ -171,7 +190,10 @@ public enum ShardMerge {
         for shard in ordered {
             guard let generator = shard.manifest.generator, generator.bound else { continue }
             let limits = generator.limits.map { "shard \(shard.manifest.index)/\(count): \($0)" }
-            result.generator?.limits += limits.filter { !(result.generator?.limits.contains($0) ?? true) }
+            if var merged = result.generator {
+                merged.limits += limits.filter { !merged.limits.contains($0) }
+                result.generator = merged
+            }
         }
         return (result, lines)
     }

@@ -1,0 +1,163 @@
+import Foundation
+import Logging
+import PushFleetCore
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetReport
+import PushFleetResults
+import PushFleetScenario
+import PushFleetServerSupport
+import PushFleetTestSupport
+import ServiceLifecycle
+import Testing
+
+/// The same scenario and seed played as one process and as shards (each a ``ShardRunner``, as
+/// `pushfleet run --shard` is, meeting at barriers in one folder), against one system: the
+/// merge judges the whole exactly as the single run does, cross-shard pairs included.
+@Suite("Sharded runs", .serialized)
+struct ShardRunTests {
+    static func scenario(backend: String, pns: String, seed: UInt64) -> String {
+        """
+        name: sharded
+        seed: \(seed)
+        target: { backend: "\(backend)", pns: "\(pns)" }
+        fleet:
+          users: 9
+          devices_per_user: { min: 1, max: 3 }
+          platforms: { apns: 2, fcm: 1, wns: 1 }
+        lifecycle: [login, register, connect, receive, fetch_secure]
+        traffic:
+          - { name: plain, kind: plain, rate: 12/s, duration: 2s }
+          - { name: secure, kind: secure, rate: 8/s, duration: 2s }
+        # Lateness is not under test: a loaded test machine must not turn pushes late.
+        deadline: 10s
+        grace: 1s
+        quiet_period: 1s
+        thresholds:
+          sends.late_start_ratio: []
+        """
+    }
+
+    static let logger: Logger = {
+        var logger = Logger(label: "shards")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    /// Plays `count` shards of `yaml` at once in this process and merges their folders.
+    static func shards(_ yaml: String, count: Int, root: URL, drop: Int? = nil) async throws -> (RunResult, [ShardMerge.ShardLine]) {
+        let scenario = try ScenarioLoader.parse(yaml, file: "sharded.yaml")
+        let runID = FleetRunner.makeRunID()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<count where index != drop {
+                group.addTask {
+                    let shard = try Shard(index: index, count: count)
+                    try FileManager.default.createDirectory(at: root.appendingPathComponent(shard.folderName), withIntermediateDirectories: true)
+                    let runner = ShardRunner(
+                        scenario: scenario,
+                        provenance: RunProvenance(scenarioFile: "sharded.yaml", scenarioText: yaml, version: "test", host: .current()),
+                        overrides: .init(), shard: shard, root: root.path, runID: runID, barrierTimeout: .seconds(drop == nil ? 60 : 2), logger: logger
+                    )
+                    _ = try? await runner.run()
+                }
+            }
+            try await group.waitForAll()
+        }
+        let loaded = try ShardMerge.load(try ShardMerge.folders([root.path]))
+        return try ShardMerge.merge(loaded, scenario: scenario, version: "test")
+    }
+
+    /// A hostile (or correct) backend in front of a fresh push service; `body` gets its URL.
+    static func withBackend<T: Sendable>(
+        _ behaviour: HostileBackend.Behaviour, seed: UInt64, _ body: @escaping @Sendable (String, TestSystem, HostileBackend) async throws -> T
+    ) async throws -> T {
+        try await RunGate.exclusive {
+            try await TestSystem.run { system in
+                let backend = HostileBackend(behaviour: behaviour, pushService: system.pushService, seed: seed)
+                let group = ServiceGroup(configuration: .init(services: [.init(service: backend.makeService(logger: logger))], logger: logger))
+                let server = Task { try await group.run() }
+                defer { server.cancel() }
+                let url = try await backend.bound.value().httpURL
+                let value = try await body(url, system, backend)
+                await group.triggerGracefulShutdown()
+                await backend.shutdown()
+                return value
+            }
+        }
+    }
+
+    static func temporary() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("pushfleet-shards-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test("one process and 3 shards against one system: the same ledger counts, the same operation counts, and the merge passes")
+    func agreesWithSingleRun() async throws {
+        let seed: UInt64 = 31
+        let (single, (sharded, lines)) = try await Self.withBackend(.correct, seed: seed) { url, system, backend in
+            let yaml = Self.scenario(backend: url, pns: system.pushService, seed: seed)
+            backend.nextRun()
+            let single = try await FleetRunner(
+                scenario: try ScenarioLoader.parse(yaml, file: "sharded.yaml"),
+                options: .init(scenarioFile: "sharded.yaml", scenarioText: yaml, version: "test", logger: Self.logger)
+            ).run()
+            backend.nextRun()
+            let root = try Self.temporary()
+            defer { try? FileManager.default.removeItem(at: root) }
+            return (single, try await Self.shards(yaml, count: 3, root: root))
+        }
+        #expect(lines.count == 3 && lines.allSatisfy { $0.problem == nil && $0.events > 0 }, "\(lines)")
+        let comparison = ShardComparison(single: single, sharded: sharded, shards: 3)
+        #expect(comparison.agree, "\(comparison.table)")
+        #expect(sharded.delivery.expected > 0 && sharded.delivery.delivered == sharded.delivery.expected, "\(sharded.delivery)")
+        #expect(sharded.passed && !sharded.info.aborted, "\(sharded.thresholds.filter { !$0.passed }) \(sharded.info.abortReason ?? "")")
+        // Every device played by exactly one shard, every send made by one.
+        #expect(sharded.devices.ready == single.devices.ready && sharded.devices.planned == single.devices.planned)
+        // The push service was watched by every shard, and its reports explain the whole.
+        #expect(sharded.hops?.view == "watched", "\(sharded.hops?.note ?? "")")
+        // The time series covers the traffic once, not once per shard.
+        let sends = sharded.timeseries.reduce(0) { $0 + $1.sends }
+        #expect(sends == Int(single.counters["sends"] ?? 0))
+    }
+
+    @Test("a backend that pushes some sends to another user: each misdelivery is counted once, across shards as within one")
+    func crossShardMisdelivery() async throws {
+        let seed: UInt64 = 32
+        let (sharded, tally) = try await Self.withBackend(.misdeliverTwice, seed: seed) { url, system, backend in
+            let yaml = Self.scenario(backend: url, pns: system.pushService, seed: seed)
+            backend.nextRun()
+            let root = try Self.temporary()
+            defer { try? FileManager.default.removeItem(at: root) }
+            let (result, _) = try await Self.shards(yaml, count: 3, root: root)
+            return (result, backend.tally)
+        }
+        #expect(tally.misdelivered > 0)
+        #expect(sharded.delivery.misdelivered == tally.misdelivered, "\(sharded.delivery) vs \(tally)")
+        #expect(!sharded.passed)
+        // A send is made by shard (id − 1) mod 3; a misdelivered receipt's device by its index mod 3.
+        let incidents = (sharded.incidents ?? []).filter { $0.outcome == "misdelivered" }
+        let across = incidents.filter { incident in
+            guard let send = incident.send, let device = incident.device else { return false }
+            return (send - 1) % 3 != device % 3
+        }
+        #expect(!across.isEmpty, "\(incidents.map { "\($0.send ?? -1)→\($0.device ?? -1)" })")
+    }
+
+    @Test("a shard that never came is named, the others stop at the barrier, and the merge never passes")
+    func missingShard() async throws {
+        let seed: UInt64 = 33
+        let (sharded, lines) = try await Self.withBackend(.correct, seed: seed) { url, system, backend in
+            let yaml = Self.scenario(backend: url, pns: system.pushService, seed: seed)
+            backend.nextRun()
+            let root = try Self.temporary()
+            defer { try? FileManager.default.removeItem(at: root) }
+            return try await Self.shards(yaml, count: 3, root: root, drop: 1)
+        }
+        #expect(sharded.info.aborted)
+        let reason = sharded.info.abortReason ?? ""
+        #expect(reason.contains("shard 1/3 missing"), "\(reason)")
+        #expect(reason.contains("never reached the start barrier"), "\(reason)")
+        #expect(lines.count == 2 && lines.allSatisfy { $0.status == "failed" }, "\(lines)")
+    }
+}
