@@ -28,8 +28,12 @@ extension Recorder {
     ///
     /// Tapes whose header cannot be read are left out (the caller reads headers first); a tape
     /// damaged further on is replayed up to the damage, which its ``ReplayedTape`` names.
+    ///
+    /// `sendMissing` names send ids whose shard's tape is not replayed (a shard missing or
+    /// left out): pushes attributed to them are not judged, rather than counted misdelivered.
     package static func replaying(
-        _ tapes: [[UInt8]], plan: FleetPlan, layouts: [Scenario.PlatformName: PushLayout], wallStart: Int64
+        _ tapes: [[UInt8]], plan: FleetPlan, layouts: [Scenario.PlatformName: PushLayout], wallStart: Int64,
+        sendMissing: @Sendable (Int) -> Bool = { _ in false }
     ) -> (Recorder, [ReplayedTape]) {
         let recorder = Recorder(users: plan.users, start: 0)
         let tokens = plan.devices.map(\.token)
@@ -66,6 +70,12 @@ extension Recorder {
                     view = new
                 case .pushServiceGap(let gap):
                     if case .watched(let since, let gaps) = view { view = .watched(since: since, gaps: gaps + [gap]) }
+                case .receipt(let receipt, _):
+                    if case .send(let id) = receipt.attribution, sendMissing(id) { continue }
+                    batch.append(event)
+                case .rejection(let rejection):
+                    if case .send(let id) = rejection.attribution, sendMissing(id) { continue }
+                    batch.append(event)
                 case .marker(let label, _):
                     own.insert(label)
                     if !labels.contains(label) { batch.append(event) }

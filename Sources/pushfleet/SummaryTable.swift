@@ -10,6 +10,7 @@ enum SummaryTable {
         let verdict = ReportFiles.verdict(r).uppercased()
         lines.append("")
         lines.append("\(r.info.scenario) — \(verdict) in \(String(format: "%.1f", r.info.durationSeconds))s (seed \(r.info.seed), \(r.info.target))")
+        if r.info.aborted, let reason = r.info.abortReason { lines.append("aborted: \(reason)") }
         lines.append("devices: \(r.devices.ready)/\(r.devices.planned) ready, \(r.devices.failed) failed")
         if let generator = r.generator {
             if generator.bound {

@@ -50,9 +50,13 @@ public enum ShardMerge {
                 folders.append(path)
                 continue
             }
-            let inside = ((try? manager.contentsOfDirectory(atPath: path)) ?? []).filter { Shard(folderName: Substring($0)) != nil }.sorted()
+            // A shard folder without its manifest is a shard that never finished: counted missing.
+            let inside = ((try? manager.contentsOfDirectory(atPath: path)) ?? []).filter {
+                Shard(folderName: Substring($0)) != nil
+                    && manager.fileExists(atPath: ((path as NSString).appendingPathComponent($0) as NSString).appendingPathComponent(ShardManifest.fileName))
+            }.sorted()
             guard !inside.isEmpty else {
-                throw Problem(description: "\(path): neither a shard folder (no \(ShardManifest.fileName)) nor a folder of shard-I-of-K folders")
+                throw Problem(description: "\(path): neither a shard folder (no \(ShardManifest.fileName)) nor a folder of finished shard-I-of-K folders")
             }
             folders += inside.map { (path as NSString).appendingPathComponent($0) }
         }
@@ -149,9 +153,15 @@ public enum ShardMerge {
         let usable = ordered.filter { $0.tape != nil }
         let headers = usable.compactMap { try? EventTapeReader.header(of: $0.tape!) }
         let wallStart = headers.map(\.originWall).min() ?? WallClock.nanoseconds()
+        // Pushes of sends whose shard is not replayed cannot be judged: not misdelivered, unknown.
+        let replayedShards = Set(usable.map(\.manifest.index))
         let (recorder, replayed) = Recorder.replaying(
-            usable.map { $0.tape! }, plan: plan, layouts: scenario.api?.receive.layouts ?? [:], wallStart: wallStart
+            usable.map { $0.tape! }, plan: plan, layouts: scenario.api?.receive.layouts ?? [:], wallStart: wallStart,
+            sendMissing: { id in id > 0 && !replayedShards.contains((id - 1) % count) }
         )
+        if replayedShards.count < count {
+            problems.append("pairs of the sends and devices of shards not replayed are not judged")
+        }
         var lines: [ShardLine] = []
         for shard in ordered {
             let manifest = shard.manifest

@@ -1,0 +1,108 @@
+import Foundation
+import PushFleetCore
+import PushFleetReport
+import PushFleetResults
+import PushFleetTestSupport
+import Testing
+
+/// `pushfleet shards --local`, `run --shard` and `merge` from the command line: the shards of a
+/// small scenario against one `serve`, merged and compared with the single run; the exit codes
+/// of flags and folders that cannot be a run.
+@Suite("Shards command")
+struct ShardsCLITests {
+    static let scenario = """
+        name: tinyshards
+        seed: 5
+        target: embedded
+        fleet:
+          users: 12
+          devices_per_user: { min: 1, max: 3 }
+          platforms: { apns: 2, fcm: 1, wns: 1 }
+          arrival: { rate: 200/s }
+        lifecycle: [login, register, connect, receive, fetch_secure]
+        traffic:
+          - { name: plain, kind: plain, rate: 10/s, duration: 2s }
+          - { name: secure, kind: secure, rate: 10/s, duration: 2s }
+        deadline: 5s
+        grace: 1s
+        thresholds:
+          sends.late_start_ratio: []
+        """
+
+    static func pushfleet(_ arguments: [String], limit: Duration = .seconds(30)) async throws -> ChildProcess.Outcome {
+        try await ChildProcess.run(CLITests.binary, arguments, limit: limit)
+    }
+
+    @Test("2 local shards and the single run against a fresh serve each: the ledgers agree, the merge passes, and merging again gives the same")
+    func localShardsAgree() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("tiny.yaml")
+        try Self.scenario.write(to: file, atomically: true, encoding: .utf8)
+        let out = directory.appendingPathComponent("run")
+        // Serialised with the other suites' runs: shards are whole fleets.
+        let outcome = try await RunGate.exclusive {
+            try await Self.pushfleet(["shards", file.path, "--local", "2", "--out", out.path, "--compare", "--quiet"], limit: .seconds(300))
+        }
+        #expect(outcome.status == 0, "\(outcome.text)")
+        #expect(outcome.text.contains("ledger and operation counts agree"), "\(outcome.text)")
+        for shard in ["shard-0-of-2", "shard-1-of-2"] {
+            for name in ["shard.json", "events.pftape", "summary.txt"] {
+                #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent(shard).appendingPathComponent(name).path), "\(shard)/\(name)")
+            }
+        }
+        let merged = try ReportFiles.decodeRunJSON(Data(contentsOf: out.appendingPathComponent("merged/run.json")))
+        #expect(merged.passed && merged.delivery.expected > 0 && merged.delivery.delivered == merged.delivery.expected, "\(merged.delivery)")
+        let again = try await Self.pushfleet(["merge", out.path, "--out", directory.appendingPathComponent("again").path])
+        #expect(again.status == 0, "\(again.text)")
+        let remerged = try ReportFiles.decodeRunJSON(Data(contentsOf: directory.appendingPathComponent("again/run.json")))
+        #expect(remerged.delivery == merged.delivery)
+        #expect(remerged.histograms["delivery"]?.count == merged.histograms["delivery"]?.count)
+        // A shard whose manifest is gone never finished: the merge names it missing and exits 1.
+        try FileManager.default.removeItem(at: out.appendingPathComponent("shard-1-of-2/shard.json"))
+        let missing = try await Self.pushfleet(["merge", out.path, "--out", directory.appendingPathComponent("missing").path])
+        #expect(missing.status == 1, "\(missing.text)")
+        #expect(missing.text.contains("shard 1/2 missing"), "\(missing.text)")
+        let partial = try ReportFiles.decodeRunJSON(Data(contentsOf: directory.appendingPathComponent("missing/run.json")))
+        #expect(partial.info.aborted)
+        // Shard 1's sends are not on any replayed tape: the pushes they made are not judged,
+        // never counted as misdelivered.
+        #expect(partial.delivery.misdelivered == 0, "\(partial.delivery)")
+    }
+
+    @Test("flags that cannot make a shard, and folders that cannot be a run, exit 2 with the reason")
+    func refusals() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("tiny.yaml")
+        try Self.scenario.write(to: file, atomically: true, encoding: .utf8)
+        let out = directory.appendingPathComponent("run").path
+        let cases: [([String], String)] = [
+            (["run", file.path, "--shard", "2/2", "--out", out], "the shard index must be 0…1"),
+            (["run", file.path, "--shard", "a/b", "--out", out], "is not a shard"),
+            (["run", file.path, "--shard", "0/2", "--shard-index-from-env", "X", "--out", out], "not both"),
+            (["run", file.path, "--shard-index-from-env", "PUSHFLEET_TEST_NO_SUCH_VARIABLE", "--shards", "2", "--out", out], "the environment has no"),
+            (["run", file.path, "--shard-index-from-env", "PATH"], "needs --shards"),
+            (["run", file.path, "--shard", "0/2"], "a shard needs --out"),
+            (["run", file.path, "--shard", "0/2", "--out", out], "shards share one system under test"),
+            (["run", file.path, "--shard", "0/2", "--out", out, "--backend", "ftp://x", "--push-service", "http://127.0.0.1:1"], "--backend ftp://x"),
+            (["run", file.path, "--backend", "http://127.0.0.1:1"], "go together"),
+            (["run", file.path, "--run-id", "xyz"], "hex digits"),
+            (["run", file.path, "--shard", "0/2", "--out", out, "--start-at", "yesterday"], "--start-at"),
+            (["run", file.path, "--shard", "0/2", "--out", out, "--barrier-timeout", "0s"], "--barrier-timeout"),
+            (["shards", file.path, "--local", "1"], "give 2–64 shards"),
+            (["merge", directory.path, "--out", directory.appendingPathComponent("m1").path], "neither a shard folder"),
+        ]
+        for (arguments, message) in cases {
+            let outcome = try await Self.pushfleet(arguments)
+            #expect(outcome.status == 2, "\(arguments): \(outcome.text)")
+            #expect(outcome.text.contains(message), "\(arguments): \(outcome.text)")
+        }
+        // A shard.json that is not one.
+        let shard = directory.appendingPathComponent("shard-0-of-2")
+        try FileManager.default.createDirectory(at: shard, withIntermediateDirectories: true)
+        try Data("{\"format\": 1, \"run_id\": 5}".utf8).write(to: shard.appendingPathComponent("shard.json"))
+        let garbage = try await Self.pushfleet(["merge", shard.path, "--out", directory.appendingPathComponent("m2").path])
+        #expect(garbage.status == 2 && garbage.text.contains("not a shard's manifest"), "\(garbage.text)")
+    }
+}
