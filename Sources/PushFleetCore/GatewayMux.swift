@@ -39,6 +39,8 @@ public struct GatewayMux: Sendable {
     public static let offlinePause: Int64 = 200_000_000
 
     private var phase = Phase.idle
+    /// A connection was up before: the next one is a return after a drop.
+    private var everConnected = false
     private var backoff: Backoff
     /// The devices the connection carries, by token.
     public private(set) var tokens: Set<String> = []
@@ -64,10 +66,14 @@ public struct GatewayMux: Sendable {
         return .connect
     }
 
+    /// The first connection subscribes the devices that joined while it opened; a connection
+    /// back after a drop resubscribes them and has them renew their registrations.
     public mutating func connected(now: Int64) -> Action {
         guard case .connecting(let since) = phase else { return .none }
         phase = .connected(since: since)
-        return tokens.isEmpty ? .none : .resubscribe(tokens.sorted())
+        defer { everConnected = true }
+        guard !tokens.isEmpty else { return .none }
+        return everConnected ? .resubscribe(tokens.sorted()) : .subscribe(tokens.sorted())
     }
 
     /// The attempt failed, or the connection ended; `error` is the failure's class (nil when it

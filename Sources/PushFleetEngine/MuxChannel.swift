@@ -88,7 +88,9 @@ final class MuxChannel: Sendable {
                     action = await connection(context)
                 }
             case .retry(let instant, let error):
-                if let error { context.emit(.error(.gateway(error), at: context.now())) }
+                // A connection the gateway closed while the run needed it is as much a failure as
+                // one that broke: its devices were offline until they were resubscribed.
+                if let error = error ?? (context.isStopping ? nil : "closed") { context.emit(.error(.gateway(error), at: context.now())) }
                 let due = await context.sleep(until: instant)
                 action = state.withLock { due ? $0.machine.retryDue(now: context.now()) : $0.machine.stop() }
             default:
@@ -113,17 +115,20 @@ final class MuxChannel: Sendable {
     /// A live connection: resubscribes what it carries, writes queued commands, dispatches pushes.
     private func session(_ socket: GatewayMuxSocket, _ context: RunContext) async throws {
         let (commands, sink) = AsyncStream<GatewayCommand>.makeStream()
-        let carried = state.withLock { state in
+        let (carried, renewing) = state.withLock { state in
             state.sink = sink
-            guard case .resubscribe(let tokens) = state.machine.connected(now: context.now()) else { return [VirtualDevice]() }
-            return tokens.compactMap { state.devices[$0] }
+            switch state.machine.connected(now: context.now()) {
+            case .subscribe(let tokens): return (tokens.compactMap { state.devices[$0] }, false)
+            case .resubscribe(let tokens): return (tokens.compactMap { state.devices[$0] }, true)
+            default: return ([VirtualDevice](), false)
+            }
         }
         defer { state.withLock { $0.sink = nil } }
         if !carried.isEmpty { try await socket.send(GatewayCommand(op: .subscribe, devices: carried.map(\.address))) }
         try await withThrowingDiscardingTaskGroup { group in
             // Back after a drop: every device renews its registration, spread over a second so a
             // restarted backend is not hit by all of them at once.
-            if !carried.isEmpty {
+            if renewing && !carried.isEmpty {
                 group.addTask { await Self.renew(carried, over: 1_000_000_000, context) }
             }
             group.addTask {

@@ -93,13 +93,13 @@ struct GatewayMuxTests {
         #expect(error == nil)
     }
 
-    @Test("devices that join before the connection is up are sent nothing, then all resubscribed when it is")
-    func resubscribeOnConnect() {
+    @Test("devices that join before the first connection is up are sent nothing, then subscribed when it is, without renewing their registrations")
+    func subscribeOnFirstConnect() {
         var mux = Self.machine()
         _ = mux.start(now: 0)
         #expect(mux.add("b") == .none)
         #expect(mux.add("a") == .none)
-        #expect(mux.connected(now: 10) == .resubscribe(["a", "b"]))
+        #expect(mux.connected(now: 10) == .subscribe(["a", "b"]))
         #expect(mux.add("c") == .subscribe(["c"]))
     }
 
