@@ -55,8 +55,9 @@ final class RunContext: Sendable {
     let trace: (@Sendable (RequestTrace) -> Void)?
     /// The part of the plan this process plays.
     let shard: Shard
-    /// Every device's index by its token, in a shard (empty otherwise).
-    private let deviceOfToken: [String: Int]
+    /// In a shard, its devices' tokens; in shard 0, also every device's (empty otherwise).
+    private let ownTokens: Set<String>
+    private let planTokens: Set<String>
 
     init(
         scenario: Scenario,
@@ -72,8 +73,10 @@ final class RunContext: Sendable {
     ) {
         self.trace = trace
         self.shard = shard
-        // Only a shard needs to tell its devices' pushes from the others'.
-        self.deviceOfToken = shard.isWhole ? [:] : Dictionary(plan.devices.map { ($0.token, $0.index) }, uniquingKeysWith: { first, _ in first })
+        // Only a shard needs to tell its devices' pushes from the others'; only shard 0 keeps
+        // those of tokens of no device, so only it needs every token.
+        self.ownTokens = shard.isWhole ? [] : Set(plan.devices.lazy.filter { shard.owns(device: $0.index) }.map(\.token))
+        self.planTokens = shard.isWhole || shard.index != 0 ? [] : Set(plan.devices.lazy.map(\.token))
         self.system = system
         self.clock = clock
         self.sourceAddresses = sourceAddresses
@@ -165,7 +168,7 @@ final class RunContext: Sendable {
         guard !shard.isWhole else { return report }
         var own = report
         own.hops = report.hops.filter { hop in
-            deviceOfToken[hop.token].map { shard.owns(device: $0) } ?? (shard.index == 0)
+            ownTokens.contains(hop.token) || (shard.index == 0 && !planTokens.contains(hop.token))
         }
         if shard.index != 0 { own.hub = nil }
         return own

@@ -16,7 +16,8 @@ struct EventTapeEncoder {
     init(origin: Int64, tokens: [String]) {
         self.origin = origin
         var index: [String: Int] = [:]
-        for (device, token) in tokens.enumerated() where index[token] == nil { index[token] = device }
+        // An empty token is a device this tape never names (another shard's).
+        for (device, token) in tokens.enumerated() where !token.isEmpty && index[token] == nil { index[token] = device }
         self.tokens = index
     }
 

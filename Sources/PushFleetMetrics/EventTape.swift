@@ -72,7 +72,8 @@ package final class EventTapeWriter: Sendable {
     private let tokens: [String]
 
     /// Creates (or truncates) the file, so a place that cannot be written is known before the
-    /// run; `tokens` are the plan's device tokens, by device index.
+    /// run; `tokens` are the plan's device tokens, by device index (empty for devices the tape
+    /// will not name: another shard's, whose tokens are then written whole if ever).
     package init(path: String, runID: String, shard: Shard, tokens: [String]) throws {
         guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])

@@ -15,6 +15,9 @@ package struct ResultBuilder {
     package var generatorLoad: GeneratorLoad? = nil
     /// A span of the traffic also judged on its own (run-clock instants), as a capacity step is.
     package var judgedWindow: Range<Int64>? = nil
+    /// False for a shard: its ledger holds only its part, which only the merge judges, so the
+    /// verdict's per-device and per-user tables are not built for nothing.
+    package var judgesLedger = true
 
     package init(scenario: Scenario, plan: FleetPlan, recorder: Recorder) {
         self.scenario = scenario
@@ -26,7 +29,10 @@ package struct ResultBuilder {
     /// the operations table, the counters, the thresholds, then the rows.
     package func build(info: RunResult.Info) -> RunResult {
         recorder.state.withLock { state in
-            let verdict = state.ledger.verdict(deadline: scenario.deadline, incidentLimit: Self.incidentLimit, listeningEnded: listeningEnded)
+            let verdict =
+                judgesLedger
+                ? state.ledger.verdict(deadline: scenario.deadline, incidentLimit: Self.incidentLimit, listeningEnded: listeningEnded)
+                : DeliveryLedger(users: 0).verdict(deadline: scenario.deadline, incidentLimit: 0)
             let histograms = Self.histograms(state, verdict)
             var failures = state.failures
             failures[MetricName.delivery] = verdict.total.lost
@@ -44,7 +50,7 @@ package struct ResultBuilder {
                 delivery: verdict.total,
                 deliveryByPlatform: Dictionary(uniqueKeysWithValues: verdict.byPlatform.map { ($0.key.rawValue, $0.value) }),
                 counters: counters,
-                users: users(verdict),
+                users: judgesLedger ? users(verdict) : [],
                 timeseries: timeseries(state, verdict),
                 errors: state.errors.map { label, value in
                     RunResult.ErrorRow(errorClass: label, count: value.count, firstSecond: second(value.first), lastSecond: second(value.last))

@@ -33,7 +33,14 @@ public struct ScenarioOverrides: Sendable, Equatable {
         var scenario = scenario
         if let seed { scenario.seed = seed }
         if let hub { scenario.embedded.hub = hub }
-        if let target { scenario.target = .external(backend: target.backend, pushService: .url(target.pushService)) }
+        if let target {
+            scenario.target = .external(backend: target.backend, pushService: .url(target.pushService))
+            // The file's embedded system is not started: what describes it does not apply
+            // (`pushfleet shards --local` gives it to the `serve` it starts instead).
+            scenario.embedded.hub = false
+            scenario.embedded.store = .memory
+            scenario.embedded.tls = nil
+        }
         return scenario
     }
 }

@@ -68,6 +68,15 @@ final class ServerProcess: Sendable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// The server process's peak resident memory (VmHWM), from /proc.
+    func peakResidentBytes() -> UInt64 {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
+        return kb * 1024
+    }
+
     static func residentBytes(pid: Int32) -> UInt64 {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),

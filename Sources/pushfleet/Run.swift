@@ -33,6 +33,9 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         _ = try shardFlags.resolve()
+        if hub, shardFlags.backend != nil {
+            throw ValidationError("--hub makes the embedded backend send through its hub; with --backend the backend is another")
+        }
         if let metricsListen {
             do { _ = try ListenAddress(parsing: metricsListen) } catch { throw ValidationError("--metrics-listen: \(error)") }
         }

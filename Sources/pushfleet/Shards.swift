@@ -91,7 +91,12 @@ struct Shards: AsyncParsableCommand {
         }
         defer { signals.cancel() }
         for child in children { await Self.waitForExit(child) }
-        system?.server?.stop()
+        if let server = system?.server {
+            FileHandleOutput.standardOutput(
+                String(format: "serve (the system under test): peak RSS %.1f MiB, %.1f CPU-s", Double(server.peakResidentBytes()) / 1_048_576, server.cpuSeconds())
+            )
+            server.stop()
+        }
         let shardSeconds = (ContinuousClock.now - began) / .seconds(1)
         for (index, child) in children.enumerated() where child.terminationStatus != 0 {
             FileHandleOutput.standardError("shard \(index) exited \(child.terminationStatus): see \(folder)/shard-\(index).log")

@@ -66,7 +66,8 @@ public struct ShardRunner: Sendable {
         let tape: EventTapeWriter
         do {
             tape = try EventTapeWriter(
-                path: (folder as NSString).appendingPathComponent(EventTape.fileName), runID: runID, shard: shard, tokens: plan.devices.map(\.token)
+                path: (folder as NSString).appendingPathComponent(EventTape.fileName), runID: runID, shard: shard,
+                tokens: plan.devices.map { shard.owns(device: $0.index) ? $0.token : "" }
             )
         } catch { throw fail("cannot write the event tape: \(error.localizedDescription)") }
         if let startAt {
