@@ -123,8 +123,9 @@ struct Shards: AsyncParsableCommand {
             executable, ["run", scenario, "--out", single] + target + common, environment: [:],
             log: (folder as NSString).appendingPathComponent("single.log")
         )
-        await Self.waitForExit(child)
+        let peak = await Self.waitForExit(child)
         system?.server?.stop()
+        FileHandleOutput.standardOutput(String(format: "single run: peak RSS %.1f MiB", Double(peak) / 1_048_576))
         guard let data = FileManager.default.contents(atPath: (single as NSString).appendingPathComponent("run.json")),
             let result = try? ReportFiles.decodeRunJSON(data)
         else {
@@ -157,7 +158,20 @@ struct Shards: AsyncParsableCommand {
         return process
     }
 
-    static func waitForExit(_ process: Process) async {
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
+    /// Waits for the process to end; returns the highest peak resident memory (VmHWM) read
+    /// while it ran.
+    @discardableResult
+    static func waitForExit(_ process: Process) async -> UInt64 {
+        var peak: UInt64 = 0
+        while process.isRunning {
+            if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
+            {
+                peak = max(peak, kb * 1024)
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return peak
     }
 }
