@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushFleetLauncher
 
 /// A benchmark whose own run went wrong (as opposed to a target not met): exit 1.
 struct BenchFailure: Error, CustomStringConvertible {
@@ -70,11 +71,7 @@ final class ServerProcess: Sendable {
 
     /// The server process's peak resident memory (VmHWM), from /proc.
     func peakResidentBytes() -> UInt64 {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-            let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
-        else { return 0 }
-        return kb * 1024
+        ShardManifest.peakResidentBytes(process: String(process.processIdentifier)) ?? 0
     }
 
     static func residentBytes(pid: Int32) -> UInt64 {

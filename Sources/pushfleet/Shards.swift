@@ -164,12 +164,7 @@ struct Shards: AsyncParsableCommand {
     static func waitForExit(_ process: Process) async -> UInt64 {
         var peak: UInt64 = 0
         while process.isRunning {
-            if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
-            {
-                peak = max(peak, kb * 1024)
-            }
+            if let bytes = ShardManifest.peakResidentBytes(process: String(process.processIdentifier)) { peak = max(peak, bytes) }
             try? await Task.sleep(for: .milliseconds(100))
         }
         return peak
