@@ -154,15 +154,31 @@ struct FleetRun: Sendable {
         return result(timeline, stop: stop)
     }
 
-    /// The shards of a run start their traffic together: the gate says when (or why not).
+    /// The shards of a run start their traffic together: the gate says when (or why not). A
+    /// stop request ends the wait: a shard told to stop must not wait out the other shards.
     private func waitForTrafficGate(_ stop: StopControl) async {
         guard let gate = options.trafficGate, !context.isStopping else { return }
-        switch await gate() {
+        let context = context
+        let decision = await withTaskGroup(of: TrafficGate?.self) { group in
+            group.addTask { await gate() }
+            group.addTask {
+                while !context.isStopping {
+                    do { try await Task.sleep(for: .milliseconds(50)) } catch { return nil }
+                }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        switch decision {
         case .startAt(let wall):
             _ = await context.sleep(until: context.now() + (wall - context.clock.wallNow()))
         case .stop(let reason):
             _ = stop.escalate(reason: reason)
             context.stopping.store(true, ordering: .relaxed)
+        case nil:
+            break
         }
     }
 

@@ -144,6 +144,30 @@ struct ShardRunTests {
         #expect(!across.isEmpty, "\(incidents.map { "\($0.send ?? -1)→\($0.device ?? -1)" })")
     }
 
+    @Test("a shard told to stop while it waits at the barrier stops, says so, and marks itself failed for the others")
+    func stopAtBarrier() async throws {
+        let root = try Self.temporary()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let yaml = Self.scenario(backend: "http://127.0.0.1:9", pns: "http://127.0.0.1:9", seed: 34)
+        let shard = try Shard(index: 0, count: 2)
+        try FileManager.default.createDirectory(at: root.appendingPathComponent(shard.folderName), withIntermediateDirectories: true)
+        let runner = ShardRunner(
+            scenario: try ScenarioLoader.parse(yaml, file: "sharded.yaml"),
+            provenance: RunProvenance(scenarioFile: "sharded.yaml", scenarioText: yaml, version: "test", host: .current()),
+            overrides: .init(), shard: shard, root: root.path, runID: "abc123", barrierTimeout: .seconds(600), logger: Self.logger
+        )
+        let stop = StopControl()
+        let barrier = ShardBarrierFolder(folder: root.appendingPathComponent(".barrier-abc123").path, shard: shard)
+        let run = Task { try await runner.run(stop: stop) }
+        // Once it waits at the start barrier (shard 1 never comes), it is told to stop.
+        while barrier.marks("start")[0] == nil { try await Task.sleep(for: .milliseconds(20)) }
+        _ = stop.escalate(reason: "received SIGTERM")
+        await #expect(throws: ShardRunner.Failure.self) { try await run.value }
+        let manifest = try JSONDecoder().decode(ShardManifest.self, from: Data(contentsOf: root.appendingPathComponent("shard-0-of-2/shard.json")))
+        #expect(manifest.status == .failed && manifest.reason?.contains("stopped while waiting") == true, "\(manifest.reason ?? "")")
+        #expect(barrier.marks("start")[0] == .failed(manifest.reason ?? ""), "\(barrier.marks("start"))")
+    }
+
     @Test("a shard that never came is named, the others stop at the barrier, and the merge never passes")
     func missingShard() async throws {
         let seed: UInt64 = 33

@@ -36,8 +36,9 @@ public struct ShardBarrierFolder: Sendable {
     }
 
     /// Marks this shard ready for `phase` and waits (polling every 100 ms) until every shard is,
-    /// one failed, or `timeout` passed.
-    public func meet(_ phase: String, timeout: Duration) async -> ShardBarrier.Decision {
+    /// one failed, `timeout` passed, or `stopping` says this shard is to stop (then it marks
+    /// itself failed, so the others do not wait for it).
+    public func meet(_ phase: String, timeout: Duration, stopping: @Sendable () -> Bool = { false }) async -> ShardBarrier.Decision {
         do { try mark(phase, .ready(at: WallClock.nanoseconds())) } catch {
             return .failed(shard: shard.index, reason: "cannot write the barrier mark in \(folder): \(error.localizedDescription)")
         }
@@ -45,7 +46,15 @@ public struct ShardBarrierFolder: Sendable {
         while true {
             let decision = ShardBarrier.decide(marks: marks(phase), count: shard.count, now: WallClock.nanoseconds(), deadline: deadline)
             guard decision == .wait else { return decision }
-            do { try await Task.sleep(for: .milliseconds(100)) } catch { return .failed(shard: shard.index, reason: "cancelled") }
+            var stopped = stopping()
+            if !stopped {
+                do { try await Task.sleep(for: .milliseconds(100)) } catch { stopped = true }
+            }
+            if stopped {
+                let reason = "stopped while waiting for the other shards"
+                try? mark(phase, .failed(reason))
+                return .failed(shard: shard.index, reason: reason)
+            }
         }
     }
 

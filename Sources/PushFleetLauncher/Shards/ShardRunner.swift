@@ -70,11 +70,11 @@ public struct ShardRunner: Sendable {
                 tokens: plan.devices.map { shard.owns(device: $0.index) ? $0.token : "" }
             )
         } catch { throw fail("cannot write the event tape: \(error.localizedDescription)") }
-        if let startAt {
-            let remaining = startAt - WallClock.nanoseconds()
-            if remaining > 0 { try? await Task.sleep(for: .nanoseconds(remaining)) }
+        // Until --start-at, and at the barrier, a stop request ends the wait.
+        while let startAt, WallClock.nanoseconds() < startAt, stop.level == .running {
+            try? await Task.sleep(for: .nanoseconds(min(100_000_000, startAt - WallClock.nanoseconds())))
         }
-        let decision = await barrier.meet("start", timeout: barrierTimeout)
+        let decision = await barrier.meet("start", timeout: barrierTimeout) { stop.level != .running }
         guard case .start(let startWall) = decision else {
             _ = tape.finish()
             throw fail(ShardBarrierFolder.describe(decision, phase: "start") ?? "the start barrier did not open")
@@ -86,6 +86,7 @@ public struct ShardRunner: Sendable {
         options.shard = shard
         options.tape = tape
         options.trafficGate = { [barrierTimeout] in
+            // The run ends the wait on a stop request (it cancels the gate).
             let decision = await barrier.meet("traffic", timeout: barrierTimeout)
             if case .start(let wall) = decision { return .startAt(wall: wall) }
             return .stop(ShardBarrierFolder.describe(decision, phase: "traffic") ?? "the traffic barrier did not open")
