@@ -34,7 +34,7 @@ struct Merge: AsyncParsableCommand {
 
     func run() async throws {
         try ReportWriter.prepareOrRefuse(out)
-        if let wait { try await Self.waitForShards(folders, wait: try DurationText.parse(wait)) }
+        if let wait { try await Self.waitForShards(folders, wait: try DurationText.parse(wait), as: wait) }
         let result = try Self.merge(folders, out: out)
         FileHandleOutput.standardOutput("reports: \(out)")
         try Self.exit(for: result)
@@ -89,7 +89,7 @@ struct Merge: AsyncParsableCommand {
 
     /// Waits until every shard of the run has written its `shard.json`, or the wait ends (the
     /// merge then names the shards still missing).
-    static func waitForShards(_ given: [String], wait: Duration) async throws {
+    static func waitForShards(_ given: [String], wait: Duration, as text: String) async throws {
         let deadline = ContinuousClock.now + wait
         while ContinuousClock.now < deadline {
             if let folders = try? ShardMerge.folders(given), let loaded = try? ShardMerge.load(folders), let first = loaded.first,
@@ -99,7 +99,7 @@ struct Merge: AsyncParsableCommand {
             }
             try await Task.sleep(for: .seconds(2))
         }
-        FileHandleOutput.standardError("waited \(wait) for the shards; merging what is there")
+        FileHandleOutput.standardError("waited \(text) for the shards; merging what is there")
     }
 
     static func exit(for result: RunResult) throws {

@@ -68,6 +68,9 @@ struct ShardsCLITests {
         // Shard 1's sends are not on any replayed tape: the pushes they made are not judged,
         // never counted as misdelivered.
         #expect(partial.delivery.misdelivered == 0, "\(partial.delivery)")
+        // A merge Job started beside the shards waits for the missing one, then names it.
+        let waited = try await Self.pushfleet(["merge", out.path, "--wait", "2s", "--out", directory.appendingPathComponent("waited").path])
+        #expect(waited.status == 1 && waited.text.contains("waited 2s for the shards") && waited.text.contains("shard 1/2 missing"), "\(waited.text)")
     }
 
     @Test("flags that cannot make a shard, and folders that cannot be a run, exit 2 with the reason")

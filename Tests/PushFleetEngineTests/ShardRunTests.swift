@@ -9,6 +9,7 @@ import PushFleetScenario
 import PushFleetServerSupport
 import PushFleetTestSupport
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// The same scenario and seed played as one process and as shards (each a ``ShardRunner``, as
@@ -166,6 +167,27 @@ struct ShardRunTests {
         let manifest = try JSONDecoder().decode(ShardManifest.self, from: Data(contentsOf: root.appendingPathComponent("shard-0-of-2/shard.json")))
         #expect(manifest.status == .failed && manifest.reason?.contains("stopped while waiting") == true, "\(manifest.reason ?? "")")
         #expect(barrier.marks("start")[0] == .failed(manifest.reason ?? ""), "\(barrier.marks("start"))")
+    }
+
+    @Test("a run stopped while its traffic gate waits stops waiting, sends nothing, and is marked aborted")
+    func stopAtTrafficGate() async throws {
+        let cancelled = Mutex(false)
+        let result = try await RunGate.exclusive {
+            try await TestSystem.run { system in
+                let yaml = Self.scenario(backend: system.backend, pns: system.pushService, seed: 35)
+                let stop = StopControl()
+                var options = FleetRunner.Options(scenarioFile: "sharded.yaml", scenarioText: yaml, version: "test", logger: Self.logger)
+                options.trafficGate = {
+                    _ = stop.escalate(reason: "received SIGTERM")
+                    do { try await Task.sleep(for: .seconds(60)) } catch { cancelled.withLock { $0 = true } }
+                    return .stop("the gate was not cancelled")
+                }
+                return try await FleetRunner(scenario: try ScenarioLoader.parse(yaml, file: "sharded.yaml"), options: options).run(stop: stop)
+            }
+        }
+        #expect(cancelled.withLock { $0 })
+        #expect(result.info.aborted && result.info.abortReason == "received SIGTERM", "\(result.info.abortReason ?? "")")
+        #expect(result.counters["sends"] == 0)
     }
 
     @Test("a shard that never came is named, the others stop at the barrier, and the merge never passes")
