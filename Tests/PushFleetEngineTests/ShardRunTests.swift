@@ -8,6 +8,7 @@ import PushFleetResults
 import PushFleetScenario
 import PushFleetServerSupport
 import PushFleetTestSupport
+import PushFleetWire
 import ServiceLifecycle
 import Synchronization
 import Testing
@@ -93,10 +94,10 @@ struct ShardRunTests {
         return url
     }
 
-    @Test("one process and 3 shards against one system: the same ledger counts, the same operation counts, and the merge passes")
+    @Test("one process and 3 shards against one system: the same ledger counts, the same operation counts, and the merge passes; one generator-bound shard makes it inconclusive")
     func agreesWithSingleRun() async throws {
         let seed: UInt64 = 31
-        let (single, (sharded, lines)) = try await Self.withBackend(.correct, seed: seed) { url, system, backend in
+        let (single, (sharded, lines), bound) = try await Self.withBackend(.correct, seed: seed) { url, system, backend in
             let yaml = Self.scenario(backend: url, pns: system.pushService, seed: seed)
             backend.nextRun()
             let single = try await FleetRunner(
@@ -106,8 +107,19 @@ struct ShardRunTests {
             backend.nextRun()
             let root = try Self.temporary()
             defer { try? FileManager.default.removeItem(at: root) }
-            return (single, try await Self.shards(yaml, count: 3, root: root))
+            let merged = try await Self.shards(yaml, count: 3, root: root)
+            // Shard 1 says its generator was the limit: the whole is inconclusive, whatever the others did.
+            let path = root.appendingPathComponent("shard-1-of-3/shard.json")
+            var manifest = try JSONDecoder().decode(ShardManifest.self, from: Data(contentsOf: path))
+            manifest.generator?.limits = ["12 of 16 sends woke more than 10 ms late"]
+            try manifest.encoded().write(to: path)
+            let (bound, _) = try ShardMerge.merge(
+                try ShardMerge.load(try ShardMerge.folders([root.path])), scenario: try ScenarioLoader.parse(yaml, file: "sharded.yaml"), version: "test"
+            )
+            return (single, merged, bound)
         }
+        #expect(bound.inconclusive && !bound.passed, "\(bound.generator?.limits ?? [])")
+        #expect(bound.generator?.limits.contains("shard 1/3: 12 of 16 sends woke more than 10 ms late") == true, "\(bound.generator?.limits ?? [])")
         #expect(lines.count == 3 && lines.allSatisfy { $0.problem == nil && $0.events > 0 }, "\(lines)")
         let comparison = ShardComparison(single: single, sharded: sharded, shards: 3)
         #expect(comparison.agree, "\(comparison.table)")
@@ -143,6 +155,24 @@ struct ShardRunTests {
             return (send - 1) % 3 != device % 3
         }
         #expect(!across.isEmpty, "\(incidents.map { "\($0.send ?? -1)→\($0.device ?? -1)" })")
+    }
+
+    @Test("the push service drops 30% of pushes: the merge puts every lost pair at the push service's drop, whichever shard watched it")
+    func lostPairsExplainedAcrossShards() async throws {
+        let seed: UInt64 = 36
+        let sharded = try await Self.withBackend(.correct, seed: seed) { url, system, backend in
+            try await system.setFaults(FaultSettings(drop: 0.3, seed: 7))
+            let yaml = Self.scenario(backend: url, pns: system.pushService, seed: seed)
+            backend.nextRun()
+            let root = try Self.temporary()
+            defer { try? FileManager.default.removeItem(at: root) }
+            return try await Self.shards(yaml, count: 3, root: root).0
+        }
+        let c = sharded.delivery
+        #expect(c.lost > 0 && c.delivered > 0, "\(c)")
+        #expect(sharded.hops?.view == "watched", "\(sharded.hops?.note ?? "")")
+        let dropped = (sharded.hops?.why ?? []).filter { $0.outcome == "lost" && $0.hop == "push_service" && $0.cause == "dropped" }
+        #expect(dropped.reduce(0) { $0 + $1.count } == c.lost, "\(sharded.hops?.why ?? [])")
     }
 
     @Test("a shard told to stop while it waits at the barrier stops, says so, and marks itself failed for the others")
