@@ -137,17 +137,11 @@ extension FleetRun {
     /// which its ledger cannot await.
     func drain(_ stop: StopControl, until deadline: Int64) async {
         let quiet = scenario.quietPeriod.nanoseconds
-        if !options.shard.isWhole {
-            while context.now() < deadline && stop.level < .aborting {
-                try? await context.clock.sleep(until: min(deadline, context.now() + 20_000_000))
-            }
-            return
-        }
         var nextConfirm: Int64 = 0
         while context.now() < deadline && stop.level < .aborting {
             try? await context.clock.sleep(until: min(deadline, context.now() + 20_000_000))
             let now = context.now()
-            guard context.pushesInHand.load(ordering: .relaxed) == 0,
+            guard options.shard.isWhole, context.pushesInHand.load(ordering: .relaxed) == 0,
                 now - context.lastPushArrival.load(ordering: .relaxed) >= quiet
             else { continue }
             let emitted = context.emitted

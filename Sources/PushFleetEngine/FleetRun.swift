@@ -162,9 +162,7 @@ struct FleetRun: Sendable {
         let decision = await withTaskGroup(of: TrafficGate?.self) { group in
             group.addTask { await gate() }
             group.addTask {
-                while !context.isStopping {
-                    do { try await Task.sleep(for: .milliseconds(50)) } catch { return nil }
-                }
+                await stop.reached(.stopping)
                 return nil
             }
             let first = await group.next() ?? nil

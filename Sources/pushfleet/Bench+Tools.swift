@@ -71,15 +71,11 @@ final class ServerProcess: Sendable {
 
     /// The server process's peak resident memory (VmHWM), from /proc.
     func peakResidentBytes() -> UInt64 {
-        ShardManifest.peakResidentBytes(process: String(process.processIdentifier)) ?? 0
+        ProcessMemory.peakResident(String(process.processIdentifier)) ?? 0
     }
 
     static func residentBytes(pid: Int32) -> UInt64 {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
-        else { return 0 }
-        return kb * 1024
+        ProcessMemory.resident(String(pid)) ?? 0
     }
 
     func stop() {

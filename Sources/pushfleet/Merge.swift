@@ -81,7 +81,7 @@ struct Merge: AsyncParsableCommand {
             table += "  \(line.shard)  \(line.status)  events \(line.events.grouped)  tape \(line.tapeBytes.grouped) B  peak RSS \(rss)"
             table += (line.problem.map { "  — \($0)" } ?? "") + "\n"
         }
-        let merged = ShardManifest.ownPeakResidentBytes().map { String(format: "%.1f MiB", Double($0) / 1_048_576) } ?? "–"
+        let merged = ProcessMemory.peakResident().map { String(format: "%.1f MiB", Double($0) / 1_048_576) } ?? "–"
         table += String(format: "merged in %.2f s, peak RSS of the merge %@", seconds, merged)
         FileHandleOutput.standardOutput(table)
         return result

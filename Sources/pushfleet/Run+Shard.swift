@@ -96,20 +96,15 @@ extension Run {
             FileHandleOutput.standardError("a shard needs --out: the folder every shard of the run writes into (and meets the others in)")
             throw ExitCode(ExitStatus.invalidInput)
         }
-        if !shard.isWhole, case .embedded = scenario.target {
-            FileHandleOutput.standardError(
-                "shards share one system under test: give the scenario a target with backend and pns URLs, or --backend and --push-service (pushfleet shards FILE --local K starts one)"
-            )
-            throw ExitCode(ExitStatus.invalidInput)
-        }
-        if !shard.isWhole, case .external(_, .embedded) = scenario.target {
-            FileHandleOutput.standardError("shards share one push service: target.pns must be a URL, not embedded (each shard would start its own)")
+        if !shard.isWhole, let problem = ShardRunner.targetProblem(scenario) {
+            FileHandleOutput.standardError(problem)
             throw ExitCode(ExitStatus.invalidInput)
         }
         let absoluteRoot = URL(fileURLWithPath: root).standardizedFileURL.path
         let runID = shardFlags.runId?.lowercased()
             ?? ShardManifest.derivedRunID(scenarioText: source.text, seed: scenario.seed, count: shard.count, folder: absoluteRoot)
-        let played = FleetPlan(scenario: scenario).devices.indices.filter { shard.owns(device: $0) }.count
+        let plan = FleetPlan(scenario: scenario, runID: runID)
+        let played = plan.devices.indices.filter { shard.owns(device: $0) }.count
         if let problem = FileLimit.problem(scenario, devices: played) {
             FileHandleOutput.standardError("\(self.scenario): \(problem)")
             throw ExitCode(ExitStatus.invalidInput)
@@ -128,7 +123,7 @@ extension Run {
         var logger = Logger(label: "pushfleet.shard")
         logger.logLevel = .warning
         var runner = ShardRunner(
-            scenario: scenario, provenance: source.provenance, overrides: overrides, shard: shard, root: root, runID: runID,
+            scenario: scenario, plan: plan, provenance: source.provenance, overrides: overrides, shard: shard, root: root,
             barrierTimeout: try shardFlags.barrierWait(), logger: logger
         )
         runner.startAt = try shardFlags.startInstant()

@@ -43,7 +43,7 @@ struct Shards: AsyncParsableCommand {
         switch scenario.target {
         case .external(_, .url): return nil
         case .external(_, .embedded):
-            FileHandleOutput.standardError("shards share one push service: target.pns must be a URL, not embedded")
+            FileHandleOutput.standardError(ShardRunner.targetProblem(scenario) ?? "")
             throw ExitCode(ExitStatus.invalidInput)
         case .embedded:
             if scenario.embedded.tls != nil || scenario.fleet.names.credentials != nil {
@@ -164,7 +164,7 @@ struct Shards: AsyncParsableCommand {
     static func waitForExit(_ process: Process) async -> UInt64 {
         var peak: UInt64 = 0
         while process.isRunning {
-            if let bytes = ShardManifest.peakResidentBytes(process: String(process.processIdentifier)) { peak = max(peak, bytes) }
+            if let bytes = ProcessMemory.peakResident(String(process.processIdentifier)) { peak = max(peak, bytes) }
             try? await Task.sleep(for: .milliseconds(100))
         }
         return peak

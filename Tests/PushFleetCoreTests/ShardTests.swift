@@ -30,7 +30,10 @@ struct ShardTests {
             }
             var ids = Set<Int>()
             for shard in shards {
-                for local in 1...50 { #expect(ids.insert(shard.sendID(local)).inserted, "\(shard) \(local)") }
+                for local in 1...50 {
+                    #expect(ids.insert(shard.sendID(local)).inserted, "\(shard) \(local)")
+                    #expect(Shard.index(ofSend: shard.sendID(local), count: count) == shard.index)
+                }
             }
             // The ids of the first n sends of each shard are exactly 1…n×K: no gaps, no clashes.
             #expect(ids == Set(1...(50 * count)))

@@ -3,6 +3,7 @@ import Logging
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
+@testable import PushFleetMetrics
 import PushFleetReport
 import PushFleetResults
 import PushFleetScenario
@@ -31,8 +32,9 @@ struct ShardRunTests {
         traffic:
           - { name: plain, kind: plain, rate: 12/s, duration: 2s }
           - { name: secure, kind: secure, rate: 8/s, duration: 2s }
-        # Lateness is not under test: a loaded test machine must not turn pushes late.
-        deadline: 10s
+        # Lateness is not under test: a loaded test machine must not turn pushes late. A shard
+        # listens to the end of deadline and grace, so this is also each sharded run's tail.
+        deadline: 6s
         grace: 1s
         quiet_period: 1s
         thresholds:
@@ -56,9 +58,9 @@ struct ShardRunTests {
                     let shard = try Shard(index: index, count: count)
                     try FileManager.default.createDirectory(at: root.appendingPathComponent(shard.folderName), withIntermediateDirectories: true)
                     let runner = ShardRunner(
-                        scenario: scenario,
+                        scenario: scenario, plan: FleetPlan(scenario: scenario, runID: runID),
                         provenance: RunProvenance(scenarioFile: "sharded.yaml", scenarioText: yaml, version: "test", host: .current()),
-                        overrides: .init(), shard: shard, root: root.path, runID: runID, barrierTimeout: .seconds(drop == nil ? 60 : 2), logger: logger
+                        overrides: .init(), shard: shard, root: root.path, barrierTimeout: .seconds(drop == nil ? 60 : 2), logger: logger
                     )
                     _ = try? await runner.run()
                 }
@@ -86,6 +88,14 @@ struct ShardRunTests {
                 return value
             }
         }
+    }
+
+    /// A tape's header as the writer writes it.
+    static func headerBytes(_ header: EventTape.Header) -> [UInt8] {
+        var encoder = EventTapeEncoder(origin: header.originMonotonic, tokens: [])
+        var head = EventTape.magic + [EventTape.version]
+        encoder.writeHeader(header, into: &head)
+        return head
     }
 
     static func temporary() throws -> URL {
@@ -116,6 +126,18 @@ struct ShardRunTests {
             let (bound, _) = try ShardMerge.merge(
                 try ShardMerge.load(try ShardMerge.folders([root.path])), scenario: try ScenarioLoader.parse(yaml, file: "sharded.yaml"), version: "test"
             )
+            // Shard 2's tape claims to have started two days after the others: left out, named.
+            let tape = root.appendingPathComponent("shard-2-of-3/events.pftape")
+            let bytes = Array(try Data(contentsOf: tape))
+            let header = try EventTapeReader.header(of: bytes)
+            var late = header
+            late.originWall += 2 * 86_400 * 1_000_000_000
+            try Data(Self.headerBytes(late) + bytes.dropFirst(Self.headerBytes(header).count)).write(to: tape)
+            let (skewed, _) = try ShardMerge.merge(
+                try ShardMerge.load(try ShardMerge.folders([root.path])), scenario: try ScenarioLoader.parse(yaml, file: "sharded.yaml"), version: "test"
+            )
+            #expect(skewed.info.aborted && skewed.info.abortReason?.contains("shard 2/3 its tape's clock is 17") == true, "\(skewed.info.abortReason ?? "")")
+            #expect(skewed.delivery.misdelivered == 0, "\(skewed.delivery)")
             return (single, merged, bound)
         }
         #expect(bound.inconclusive && !bound.passed, "\(bound.generator?.limits ?? [])")
@@ -182,10 +204,11 @@ struct ShardRunTests {
         let yaml = Self.scenario(backend: "http://127.0.0.1:9", pns: "http://127.0.0.1:9", seed: 34)
         let shard = try Shard(index: 0, count: 2)
         try FileManager.default.createDirectory(at: root.appendingPathComponent(shard.folderName), withIntermediateDirectories: true)
+        let scenario = try ScenarioLoader.parse(yaml, file: "sharded.yaml")
         let runner = ShardRunner(
-            scenario: try ScenarioLoader.parse(yaml, file: "sharded.yaml"),
+            scenario: scenario, plan: FleetPlan(scenario: scenario, runID: "abc123"),
             provenance: RunProvenance(scenarioFile: "sharded.yaml", scenarioText: yaml, version: "test", host: .current()),
-            overrides: .init(), shard: shard, root: root.path, runID: "abc123", barrierTimeout: .seconds(600), logger: Self.logger
+            overrides: .init(), shard: shard, root: root.path, barrierTimeout: .seconds(600), logger: Self.logger
         )
         let stop = StopControl()
         let barrier = ShardBarrierFolder(folder: root.appendingPathComponent(".barrier-abc123").path, shard: shard)

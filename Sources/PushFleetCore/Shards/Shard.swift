@@ -59,6 +59,11 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
         (local - 1) * count + index + 1
     }
 
+    /// The shard that made the send with this id (the inverse of ``sendID(_:)``).
+    public static func index(ofSend id: Int, count: Int) -> Int {
+        ((id - 1) % count + count) % count
+    }
+
     /// The folder a shard writes inside the run's shared results folder.
     public var folderName: String { "shard-\(index)-of-\(count)" }
 

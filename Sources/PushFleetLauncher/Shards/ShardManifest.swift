@@ -107,16 +107,4 @@ public struct ShardManifest: Codable, Sendable {
         return String(repeating: "0", count: 12 - hex.count) + hex
     }
 
-    /// The peak resident memory of this process, from /proc (nil elsewhere).
-    public static func ownPeakResidentBytes() -> UInt64? { peakResidentBytes(process: "self") }
-
-    /// A process's peak resident memory (VmHWM) by its pid (or `self`), from /proc; nil when
-    /// it cannot be read (ended, or not Linux).
-    public static func peakResidentBytes(process: String) -> UInt64? {
-        guard let status = try? String(contentsOfFile: "/proc/\(process)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-            let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
-        else { return nil }
-        return kb * 1024
-    }
 }

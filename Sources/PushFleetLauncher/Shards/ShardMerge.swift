@@ -1,6 +1,6 @@
 import Foundation
 public import PushFleetCore
-import PushFleetMetrics
+package import PushFleetMetrics
 public import PushFleetResults
 import PushFleetEngine
 
@@ -23,6 +23,8 @@ public enum ShardMerge {
         public var manifest: ShardManifest
         /// The tape's bytes; nil when it could not be read (``tapeProblem``).
         public var tape: [UInt8]?
+        /// The tape's header, read once when the tape is.
+        package var header: EventTape.Header?
         public var tapeProblem: String?
     }
 
@@ -81,19 +83,20 @@ public enum ShardMerge {
             }
             guard manifest.shard != nil else { throw Problem(description: "\(path): shard \(manifest.index)/\(manifest.count) is not a shard") }
             var entry = Loaded(folder: folder, manifest: manifest)
-            let tapePath = (folder as NSString).appendingPathComponent(manifest.tape?.file ?? EventTape.fileName)
-            if let bytes = FileManager.default.contents(atPath: tapePath), bytes.isEmpty {
-                entry.tapeProblem = "its event tape is empty: it recorded nothing"
-            } else if let bytes = FileManager.default.contents(atPath: tapePath) {
+            // Always the folder's own tape: the manifest's file name is not a path to follow.
+            let tapePath = (folder as NSString).appendingPathComponent(EventTape.fileName)
+            if let data = FileManager.default.contents(atPath: tapePath) {
+                let bytes = Array(data)
                 do {
-                    let header = try EventTapeReader.header(of: Array(bytes))
+                    let header = try EventTapeReader.header(of: bytes)
                     if header.runID != manifest.runID || header.shard.index != manifest.index || header.shard.count != manifest.count {
                         entry.tapeProblem = "its tape is of run \(header.runID) shard \(header.shard), not of the manifest's"
                     } else {
-                        entry.tape = Array(bytes)
+                        entry.tape = bytes
+                        entry.header = header
                     }
                 } catch {
-                    entry.tapeProblem = error.description
+                    entry.tapeProblem = bytes.isEmpty ? "its event tape is empty: it recorded nothing" : error.description
                 }
             } else {
                 entry.tapeProblem = "no event tape (\(tapePath))"
@@ -138,26 +141,27 @@ public enum ShardMerge {
         }
         // Shards of one run started within a day of each other; a tape whose clock says
         // otherwise would stretch the run's time line, and is left out, named.
-        let origins = ordered.compactMap { $0.tape.flatMap { try? EventTapeReader.header(of: $0).originWall } }.sorted()
+        let origins = ordered.compactMap(\.header?.originWall).sorted()
         if !origins.isEmpty {
             let median = origins[origins.count / 2]
             for index in ordered.indices {
-                guard let bytes = ordered[index].tape, let origin = try? EventTapeReader.header(of: bytes).originWall else { continue }
+                guard let origin = ordered[index].header?.originWall else { continue }
                 let off = Saturating.subtract(origin, median)
                 if off > Self.clockReach || off < -Self.clockReach {
                     ordered[index].tape = nil
+                    ordered[index].header = nil
                     ordered[index].tapeProblem = "its tape's clock is \(off / 1_000_000_000) s off the other shards'"
                 }
             }
         }
         let usable = ordered.filter { $0.tape != nil }
-        let headers = usable.compactMap { try? EventTapeReader.header(of: $0.tape!) }
+        let headers = usable.compactMap(\.header)
         let wallStart = headers.map(\.originWall).min() ?? WallClock.nanoseconds()
         // Pushes of sends whose shard is not replayed cannot be judged: not misdelivered, unknown.
         let replayedShards = Set(usable.map(\.manifest.index))
         let (recorder, replayed) = Recorder.replaying(
-            usable.map { $0.tape! }, plan: plan, layouts: scenario.api?.receive.layouts ?? [:], wallStart: wallStart,
-            sendMissing: { id in id > 0 && !replayedShards.contains((id - 1) % count) }
+            usable.compactMap(\.tape), plan: plan, layouts: scenario.api?.receive.layouts ?? [:], wallStart: wallStart,
+            sendMissing: { id in !replayedShards.contains(Shard.index(ofSend: id, count: count)) }
         )
         if replayedShards.count < count {
             problems.append("pairs of the sends and devices of shards not replayed are not judged")

@@ -24,7 +24,8 @@ public struct ShardRunner: Sendable {
     /// The run's folder, shared by every shard; this shard writes `root/shard-I-of-K`, which
     /// must exist and be empty.
     public var root: String
-    public var runID: String
+    /// The whole run's plan (its run id is every shard's).
+    public var plan: FleetPlan
     public var barrierTimeout: Duration
     /// Wall-clock nanoseconds before which the shard does not start.
     public var startAt: Int64?
@@ -32,7 +33,7 @@ public struct ShardRunner: Sendable {
     public var progress: (@Sendable (String) -> Void)?
 
     public init(
-        scenario: Scenario, provenance: RunProvenance, overrides: ShardManifest.Overrides, shard: Shard, root: String, runID: String,
+        scenario: Scenario, plan: FleetPlan, provenance: RunProvenance, overrides: ShardManifest.Overrides, shard: Shard, root: String,
         barrierTimeout: Duration, logger: Logger
     ) {
         self.scenario = scenario
@@ -40,16 +41,31 @@ public struct ShardRunner: Sendable {
         self.overrides = overrides
         self.shard = shard
         self.root = root
-        self.runID = runID
+        self.plan = plan
         self.barrierTimeout = barrierTimeout
         self.logger = logger
     }
 
     public var folder: String { (root as NSString).appendingPathComponent(shard.folderName) }
 
+    public var runID: String { plan.runID }
+
+    /// Why shards cannot play against the scenario's target, if they cannot: they must share
+    /// one system under test, which an embedded target would start once in each of them.
+    public static func targetProblem(_ scenario: Scenario) -> String? {
+        switch scenario.target {
+        case .embedded:
+            "shards share one system under test: give the scenario a target with backend and pns URLs, or --backend and --push-service (pushfleet shards FILE --local K starts one)"
+        case .external(_, .embedded):
+            "shards share one push service: target.pns must be a URL, not embedded (each shard would start its own)"
+        case .external(_, .url):
+            nil
+        }
+    }
+
     /// Plays the shard and writes its folder; returns its manifest and its own (partial) result.
     public func run(stop: StopControl = StopControl()) async throws(Failure) -> (ShardManifest, RunResult) {
-        let plan = FleetPlan(scenario: scenario, runID: runID)
+        let plan = plan
         var manifest = ShardManifest(
             runID: runID, shard: shard, status: .failed, scenarioFile: provenance.scenarioFile, scenarioText: provenance.scenarioText,
             overrides: overrides, devices: plan.devices.indices.filter { shard.owns(device: $0) }.count
@@ -104,7 +120,7 @@ public struct ShardRunner: Sendable {
         manifest.tape = .init(file: EventTape.fileName, events: written.events, bytes: written.bytes, failure: written.failure)
         manifest.info = result.info
         manifest.generator = result.generator
-        manifest.peakResidentBytes = ShardManifest.ownPeakResidentBytes()
+        manifest.peakResidentBytes = ProcessMemory.peakResident()
         do { try write(manifest, summary: Self.summary(manifest, result)) } catch {
             throw Failure(description: "shard \(shard): cannot write its results in \(folder): \(error.localizedDescription)")
         }
