@@ -71,6 +71,15 @@ struct ShardsCLITests {
         // A merge Job started beside the shards waits for the missing one, then names it.
         let waited = try await Self.pushfleet(["merge", out.path, "--wait", "2s", "--out", directory.appendingPathComponent("waited").path])
         #expect(waited.status == 1 && waited.text.contains("waited 2s for the shards") && waited.text.contains("shard 1/2 missing"), "\(waited.text)")
+        // A tape cut in its middle, then one that is not a tape: named, never a crash, never a pass.
+        let tape = out.appendingPathComponent("shard-0-of-2/events.pftape")
+        let bytes = try Data(contentsOf: tape)
+        try bytes.prefix(bytes.count / 2).write(to: tape)
+        let cut = try await Self.pushfleet(["merge", out.path, "--out", directory.appendingPathComponent("cut").path])
+        #expect(cut.status == 1 && cut.text.contains("shard 0/2 its tape"), "\(cut.text)")
+        try Data("PFTAPE but not really one".utf8).write(to: tape)
+        let garbage = try await Self.pushfleet(["merge", out.path, "--out", directory.appendingPathComponent("garbage").path])
+        #expect(garbage.status == 1 && garbage.text.contains("shard 0/2 not a pushfleet event tape"), "\(garbage.text)")
     }
 
     @Test("flags that cannot make a shard, and folders that cannot be a run, exit 2 with the reason")
