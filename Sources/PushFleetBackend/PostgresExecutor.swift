@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import NIOCore
 import PostgresNIO
@@ -111,24 +112,68 @@ final class PostgresExecutor: SQLExecutor {
         let client = client
         let location = location
         do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask {
-                    try await client.withTransaction(logger: logger) { connection in
-                        try await body(Session(connection: connection, logger: logger))
-                    }
+            let result = try await Self.first(within: Self.deadline) {
+                try await client.withTransaction(logger: logger) { connection in
+                    try await body(Session(connection: connection, logger: logger))
                 }
-                group.addTask {
-                    try await Task.sleep(for: Self.deadline)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let result = first else {
-                    throw StoreError.unavailable("\(location) did not answer within \(Self.deadline)")
-                }
-                return result
             }
+            guard let result else { throw StoreError.unavailable("\(location) did not answer within \(Self.deadline)") }
+            return result
         } catch {
             throw Self.storeError(error, location: location)
+        }
+    }
+
+    /// The operation's outcome, or nil once `deadline` passes. Unlike a task group this does not
+    /// wait for the operation to end: a lease or query on a dead connection that ignores
+    /// cancellation must not hold the request (or the shutdown) forever.
+    static func first<T: Sendable>(within deadline: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T? {
+        let work = Task { try await operation() }
+        let outcome = ResumeOnce<T?>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T?, any Error>) in
+                outcome.set(continuation)
+                let timer = Task {
+                    try? await Task.sleep(for: deadline)
+                    outcome.resume(.success(nil))
+                    work.cancel()
+                }
+                Task {
+                    let result = await work.result
+                    timer.cancel()
+                    outcome.resume(result.map { $0 })
+                }
+            }
+        } onCancel: {
+            work.cancel()
+            outcome.resume(.failure(CancellationError()))
+        }
+    }
+
+    /// A continuation resumed by whichever comes first; later outcomes are dropped.
+    final class ResumeOnce<T: Sendable>: Sendable {
+        private let state = Mutex<(continuation: CheckedContinuation<T, any Error>?, early: Result<T, any Error>?)>((nil, nil))
+
+        func set(_ continuation: CheckedContinuation<T, any Error>) {
+            let early: Result<T, any Error>? = state.withLock { state in
+                if let early = state.early { return early }
+                state.continuation = continuation
+                return nil
+            }
+            if let early { continuation.resume(with: early) }
+        }
+
+        func resume(_ result: Result<T, any Error>) {
+            let continuation: CheckedContinuation<T, any Error>? = state.withLock { state in
+                guard let continuation = state.continuation else {
+                    if state.early == nil { state.early = result }
+                    return nil
+                }
+                state.continuation = nil
+                state.early = result
+                return continuation
+            }
+            continuation?.resume(with: result)
         }
     }
 
@@ -154,9 +199,11 @@ final class PostgresExecutor: SQLExecutor {
         return error
     }
 
+    /// Ends the pool; bounded, since a connection stuck on a vanished server may not end at once.
     func close() async {
         runner.cancel()
-        _ = await runner.value
+        let runner = runner
+        _ = try? await Self.first(within: .seconds(5)) { await runner.value }
     }
 }
 
