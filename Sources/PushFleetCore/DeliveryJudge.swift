@@ -92,7 +92,7 @@ struct DeliveryJudge {
     private mutating func expectations() {
         for send in ledger.sends.values where judged(send) {
             countSend(send)
-            for device in ledger.devicesOfUser[send.to] where send.platforms.contains(ledger.devices[device].platform) {
+            for device in ledger.devicesOfUser[send.to] where send.targets(ledger.devices[device].platform) {
                 let pair = Pair(send: send.id, device: device)
                 if !send.succeeded || Ledger.changed(history[device], within: send.start, send.end) {
                     unsure.insert(pair)
@@ -229,7 +229,7 @@ struct DeliveryJudge {
             deadToken(device, send: nil, at: rejection.time, knownAt: knownAt)
         case .send(let send):
             guard judged(send) else { return }
-            let targeted = send.to == ledger.devices[device].user && send.platforms.contains(ledger.devices[device].platform)
+            let targeted = send.to == ledger.devices[device].user && send.targets(ledger.devices[device].platform)
             let pair = Pair(send: send.id, device: device)
             if !targeted {
                 misdelivered(device, send: send.id, at: rejection.time, "refused as a dead token")

@@ -42,7 +42,12 @@ public struct DeliveryLedger: Sendable {
         public var from: Int
         public var to: Int
         public var kind: Scenario.Traffic.Kind
-        public var platforms: [Scenario.PlatformName]
+        /// The targeted platforms, kept as a set of flags: a ledger holds every send of a run.
+        public var platforms: [Scenario.PlatformName] {
+            get { PlatformSet.members(platformSet) }
+            set { platformSet = PlatformSet.flags(newValue) }
+        }
+        private var platformSet: UInt8
         /// When the schedule wanted it to start.
         public var intended: Int64
         public var start: Int64
@@ -52,7 +57,11 @@ public struct DeliveryLedger: Sendable {
         /// The backend answered at all (false: timeout, connection failure).
         public var answered: Bool = true
         /// The id the backend gave the stored content in its answer, when it gave one.
-        public var contentID: String?
+        public var contentID: String? {
+            get { storedContentID?.text }
+            set { storedContentID = .init(newValue) }
+        }
+        private var storedContentID: CompactText?
 
         public init(
             id: Int, from: Int, to: Int, kind: Scenario.Traffic.Kind, platforms: [Scenario.PlatformName],
@@ -62,12 +71,17 @@ public struct DeliveryLedger: Sendable {
             self.from = from
             self.to = to
             self.kind = kind
-            self.platforms = platforms
+            self.platformSet = PlatformSet.flags(platforms)
             self.intended = intended
             self.start = start
             self.end = end
             self.succeeded = succeeded
-            self.contentID = contentID
+            self.storedContentID = .init(contentID)
+        }
+
+        /// Whether the send targets `platform`, without building the list.
+        public func targets(_ platform: Scenario.PlatformName) -> Bool {
+            platformSet & PlatformSet.flag(platform) != 0
         }
     }
 
@@ -102,7 +116,11 @@ public struct DeliveryLedger: Sendable {
         public var content: ContentCheck
         /// The stored content's id the push named, when it was fetched (teaches the ledger
         /// which send an id belongs to).
-        public var contentID: String?
+        public var contentID: String? {
+            get { storedContentID?.text }
+            set { storedContentID = .init(newValue) }
+        }
+        private var storedContentID: CompactText?
         /// Where the push went on its way, when the push service said.
         public var path: PushPath?
 
@@ -113,7 +131,7 @@ public struct DeliveryLedger: Sendable {
             self.attribution = attribution
             self.time = time
             self.content = content
-            self.contentID = contentID
+            self.storedContentID = .init(contentID)
             self.path = path
         }
 
@@ -167,7 +185,7 @@ public struct DeliveryLedger: Sendable {
     public private(set) var devices: [Device] = []
     public private(set) var devicesOfUser: [[Int]]
     var transitions: [[Transition]] = []
-    public private(set) var sends: [Int: Send] = [:]
+    public private(set) var sends = SendTable()
     public private(set) var receipts: [Receipt] = []
     public internal(set) var rejections: [Rejection] = []
     public private(set) var probeLeaks: [ProbeLeak] = []
@@ -177,6 +195,13 @@ public struct DeliveryLedger: Sendable {
 
     public init(users: Int) {
         devicesOfUser = Array(repeating: [], count: users)
+    }
+
+    /// A ledger whose sends are numbered offset+1, offset+1+stride, … (a shard's), so it keeps
+    /// them in place by number (``SendTable``).
+    public init(users: Int, sendStride stride: Int, offset: Int) {
+        self.init(users: users)
+        sends = .spaced(stride: stride, offset: offset)
     }
 
     public mutating func addDevice(_ device: Device) -> Int {

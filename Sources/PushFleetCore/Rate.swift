@@ -79,35 +79,59 @@ public struct LoadProfile: Sendable, Equatable, Codable {
 
     /// Intended start offsets (nanoseconds from the profile's start) of up to `limit` events.
     public func instants(limit: Int = .max) -> [Int64] {
-        var result: [Int64] = []
-        var stageStart = 0.0
-        var previous = startRate.perSecond
-        var k = 1.0
-        var before = 0.0  // events due before this stage
-        for stage in stages {
-            let d = stage.duration.seconds
-            let r0 = previous
-            let r1 = stage.target.perSecond
-            let inStage = (r0 + r1) / 2 * d
-            while k <= before + inStage + 1e-9, result.count < limit {
-                let n = k - before
-                let t: Double
-                let slope = (r1 - r0) / d
-                if abs(slope) < 1e-12 {
-                    t = r0 > 0 ? n / r0 : d
-                } else {
-                    // n = r0 t + slope t² / 2, the root within [0, d].
-                    let discriminant = max(0, r0 * r0 + 2 * slope * n)
-                    t = (-r0 + discriminant.squareRoot()) / slope
-                }
-                // Stages of a scenario can add up past what nanoseconds hold: the schedule saturates.
-                result.append(Saturating.nanoseconds(seconds: stageStart + min(max(t, 0), d)))
-                k += 1
+        Array(schedule.prefix(limit))
+    }
+
+    /// The same offsets, each computed when it is asked for: a long run's schedule is never
+    /// held whole (an hour at 2,000/s would be 57 MB of instants).
+    public var schedule: Schedule { Schedule(profile: self) }
+
+    public struct Schedule: Sequence, Sendable {
+        let profile: LoadProfile
+
+        public func makeIterator() -> Iterator { Iterator(profile: profile) }
+
+        public struct Iterator: IteratorProtocol, Sendable {
+            let stages: [Stage]
+            var stage = 0
+            var stageStart = 0.0
+            var previous: Double
+            var k = 1.0
+            var before = 0.0  // events due before this stage
+
+            init(profile: LoadProfile) {
+                stages = profile.stages
+                previous = profile.startRate.perSecond
             }
-            before += inStage
-            stageStart += d
-            previous = r1
+
+            public mutating func next() -> Int64? {
+                while stage < stages.count {
+                    let d = stages[stage].duration.seconds
+                    let r0 = previous
+                    let r1 = stages[stage].target.perSecond
+                    let inStage = (r0 + r1) / 2 * d
+                    if k <= before + inStage + 1e-9 {
+                        let n = k - before
+                        let t: Double
+                        let slope = (r1 - r0) / d
+                        if abs(slope) < 1e-12 {
+                            t = r0 > 0 ? n / r0 : d
+                        } else {
+                            // n = r0 t + slope t² / 2, the root within [0, d].
+                            let discriminant = Swift.max(0, r0 * r0 + 2 * slope * n)
+                            t = (-r0 + discriminant.squareRoot()) / slope
+                        }
+                        k += 1
+                        // Stages of a scenario can add up past what nanoseconds hold: the schedule saturates.
+                        return Saturating.nanoseconds(seconds: stageStart + Swift.min(Swift.max(t, 0), d))
+                    }
+                    before += inStage
+                    stageStart += d
+                    previous = r1
+                    stage += 1
+                }
+                return nil
+            }
         }
-        return result
     }
 }

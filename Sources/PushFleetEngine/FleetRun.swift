@@ -57,7 +57,7 @@ struct FleetRun: Sendable {
         startedWall = clock.wallNow()
         let start = clock.now()
         options.tape?.begin(originMonotonic: start, originWall: startedWall)
-        recorder = Recorder(users: plan.users, start: start, metrics: options.metrics, tape: options.tape)
+        recorder = Recorder(users: plan.users, start: start, metrics: options.metrics, tape: options.tape, shard: options.shard)
         options.metrics?.setDevicesPlanned(plan.devices.count)
         // The token as the push service knows it (a WNS channel's id), to match its reports.
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform, token: device.token)) }

@@ -42,7 +42,7 @@ struct TrafficSender: Sendable {
 
     func run(_ context: RunContext, trafficStart: Int64) async {
         let calls = calls(context.api)
-        let instants = traffic.profile.instants()
+        let instants = traffic.profile.schedule
         var rng = SplitMix64(seed: context.scenario.seed ^ stableHash(traffic.name, seed: UInt64(index)))
         let inFlight = InFlight()
         let base = trafficStart + traffic.start.nanoseconds

@@ -85,11 +85,12 @@ package final class Recorder: Sendable {
     /// Where every applied event is also written (a shard's raw material), if anywhere.
     package let tape: EventTapeWriter?
 
-    package init(users: Int, start: Int64, metrics: LiveMetrics? = nil, tape: EventTapeWriter? = nil) {
+    /// `shard`: the part of the run whose sends this recorder holds (their ids are spaced by it).
+    package init(users: Int, start: Int64, metrics: LiveMetrics? = nil, tape: EventTapeWriter? = nil, shard: Shard = .whole) {
         self.start = start
         self.metrics = metrics
         self.tape = tape
-        self.state = Mutex(State(ledger: DeliveryLedger(users: users)))
+        self.state = Mutex(State(ledger: DeliveryLedger(users: users, sendStride: shard.count, offset: shard.index)))
     }
 
     package func addDevice(_ device: DeliveryLedger.Device) {

@@ -4,7 +4,7 @@ import Foundation
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks; each prints its figures in one table.",
-        subcommands: [DeliveryBench.self, FleetBench.self, OmissionBench.self, HTTPBench.self, TLSBench.self, CapacityBench.self, ShardsBench.self]
+        subcommands: [DeliveryBench.self, FleetBench.self, OmissionBench.self, HTTPBench.self, TLSBench.self, CapacityBench.self, ShardsBench.self, SoakBench.self]
     )
 
     /// Prints a titled two-column table of figures.
