@@ -230,8 +230,9 @@ struct SlowClientTests {
             return (held, ContinuousClock.now)
         }
         let stop = ContinuousClock.now - stopping
-        // withServices waits up to 5 s for a graceful stop, then cancels the servers (which logs).
-        #expect(stop < .seconds(2), "the servers took \(stop) to stop")
+        // withServices waits up to 5 s for a graceful stop, then cancels the servers (which logs):
+        // anything under that stopped gracefully, with room for a loaded machine.
+        #expect(stop < .milliseconds(4500), "the servers took \(stop) to stop")
         #expect(records.errors.isEmpty, "\(records.errors)")
         for (name, fd) in held {
             var timeout = timeval(tv_sec: 3, tv_usec: 0)
