@@ -225,6 +225,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The benchmarks (`pushfleet bench …`): one command per bench, beside the reference tools
+        // and child processes they run.
+        .target(
+            name: "PushFleetBench",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetScenario",
+                "PushFleetEngine",
+                "PushFleetResults",
+                "PushFleetClients",
+                "PushFleetLauncher",
+                "PushFleetReport",
+                "PushFleetServerSupport",
+                "PushFleetMockPush",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "pushfleet",
             dependencies: [
@@ -241,6 +263,7 @@ let package = Package(
                 "PushFleetBackend",
                 "PushFleetMockPush",
                 "PushFleetHub",
+                "PushFleetBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushFleetBench
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
@@ -67,7 +68,7 @@ struct Shards: AsyncParsableCommand {
         let loaded = source.scenario
         let folder = out ?? "reports/\(loaded.name)-shards-\(Run.stamp(Date()))"
         try ReportWriter.prepareOrRefuse(folder)
-        let executable = Self.executable()
+        let executable = PushFleetExecutable.path
         let runID = FleetRunner.makeRunID()
 
         let system = try system(for: loaded)
@@ -138,11 +139,6 @@ struct Shards: AsyncParsableCommand {
             FileHandleOutput.standardError("the single run and the shards disagree: " + comparison.differences.joined(separator: "; "))
             throw ExitCode(ExitStatus.thresholdFailed)
         }
-    }
-
-    static func executable() -> String {
-        let path = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
-        return FileManager.default.isExecutableFile(atPath: path) ? path : URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     }
 
     static func start(_ executable: String, _ arguments: [String], environment: [String: String], log: String) throws -> Process {
