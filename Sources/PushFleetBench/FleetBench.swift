@@ -23,7 +23,6 @@ public struct FleetBench: AsyncParsableCommand, Sendable {
     @Option(help: "Secure-send rate during the send phase.") var rate = 200
     @Option(help: "Send phase length.") var duration = "20s"
     @Option(help: "Locust users for the reference figure (0: none).") var referenceUsers = 10_000
-    @Flag(help: "Do not install missing reference tools.") var noInstall = false
 
     public init() {}
 
@@ -88,7 +87,7 @@ public struct FleetBench: AsyncParsableCommand, Sendable {
         let correct = c.expected > 0 && c.delivered == c.expected && c.misdelivered == 0 && c.duplicates == 0 && c.leaks == 0
         var table = rows
         // The reference: Locust's memory per user, measured now on this machine.
-        if referenceUsers > 0, let locust = LocustMemory.perUser(users: referenceUsers, install: !noInstall) {
+        if referenceUsers > 0, let locust = LocustMemory.perUser(users: referenceUsers) {
             table.append(("Locust FastHttpUser bytes per user", String(format: "%.2f KB (%d → %d users, one keep-alive connection each)", locust / 1000, LocustMemory.baseUsers, referenceUsers)))
             table.append(("pushfleet / Locust per device", String(format: "%.2f× the memory (%.1f× less)", perDevice / locust, locust / max(perDevice, 1))))
         }

@@ -11,12 +11,11 @@ public struct HTTPBench: AsyncParsableCommand, Sendable {
     public static let configuration = CommandConfiguration(
         commandName: "http",
         abstract: "Requests per generator CPU-second against local nginx: pushfleet vs wrk vs Locust FastHttpUser.",
-        discussion: "Runs Debian's nginx and wrk and PyPI's locust, installing any that is missing unless --no-install is given."
+        discussion: "Runs Debian's nginx and wrk and PyPI's locust, as scripts/install-bench-tools installs them; a missing wrk or locust leaves its row out."
     )
 
     @Option(help: "Length of each tool's run.") var duration = "15s"
     @Option(help: "Concurrent connections (users for Locust).") var connections = 64
-    @Flag(help: "Do not install missing reference tools.") var noInstall = false
 
     public init() {}
 
@@ -27,16 +26,19 @@ public struct HTTPBench: AsyncParsableCommand, Sendable {
 
     public func run() async throws {
         let seconds = try DurationText.parse(duration).seconds
-        let nginx = try Nginx.start(install: !noInstall)
+        guard let binary = ReferenceTool.nginx.find() else {
+            throw ValidationError("nginx is needed as the benchmark's target and is missing: run scripts/install-bench-tools")
+        }
+        let nginx = try Nginx.start(binary)
         defer { nginx.stop() }
         let url = "http://127.0.0.1:\(nginx.port)/"
         var rows: [HTTPMeasurement] = []
-        if let wrk = ReferenceTool.ensure("wrk", from: .debian("wrk"), install: !noInstall) {
+        if let wrk = ReferenceTool.wrk.find() {
             rows.append(try Wrk.measure(wrk, url: url, connections: connections, seconds: seconds))
         }
         let own = await measurePushfleet(port: nginx.port, seconds: seconds)
         rows += own
-        if let locust = ReferenceTool.ensure("locust", from: .pypi("locust"), install: !noInstall) {
+        if let locust = ReferenceTool.locust.find() {
             rows.append(try Locust.measure(locust, port: nginx.port, connections: connections, seconds: seconds))
         }
         FileHandleOutput.standardOutput(table(rows, url: url).joined(separator: "\n"))

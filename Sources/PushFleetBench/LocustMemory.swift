@@ -6,9 +6,10 @@ import PushFleetLauncher
 enum LocustMemory {
     static let baseUsers = 1000
 
-    static func perUser(users: Int, install: Bool) -> Double? {
-        guard users > baseUsers, let locust = ReferenceTool.ensure("locust", from: .pypi("locust"), install: install),
-            let nginx = try? Nginx.start(install: install)
+    /// Bytes per user; nil when Locust or nginx is missing or the two sizes gave no slope.
+    static func perUser(users: Int) -> Double? {
+        guard users > baseUsers, let locust = ReferenceTool.locust.find(), let binary = ReferenceTool.nginx.find(),
+            let nginx = try? Nginx.start(binary)
         else { return nil }
         defer { nginx.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-locust-mem-\(getpid())")

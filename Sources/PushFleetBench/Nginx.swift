@@ -11,10 +11,8 @@ final class Nginx: Sendable {
         self.port = port
     }
 
-    static func start(install: Bool) throws -> Nginx {
-        guard let binary = ReferenceTool.ensure("nginx", from: .debian("nginx"), install: install) else {
-            throw ValidationError("nginx is needed as the benchmark's target and is missing (apt-get install nginx)")
-        }
+    /// Starts `binary` on a free-looking port.
+    static func start(_ binary: String) throws -> Nginx {
         let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("pf-nginx-\(getpid())").path
         try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
         let port = Int.random(in: 20_000...30_000)

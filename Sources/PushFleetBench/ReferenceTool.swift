@@ -1,64 +1,53 @@
 import Foundation
 import PushFleetLauncher
 
-/// The reference tools the benchmarks run beside pushfleet: found on PATH, or installed from
-/// their registry (Debian's packages, PyPI) when missing.
-enum ReferenceTool {
-    enum Source {
-        case debian(String)
-        case pypi(String)
+/// The reference tools the benchmarks run beside pushfleet. scripts/install-bench-tools installs
+/// them; a bench only looks for them, and names the script when one is missing.
+enum ReferenceTool: String {
+    case nginx, wrk, h2load, locust
 
-        var hint: String {
-            switch self {
-            case .debian(let package): "apt-get install \(package)"
-            case .pypi(let package): "pip install \(package)"
-            }
+    /// Where the tool comes from, for the message when it is missing.
+    var source: String {
+        switch self {
+        case .nginx: "Debian's nginx"
+        case .wrk: "Debian's wrk"
+        case .h2load: "Debian's nghttp2-client"
+        case .locust: "PyPI's locust"
         }
     }
 
-    static func find(_ name: String) -> String? {
-        var paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
-        paths += ["/usr/sbin", "/usr/local/bin", "/sbin"]
-        // pip puts console scripts next to the interpreter, which a pyenv shim may not cover yet.
-        if let python = paths.map({ "\($0)/python3" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
-            let scripts = try? run(python, ["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"]), scripts.status == 0
-        {
-            paths.append(scripts.output.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-        return paths.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    /// The virtualenv scripts/install-bench-tools installs PyPI's tools into.
+    static var folder: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let folder = environment["PUSHFLEET_TOOLS"], !folder.isEmpty { return folder }
+        return (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/pushfleet/tools"
     }
 
-    /// The tool's path, installing it first when it is missing and `install` allows; nil, with
-    /// the reason on standard error, when it cannot be had.
-    static func ensure(_ name: String, from source: Source, install: Bool) -> String? {
-        if let path = find(name) { return path }
-        guard install else {
-            FileHandleOutput.standardError("\(name) is missing (\(source.hint)); not installing it (--no-install)")
-            return nil
-        }
-        FileHandleOutput.standardError("\(name) is missing: \(source.hint) …")
-        var attempts: [[String]] = []
-        switch source {
-        case .debian(let package):
-            let sudo = getuid() == 0 ? [] : find("sudo").map { [$0, "-n"] } ?? []
-            if let aptGet = find("apt-get") {
-                let install = sudo + [aptGet, "install", "-y", "-qq", package]
-                attempts = [install, sudo + [aptGet, "update", "-qq"], install]
-            }
-        case .pypi(let package):
-            if let python = find("python3") { attempts = [[python, "-m", "pip", "install", "--quiet", package]] }
-        }
-        var last = "no installer found"
-        for command in attempts {
-            guard let result = try? run(command[0], Array(command.dropFirst())) else { continue }
-            last = result.output.split(separator: "\n").suffix(3).joined(separator: " | ")
-            if result.status == 0, let path = find(name) {
-                FileHandleOutput.standardError("installed \(name): \(path)")
-                return path
-            }
-        }
-        FileHandleOutput.standardError("\(name) is missing and could not be installed (\(source.hint)): \(last)")
+    /// The tool's path; nil, saying which tool is missing and how to get it, when it is nowhere
+    /// a bench looks.
+    func find() -> String? {
+        if let path = Self.locate(rawValue) { return path }
+        FileHandleOutput.standardError("\(rawValue) is missing (\(source)): run scripts/install-bench-tools")
         return nil
+    }
+
+    /// The first executable `name` in the tools' folder, on PATH, in the system folders, or
+    /// where python3 puts console scripts.
+    static func locate(_ name: String) -> String? {
+        var paths = [folder + "/bin"]
+        paths += (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        paths += ["/usr/sbin", "/usr/local/bin", "/sbin"]
+        if let path = executable(name, in: paths) { return path }
+        // A `pip install` of one's own puts console scripts next to the interpreter, which a
+        // pyenv shim may not cover yet.
+        guard let python = executable("python3", in: paths),
+            let scripts = try? run(python, ["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"]), scripts.status == 0
+        else { return nil }
+        return executable(name, in: [scripts.output.trimmingCharacters(in: .whitespacesAndNewlines)])
+    }
+
+    private static func executable(_ name: String, in paths: [String]) -> String? {
+        paths.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     /// Runs the tool to its end; its exit status and what it wrote to standard output and error.

@@ -20,8 +20,8 @@ public struct TLSBench: AsyncParsableCommand, Sendable {
             Each row is one h2load run of --requests requests on --connections connections (HTTP/2: \
             --streams concurrent streams each) against the embedded push service, with a valid provider \
             token; pushes go to an offline device with apns-expiration: 0, so the rows measure the protocol, \
-            TLS and request checks, not delivery. Installs nghttp2-client when h2load is missing unless \
-            --no-install is given.
+            TLS and request checks, not delivery. h2load comes from Debian's nghttp2-client, as \
+            scripts/install-bench-tools installs it.
             """
     )
 
@@ -29,7 +29,6 @@ public struct TLSBench: AsyncParsableCommand, Sendable {
     @Option(help: "Concurrent connections.") var connections = 16
     @Option(help: "Concurrent streams per HTTP/2 connection.") var streams = 16
     @Option(help: "Longest a run may take; it is stopped then.") var timeLimit = "120s"
-    @Flag(help: "Do not install h2load when missing.") var noInstall = false
 
     public init() {}
 
@@ -51,9 +50,7 @@ public struct TLSBench: AsyncParsableCommand, Sendable {
     }
 
     public func run() async throws {
-        guard let h2load = ReferenceTool.ensure("h2load", from: .debian("nghttp2-client"), install: !noInstall) else {
-            throw BenchFailure("h2load is needed (apt-get install nghttp2-client)")
-        }
+        guard let h2load = ReferenceTool.h2load.find() else { throw BenchFailure("h2load is needed: run scripts/install-bench-tools") }
         var logger = Logger(label: "pushfleet.bench.tls")
         logger.logLevel = .warning
         let identity = try TLSIdentity.generate(names: ["api.push.apple.com"])
