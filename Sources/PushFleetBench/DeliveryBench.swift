@@ -32,8 +32,10 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
     }
 
     public func run() async throws {
-        let server = try ServerProcess.start()
-        defer { server.stop() }
+        try await ServerProcess.run { server in try await measure(against: server) }
+    }
+
+    private func measure(against server: ServerProcess) async throws {
         let baseline = server.residentBytes()
         let yaml = """
             name: bench-delivery

@@ -34,8 +34,10 @@ public struct FleetBench: AsyncParsableCommand, Sendable {
     }
 
     public func run() async throws {
-        let server = try ServerProcess.start()
-        defer { server.stop() }
+        try await ServerProcess.run { server in try await measure(against: server) }
+    }
+
+    private func measure(against server: ServerProcess) async throws {
         let yaml = """
             name: bench-fleet
             seed: 1
@@ -87,7 +89,7 @@ public struct FleetBench: AsyncParsableCommand, Sendable {
         let correct = c.expected > 0 && c.delivered == c.expected && c.misdelivered == 0 && c.duplicates == 0 && c.leaks == 0
         var table = rows
         // The reference: Locust's memory per user, measured now on this machine.
-        if referenceUsers > 0, let locust = LocustMemory.perUser(users: referenceUsers) {
+        if referenceUsers > 0, let locust = await LocustMemory.perUser(users: referenceUsers) {
             table.append(("Locust FastHttpUser bytes per user", String(format: "%.2f KB (%d → %d users, one keep-alive connection each)", locust / 1000, LocustMemory.baseUsers, referenceUsers)))
             table.append(("pushfleet / Locust per device", String(format: "%.2f× the memory (%.1f× less)", perDevice / locust, locust / max(perDevice, 1))))
         }

@@ -24,25 +24,9 @@ enum H2Load {
         }
     }
 
-    /// Runs h2load off Swift's pool; terminated after `limit`.
+    /// Runs h2load to its end, or until `limit`: coreutils' timeout bounds the run whatever the
+    /// tool waits for.
     static func run(_ path: String, _ arguments: [String], limit: Duration) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                // coreutils' timeout bounds the run whatever the tool waits for.
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = ["timeout", "-s", "KILL", "\(max(1, limit.components.seconds))", path] + arguments
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = output
-                do { try process.run() } catch {
-                    continuation.resume(throwing: error)
-                    return
-                }
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
+        try await ReferenceTool.run("/usr/bin/env", ["timeout", "-s", "KILL", "\(max(1, limit.components.seconds))", path] + arguments).output
     }
 }

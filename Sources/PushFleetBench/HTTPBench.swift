@@ -26,23 +26,23 @@ public struct HTTPBench: AsyncParsableCommand, Sendable {
 
     public func run() async throws {
         let seconds = try DurationText.parse(duration).seconds
-        guard let binary = ReferenceTool.nginx.find() else {
+        guard let binary = await ReferenceTool.nginx.find() else {
             throw ValidationError("nginx is needed as the benchmark's target and is missing: run scripts/install-bench-tools")
         }
-        let nginx = try Nginx.start(binary)
-        defer { nginx.stop() }
-        let url = "http://127.0.0.1:\(nginx.port)/"
-        var rows: [HTTPMeasurement] = []
-        if let wrk = ReferenceTool.wrk.find() {
-            rows.append(try Wrk.measure(wrk, url: url, connections: connections, seconds: seconds))
+        try await Nginx.run(binary) { nginx in
+            let url = "http://127.0.0.1:\(nginx.port)/"
+            var rows: [HTTPMeasurement] = []
+            if let wrk = await ReferenceTool.wrk.find() {
+                rows.append(try await Wrk.measure(wrk, url: url, connections: connections, seconds: seconds))
+            }
+            let own = await measurePushfleet(port: nginx.port, seconds: seconds)
+            rows += own
+            if let locust = await ReferenceTool.locust.find() {
+                rows.append(try await Locust.measure(locust, port: nginx.port, connections: connections, seconds: seconds))
+            }
+            FileHandleOutput.standardOutput(table(rows, url: url).joined(separator: "\n"))
+            guard own.allSatisfy({ $0.requests > 0 }) else { throw BenchFailure("pushfleet got no answers from nginx") }
         }
-        let own = await measurePushfleet(port: nginx.port, seconds: seconds)
-        rows += own
-        if let locust = ReferenceTool.locust.find() {
-            rows.append(try Locust.measure(locust, port: nginx.port, connections: connections, seconds: seconds))
-        }
-        FileHandleOutput.standardOutput(table(rows, url: url).joined(separator: "\n"))
-        guard own.allSatisfy({ $0.requests > 0 }) else { throw BenchFailure("pushfleet got no answers from nginx") }
     }
 
     /// pushfleet's request path: the BackendClient every device and sender uses, its loops on

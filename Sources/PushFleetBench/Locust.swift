@@ -5,7 +5,7 @@ import PushFleetEngine
 enum Locust {
     /// Requests `connections` users with no wait time got answered for `seconds`, from Locust's
     /// own statistics, and the CPU it spent.
-    static func measure(_ locust: String, port: Int, connections: Int, seconds: Double) throws -> HTTPMeasurement {
+    static func measure(_ locust: String, port: Int, connections: Int, seconds: Double) async throws -> HTTPMeasurement {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-locust-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let file = directory.appendingPathComponent("locustfile.py").path
@@ -22,7 +22,7 @@ enum Locust {
             """.write(toFile: file, atomically: true, encoding: .utf8)
         let before = CPUTime.children()
         let started = Date()
-        _ = try? ReferenceTool.run(locust, [
+        _ = try? await ReferenceTool.run(locust, [
             "-f", file, "--headless", "-u", "\(connections)", "-r", "\(connections)", "-t", "\(Int(seconds))s", "--host", "http://127.0.0.1:\(port)",
             "--csv", directory.appendingPathComponent("out").path, "--only-summary",
         ])

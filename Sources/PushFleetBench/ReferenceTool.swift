@@ -1,5 +1,7 @@
 import Foundation
 import PushFleetLauncher
+import Subprocess
+import SystemPackage
 
 /// The reference tools the benchmarks run beside pushfleet. scripts/install-bench-tools installs
 /// them; a bench only looks for them, and names the script when one is missing.
@@ -25,15 +27,15 @@ enum ReferenceTool: String {
 
     /// The tool's path; nil, saying which tool is missing and how to get it, when it is nowhere
     /// a bench looks.
-    func find() -> String? {
-        if let path = Self.locate(rawValue) { return path }
+    func find() async -> String? {
+        if let path = await Self.locate(rawValue) { return path }
         FileHandleOutput.standardError("\(rawValue) is missing (\(source)): run scripts/install-bench-tools")
         return nil
     }
 
     /// The first executable `name` in the tools' folder, on PATH, in the system folders, or
     /// where python3 puts console scripts.
-    static func locate(_ name: String) -> String? {
+    static func locate(_ name: String) async -> String? {
         var paths = [folder + "/bin"]
         paths += (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
         paths += ["/usr/sbin", "/usr/local/bin", "/sbin"]
@@ -41,7 +43,7 @@ enum ReferenceTool: String {
         // A `pip install` of one's own puts console scripts next to the interpreter, which a
         // pyenv shim may not cover yet.
         guard let python = executable("python3", in: paths),
-            let scripts = try? run(python, ["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"]), scripts.status == 0
+            let scripts = try? await run(python, ["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"]), scripts.status == 0
         else { return nil }
         return executable(name, in: [scripts.output.trimmingCharacters(in: .whitespacesAndNewlines)])
     }
@@ -50,18 +52,16 @@ enum ReferenceTool: String {
         paths.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Runs the tool to its end; its exit status and what it wrote to standard output and error.
+    /// Runs the tool to its end; its exit status (128 + the signal when one ended it) and what it
+    /// wrote to standard output and error.
     @discardableResult
-    static func run(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    static func run(_ path: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let result = try await Subprocess.run(
+            .path(FilePath(path)), arguments: Arguments(arguments), input: .none, output: .string(limit: 16 << 20), error: .combinedWithOutput
+        )
+        switch result.terminationStatus {
+        case .exited(let code): return (code, result.standardOutput)
+        case .signaled(let signal): return (128 + signal, result.standardOutput)
+        }
     }
 }

@@ -3,6 +3,9 @@ import Foundation
 import PushFleetCore
 import PushFleetLauncher
 import PushFleetResults
+import Subprocess
+import Synchronization
+import SystemPackage
 
 /// A fleet larger than one process holds comfortably, as K local shards on the multiplexed
 /// channel against one `pushfleet serve`, merged (and with --compare, beside the same fleet in
@@ -93,24 +96,20 @@ public struct ShardsBench: AsyncParsableCommand, Sendable {
         }
     }
 
-    /// How the shards' process ended.
-    enum Ending {
-        case exited(Int32)
-        case signaled(Int32)
-    }
-
     /// `pushfleet shards` in a child process, its output straight to this process's: the command
     /// is the CLI's, and the bench reads only the folder it leaves.
-    private static func playShards(_ arguments: [String]) async throws -> Ending {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: PushFleetExecutable.path)
-        process.arguments = arguments
-        try process.run()
+    private static func playShards(_ arguments: [String]) async throws -> TerminationStatus {
         // A SIGINT or SIGTERM to the bench is the shards' to act on; the bench then prints what they left.
-        let pid = process.processIdentifier
-        let signals = SignalWatcher { name in kill(pid, name == "SIGTERM" ? SIGTERM : SIGINT) }
+        let child = Mutex<Int32?>(nil)
+        let signals = SignalWatcher { name in
+            if let pid = child.withLock({ $0 }) { kill(pid, name == "SIGTERM" ? SIGTERM : SIGINT) }
+        }
         defer { signals.cancel() }
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
-        return process.terminationReason == .uncaughtSignal ? .signaled(process.terminationStatus) : .exited(process.terminationStatus)
+        let result = try await Subprocess.run(
+            .path(FilePath(PushFleetExecutable.path)), arguments: Arguments(arguments), input: .none, output: .currentStandardOutput,
+            error: .currentStandardError
+        ) { execution in child.withLock { $0 = execution.processIdentifier.value } }
+        child.withLock { $0 = nil }
+        return result.terminationStatus
     }
 }

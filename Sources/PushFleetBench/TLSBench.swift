@@ -50,7 +50,7 @@ public struct TLSBench: AsyncParsableCommand, Sendable {
     }
 
     public func run() async throws {
-        guard let h2load = ReferenceTool.h2load.find() else { throw BenchFailure("h2load is needed: run scripts/install-bench-tools") }
+        guard let h2load = await ReferenceTool.h2load.find() else { throw BenchFailure("h2load is needed: run scripts/install-bench-tools") }
         var logger = Logger(label: "pushfleet.bench.tls")
         logger.logLevel = .warning
         let identity = try TLSIdentity.generate(names: ["api.push.apple.com"])
