@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
     targets: [
         // Wire formats shared by the backend, the mock push service and the device clients.
@@ -225,6 +227,30 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The benchmarks (`pushfleet bench …`): one command per bench, beside the reference tools
+        // and child processes they run.
+        .target(
+            name: "PushFleetBench",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetScenario",
+                "PushFleetEngine",
+                "PushFleetResults",
+                "PushFleetClients",
+                "PushFleetLauncher",
+                "PushFleetReport",
+                "PushFleetServerSupport",
+                "PushFleetMockPush",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "pushfleet",
             dependencies: [
@@ -241,6 +267,7 @@ let package = Package(
                 "PushFleetBackend",
                 "PushFleetMockPush",
                 "PushFleetHub",
+                "PushFleetBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

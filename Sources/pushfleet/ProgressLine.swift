@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetLauncher
 import Synchronization
 
 #if canImport(Glibc)

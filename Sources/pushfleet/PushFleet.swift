@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import PushFleetBench
+import PushFleetLauncher
 
 /// The exit codes pushfleet documents.
 enum ExitStatus {
@@ -12,7 +14,7 @@ enum ExitStatus {
 }
 
 struct PushFleet: AsyncParsableCommand {
-    static let version = "0.1.0"
+    static let version = PushFleetVersion.current
 
     static let configuration = CommandConfiguration(
         commandName: "pushfleet",
@@ -20,16 +22,6 @@ struct PushFleet: AsyncParsableCommand {
         version: version,
         subcommands: [Run.self, Capacity.self, Merge.self, Shards.self, Validate.self, APICommand.self, Report.self, Compare.self, Serve.self, Bench.self, HashPassword.self]
     )
-}
-
-enum FileHandleOutput {
-    static func standardError(_ text: String) {
-        FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
-    }
-
-    static func standardOutput(_ text: String) {
-        FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
-    }
 }
 
 struct HashPassword: ParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushFleetLauncher
 import PushFleetReport
 import PushFleetResults
 

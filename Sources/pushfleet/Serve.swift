@@ -4,6 +4,7 @@ import Logging
 import PushFleetBackend
 import PushFleetEmbedded
 import PushFleetHub
+import PushFleetLauncher
 import PushFleetMockPush
 import PushFleetServerSupport
 import ServiceLifecycle

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushFleetBench
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
@@ -37,11 +38,14 @@ struct Shards: AsyncParsableCommand {
         }
     }
 
-    /// The system the shards share: the scenario's external one, the flags', or a `serve` child.
-    private func system(for scenario: Scenario) throws -> (backend: String, pushService: String, server: ServerProcess?)? {
-        if let backend, let pushService { return (backend, pushService, nil) }
+    /// The system the shards share, for as long as `body` runs: the flags', the scenario's
+    /// external one, or a `serve` child, stopped when `body` returns.
+    private func withSystem<Result: Sendable>(
+        for scenario: Scenario, _ body: ((backend: String, pushService: String, server: ServerProcess?)?) async throws -> Result
+    ) async throws -> Result {
+        if let backend, let pushService { return try await body((backend, pushService, nil)) }
         switch scenario.target {
-        case .external(_, .url): return nil
+        case .external(_, .url): return try await body(nil)
         case .external(_, .embedded):
             FileHandleOutput.standardError(ShardRunner.targetProblem(scenario) ?? "")
             throw ExitCode(ExitStatus.invalidInput)
@@ -57,8 +61,7 @@ struct Shards: AsyncParsableCommand {
             if case .sqlite(let path) = scenario.embedded.store, !path.isEmpty { arguments += ["--store", "sqlite:" + path] }
             if case .postgres(let url) = scenario.embedded.store { arguments += ["--store", url] }
             arguments += ["--registration-ttl", "\(Int(scenario.embedded.registrationTTL.components.seconds))s"]
-            let server = try ServerProcess.start(arguments: arguments)
-            return (server.backend, server.pushService, server)
+            return try await ServerProcess.run(arguments: arguments) { server in try await body((server.backend, server.pushService, server)) }
         }
     }
 
@@ -67,35 +70,40 @@ struct Shards: AsyncParsableCommand {
         let loaded = source.scenario
         let folder = out ?? "reports/\(loaded.name)-shards-\(Run.stamp(Date()))"
         try ReportWriter.prepareOrRefuse(folder)
-        let executable = Self.executable()
+        let executable = PushFleetExecutable.path
         let runID = FleetRunner.makeRunID()
 
-        let system = try system(for: loaded)
-        var target: [String] = []
-        if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
         var common = seed.map { ["--seed", String($0)] } ?? []
         if quiet { common.append("--quiet") }
-        FileHandleOutput.standardOutput("\(local) shards of \(loaded.name), run \(runID), into \(folder)" + (system.map { " against \($0.backend)" } ?? ""))
-        let began = ContinuousClock.now
-        let children = try (0..<local).map { index in
-            try Self.start(
-                executable,
-                ["run", scenario, "--shards", String(local), "--shard-index-from-env", "JOB_COMPLETION_INDEX", "--out", folder, "--run-id", runID]
-                    + target + common,
-                environment: ["JOB_COMPLETION_INDEX": String(index)], log: (folder as NSString).appendingPathComponent("shard-\(index).log")
-            )
-        }
-        let signals = SignalWatcher { signal in
-            FileHandleOutput.standardError("\n\(signal): stopping the shards; they write what they recorded")
-            for child in children where child.isRunning { child.terminate() }
-        }
-        defer { signals.cancel() }
-        for child in children { await Self.waitForExit(child) }
-        if let server = system?.server {
-            FileHandleOutput.standardOutput(
-                String(format: "serve (the system under test): peak RSS %.1f MiB, %.1f CPU-s", Double(server.peakResidentBytes()) / 1_048_576, server.cpuSeconds())
-            )
-            server.stop()
+        // Signals are the shards' from their start to the end of the command, the merge and the
+        // comparison included.
+        var signals: SignalWatcher?
+        defer { signals?.cancel() }
+        var began = ContinuousClock.now
+        let children = try await withSystem(for: loaded) { system in
+            var target: [String] = []
+            if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
+            FileHandleOutput.standardOutput("\(local) shards of \(loaded.name), run \(runID), into \(folder)" + (system.map { " against \($0.backend)" } ?? ""))
+            began = ContinuousClock.now
+            let children = try (0..<local).map { index in
+                try Self.start(
+                    executable,
+                    ["run", scenario, "--shards", String(local), "--shard-index-from-env", "JOB_COMPLETION_INDEX", "--out", folder, "--run-id", runID]
+                        + target + common,
+                    environment: ["JOB_COMPLETION_INDEX": String(index)], log: (folder as NSString).appendingPathComponent("shard-\(index).log")
+                )
+            }
+            signals = SignalWatcher { signal in
+                FileHandleOutput.standardError("\n\(signal): stopping the shards; they write what they recorded")
+                for child in children where child.isRunning { child.terminate() }
+            }
+            for child in children { await Self.waitForExit(child) }
+            if let server = system?.server {
+                FileHandleOutput.standardOutput(
+                    String(format: "serve (the system under test): peak RSS %.1f MiB, %.1f CPU-s", Double(server.peakResidentBytes()) / 1_048_576, server.cpuSeconds())
+                )
+            }
+            return children
         }
         let shardSeconds = (ContinuousClock.now - began) / .seconds(1)
         for (index, child) in children.enumerated() where child.terminationStatus != 0 {
@@ -114,17 +122,17 @@ struct Shards: AsyncParsableCommand {
     /// Plays the scenario as one process against a fresh system and prints both side by side;
     /// exits 99 when the ledgers or the operation counts differ.
     private func compareWithSingle(_ sharded: RunResult, folder: String, executable: String, common: [String], loaded: Scenario) async throws {
-        let system = try system(for: loaded)
-        var target: [String] = []
-        if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
         let single = (folder as NSString).appendingPathComponent("single")
-        FileHandleOutput.standardOutput("the same scenario as one process, into \(single)")
-        let child = try Self.start(
-            executable, ["run", scenario, "--out", single] + target + common, environment: [:],
-            log: (folder as NSString).appendingPathComponent("single.log")
-        )
-        let peak = await Self.waitForExit(child)
-        system?.server?.stop()
+        let (child, peak) = try await withSystem(for: loaded) { system in
+            var target: [String] = []
+            if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
+            FileHandleOutput.standardOutput("the same scenario as one process, into \(single)")
+            let child = try Self.start(
+                executable, ["run", scenario, "--out", single] + target + common, environment: [:],
+                log: (folder as NSString).appendingPathComponent("single.log")
+            )
+            return (child, await Self.waitForExit(child))
+        }
         FileHandleOutput.standardOutput(String(format: "single run: peak RSS %.1f MiB", Double(peak) / 1_048_576))
         guard let data = FileManager.default.contents(atPath: (single as NSString).appendingPathComponent("run.json")),
             let result = try? ReportFiles.decodeRunJSON(data)
@@ -138,11 +146,6 @@ struct Shards: AsyncParsableCommand {
             FileHandleOutput.standardError("the single run and the shards disagree: " + comparison.differences.joined(separator: "; "))
             throw ExitCode(ExitStatus.thresholdFailed)
         }
-    }
-
-    static func executable() -> String {
-        let path = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
-        return FileManager.default.isExecutableFile(atPath: path) ? path : URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     }
 
     static func start(_ executable: String, _ arguments: [String], environment: [String: String], log: String) throws -> Process {

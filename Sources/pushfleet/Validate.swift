@@ -1,5 +1,6 @@
 import ArgumentParser
 import PushFleetCore
+import PushFleetLauncher
 import PushFleetResults
 import PushFleetScenario
 

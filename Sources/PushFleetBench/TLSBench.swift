@@ -1,9 +1,10 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import PushFleetEngine
 import JWTKit
 import Logging
 import PushFleetCore
+import PushFleetLauncher
 import PushFleetMockPush
 import PushFleetServerSupport
 import ServiceLifecycle
@@ -11,16 +12,16 @@ import ServiceLifecycle
 /// APNs throughput of the mock push service over TLS beside cleartext, in one invocation:
 /// h2load (Debian's nghttp2-client) posts the same provider request over HTTP/2 cleartext,
 /// HTTP/2 over TLS, and HTTP/1.1 both ways, to a push service in this process.
-struct TLSBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct TLSBench: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
         commandName: "tls",
         abstract: "APNs requests/s over TLS (HTTP/2, HTTP/1.1) beside cleartext, with h2load as the client.",
         discussion: """
             Each row is one h2load run of --requests requests on --connections connections (HTTP/2: \
             --streams concurrent streams each) against the embedded push service, with a valid provider \
             token; pushes go to an offline device with apns-expiration: 0, so the rows measure the protocol, \
-            TLS and request checks, not delivery. Installs nghttp2-client when h2load is missing unless \
-            --no-install is given.
+            TLS and request checks, not delivery. h2load comes from Debian's nghttp2-client, as \
+            scripts/install-bench-tools installs it.
             """
     )
 
@@ -28,9 +29,10 @@ struct TLSBench: AsyncParsableCommand {
     @Option(help: "Concurrent connections.") var connections = 16
     @Option(help: "Concurrent streams per HTTP/2 connection.") var streams = 16
     @Option(help: "Longest a run may take; it is stopped then.") var timeLimit = "120s"
-    @Flag(help: "Do not install h2load when missing.") var noInstall = false
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         guard (1...10_000_000).contains(requests) else { throw ValidationError("--requests must be 1 to 10000000") }
         guard (1...1_000).contains(connections) else { throw ValidationError("--connections must be 1 to 1000") }
         guard (1...1_000).contains(streams) else { throw ValidationError("--streams must be 1 to 1000") }
@@ -47,10 +49,8 @@ struct TLSBench: AsyncParsableCommand {
         var clientCPU: Double
     }
 
-    func run() async throws {
-        guard let h2load = Tool.ensure("h2load", from: .debian("nghttp2-client"), install: !noInstall) else {
-            throw BenchFailure("h2load is needed (apt-get install nghttp2-client)")
-        }
+    public func run() async throws {
+        guard let h2load = await ReferenceTool.h2load.find() else { throw BenchFailure("h2load is needed: run scripts/install-bench-tools") }
         var logger = Logger(label: "pushfleet.bench.tls")
         logger.logLevel = .warning
         let identity = try TLSIdentity.generate(names: ["api.push.apple.com"])
@@ -135,21 +135,12 @@ struct TLSBench: AsyncParsableCommand {
         let serverBefore = CPUTime.own()
         let clientBefore = CPUTime.children()
         let started = Date()
-        let output = try await Self.runBounded(h2load, arguments, limit: limit)
+        let output = try await H2Load.run(h2load, arguments, limit: limit)
         let seconds = Date().timeIntervalSince(started)
-        func number(after marker: String, in line: Substring?) -> Int {
-            guard let line, let range = line.range(of: marker) else { return 0 }
-            return Int(line[..<range.lowerBound].split(separator: " ").last ?? "") ?? 0
-        }
-        let lines = output.split(separator: "\n")
-        let requestsLine = lines.first { $0.hasPrefix("requests:") }
-        let statusLine = lines.first { $0.hasPrefix("status codes:") }
-        let finished = lines.first { $0.hasPrefix("finished in") }
-        let elapsed = finished.flatMap { line in Double(line.dropFirst("finished in ".count).prefix { $0 != "s" && $0 != "," }) }
-        guard requestsLine != nil else { throw BenchFailure("h2load gave no result for \(label): \(output.suffix(300))") }
+        guard let summary = H2Load.Summary(output) else { throw BenchFailure("h2load gave no result for \(label): \(output.suffix(300))") }
         return Row(
-            label: label, done: number(after: " done", in: requestsLine), succeeded: number(after: " 2xx", in: statusLine),
-            seconds: elapsed ?? seconds, serverCPU: CPUTime.own() - serverBefore, clientCPU: CPUTime.children() - clientBefore
+            label: label, done: summary.done, succeeded: summary.succeeded, seconds: summary.seconds ?? seconds,
+            serverCPU: CPUTime.own() - serverBefore, clientCPU: CPUTime.children() - clientBefore
         )
     }
 
@@ -164,27 +155,5 @@ struct TLSBench: AsyncParsableCommand {
         header.kid = "BENCHKEY01"
         let keys = await JWTKeyCollection().add(ecdsa: ES256PrivateKey())
         return "bearer " + (try await keys.sign(Claims(iss: "BENCHTEAM1", iat: Int64(Date().timeIntervalSince1970)), header: header))
-    }
-
-    /// Runs the tool off Swift's pool; terminated after `limit`.
-    private static func runBounded(_ path: String, _ arguments: [String], limit: Duration) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                // coreutils' timeout bounds the run whatever the tool waits for.
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = ["timeout", "-s", "KILL", "\(max(1, limit.components.seconds))", path] + arguments
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = output
-                do { try process.run() } catch {
-                    continuation.resume(throwing: error)
-                    return
-                }
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
     }
 }

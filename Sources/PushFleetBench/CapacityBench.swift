@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import Logging
 import PushFleetCore
@@ -13,8 +13,8 @@ import PushFleetScenario
 /// was set, within ±5%, and name the hop it was set on; against the reference backend without a
 /// knob it reports the backend's real capacity on this machine, or that the generator was the
 /// limit.
-struct CapacityBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct CapacityBench: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
         commandName: "capacity",
         abstract: "Capacity searches against planted capacities (push service and backend service rates) and the bare reference backend."
     )
@@ -28,7 +28,9 @@ struct CapacityBench: AsyncParsableCommand {
     @Option(help: "How close the bracket must close (e.g. 5%).") var resolution = "5%"
     @Option(help: "Devices (one per user).") var devices = 200
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         guard !plantedRates.isEmpty || backendRate > 0 || reference else { throw ValidationError("nothing to search: give --rates, --backend-rate or --reference") }
         guard plantedRates.allSatisfy({ (1...100_000).contains($0) }) else { throw ValidationError("--rates: each between 1 and 100000") }
         guard backendRate == 0 || (1...100_000).contains(backendRate) else { throw ValidationError("--backend-rate: between 1 and 100000, or 0") }
@@ -49,7 +51,7 @@ struct CapacityBench: AsyncParsableCommand {
         var yaml: String
     }
 
-    func run() async throws {
+    public func run() async throws {
         var searches = plantedRates.map { rate in
             Search(label: "push service at \(CapacityResult.format(rate))/s", hop: "push_service", rate: rate, yaml: yaml(start: rate / 3, max: rate * 4, fault: "pns: { service_rate: \(rate)/s }"))
         }
@@ -66,7 +68,7 @@ struct CapacityBench: AsyncParsableCommand {
             let scenario = try ScenarioLoader.parse(search.yaml, file: "bench-capacity")
             var logger = Logger(label: "pushfleet.bench")
             logger.logLevel = .warning
-            let options = FleetRunner.Options(scenarioFile: "bench-capacity", scenarioText: search.yaml, version: PushFleet.version, logger: logger)
+            let options = FleetRunner.Options(scenarioFile: "bench-capacity", scenarioText: search.yaml, version: PushFleetVersion.current, logger: logger)
             var runner = CapacityRunner(scenario: scenario, options: options)
             runner.stepDone = { FileHandleOutput.standardError($0) }
             let began = ContinuousClock.now

@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import Logging
 import PushFleetCore
@@ -12,8 +12,8 @@ import Synchronization
 /// (servers in a child process), the fleet process's resident memory and heap in use sampled
 /// every 250 ms; after a warm-up, the slope of each against sends made is what one send leaves
 /// behind. A generator whose memory grows with the run cannot run for hours.
-struct SoakBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct SoakBench: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
         commandName: "soak",
         abstract: "Bytes the fleet process keeps per settled send in a long run (resident memory and heap in use)."
     )
@@ -23,7 +23,9 @@ struct SoakBench: AsyncParsableCommand {
     @Option(help: "Sending time.") var duration = "60s"
     @Option(help: "Share of the sending time left out of the slope as warm-up (0–0.9).") var warmup = 0.25
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be 1 to 1000000") }
         guard (1...100_000).contains(rate) else { throw ValidationError("--rate must be 1 to 100000") }
         guard (0...0.9).contains(warmup) else { throw ValidationError("--warmup must be 0 to 0.9") }
@@ -37,9 +39,11 @@ struct SoakBench: AsyncParsableCommand {
         var heap: Double
     }
 
-    func run() async throws {
-        let server = try ServerProcess.start()
-        defer { server.stop() }
+    public func run() async throws {
+        try await ServerProcess.run { server in try await measure(against: server) }
+    }
+
+    private func measure(against server: ServerProcess) async throws {
         let seconds = try DurationText.parse(duration).seconds
         let yaml = """
             name: bench-soak
@@ -64,7 +68,7 @@ struct SoakBench: AsyncParsableCommand {
         let done = Atomic<Bool>(false)
         var logger = Logger(label: "pushfleet.bench")
         logger.logLevel = .warning
-        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleet.version, logger: logger) {
+        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleetVersion.current, logger: logger) {
             FileHandleOutput.standardError($0)
         }
         let sampler = Task {

@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import Logging
 import PushFleetCore
@@ -11,8 +11,8 @@ import Synchronization
 /// The fleet process's memory per device: a multiplexed fleet of N devices ramps in against
 /// servers in a child process, then sends; the fleet's own RSS is read before the run and once
 /// the whole fleet is in.
-struct FleetBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct FleetBench: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
         commandName: "fleet",
         abstract: "Fleet-side memory per device and ramp time for a large fleet, then a send phase checked for 100% correct delivery."
     )
@@ -23,18 +23,21 @@ struct FleetBench: AsyncParsableCommand {
     @Option(help: "Secure-send rate during the send phase.") var rate = 200
     @Option(help: "Send phase length.") var duration = "20s"
     @Option(help: "Locust users for the reference figure (0: none).") var referenceUsers = 10_000
-    @Flag(help: "Do not install missing reference tools.") var noInstall = false
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         guard (0...50_000).contains(referenceUsers) else { throw ValidationError("--reference-users must be 0 to 50000") }
         guard devices > 0, arrival > 0, rate > 0 else { throw ValidationError("--devices, --arrival and --rate must be above 0") }
         guard ["per_device", "multiplexed"].contains(channel) else { throw ValidationError("--channel must be per_device or multiplexed") }
         _ = try DurationText.parse(duration)
     }
 
-    func run() async throws {
-        let server = try ServerProcess.start()
-        defer { server.stop() }
+    public func run() async throws {
+        try await ServerProcess.run { server in try await measure(against: server) }
+    }
+
+    private func measure(against server: ServerProcess) async throws {
         let yaml = """
             name: bench-fleet
             seed: 1
@@ -60,7 +63,7 @@ struct FleetBench: AsyncParsableCommand {
         let start = Date()
         var logger = Logger(label: "pushfleet.bench")
         logger.logLevel = .warning
-        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleet.version, logger: logger) {
+        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleetVersion.current, logger: logger) {
             FileHandleOutput.standardError($0)
         }
         options.beforeTraffic = {
@@ -86,7 +89,7 @@ struct FleetBench: AsyncParsableCommand {
         let correct = c.expected > 0 && c.delivered == c.expected && c.misdelivered == 0 && c.duplicates == 0 && c.leaks == 0
         var table = rows
         // The reference: Locust's memory per user, measured now on this machine.
-        if referenceUsers > 0, let locust = LocustMemory.perUser(users: referenceUsers, install: !noInstall) {
+        if referenceUsers > 0, let locust = await LocustMemory.perUser(users: referenceUsers) {
             table.append(("Locust FastHttpUser bytes per user", String(format: "%.2f KB (%d → %d users, one keep-alive connection each)", locust / 1000, LocustMemory.baseUsers, referenceUsers)))
             table.append(("pushfleet / Locust per device", String(format: "%.2f× the memory (%.1f× less)", perDevice / locust, locust / max(perDevice, 1))))
         }
@@ -94,55 +97,5 @@ struct FleetBench: AsyncParsableCommand {
         guard result.devices.ready == devices, correct else {
             throw BenchFailure("the fleet run itself was not right: \(result.devices.ready) of \(devices) ready, delivery not 100% correct")
         }
-    }
-}
-
-/// Locust's resident memory per user: FastHttpUser users that each open a keep-alive connection
-/// to a local nginx and then wait, at two fleet sizes; the slope between them.
-enum LocustMemory {
-    static let baseUsers = 1000
-
-    static func perUser(users: Int, install: Bool) -> Double? {
-        guard users > baseUsers, let locust = Tool.ensure("locust", from: .pypi("locust"), install: install),
-            let nginx = try? Nginx.start(install: install)
-        else { return nil }
-        defer { nginx.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pf-locust-mem-\(getpid())")
-        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let file = directory.appendingPathComponent("locustfile.py").path
-        let script = """
-            from locust import constant, task
-            from locust.contrib.fasthttp import FastHttpUser
-
-            class Idle(FastHttpUser):
-                wait_time = constant(3600)
-
-                def on_start(self):
-                    self.client.get("/")
-
-                @task
-                def idle(self):
-                    pass
-            """
-        guard (try? script.write(toFile: file, atomically: true, encoding: .utf8)) != nil else { return nil }
-        func resident(_ count: Int) -> Double? {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: locust)
-            process.arguments = ["-f", file, "--headless", "-u", "\(count)", "-r", "1000", "-t", "600s", "--host", "http://127.0.0.1:\(nginx.port)", "--only-summary"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { return nil }
-            defer {
-                // Only its memory is wanted, and it inherits this process's ignored SIGINT/SIGTERM.
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-            Thread.sleep(forTimeInterval: Double(count) / 1000 + 8)
-            let bytes = ServerProcess.residentBytes(pid: process.processIdentifier)
-            return bytes > 0 ? Double(bytes) : nil
-        }
-        FileHandleOutput.standardError("measuring Locust's memory per user (\(baseUsers) and \(users) users) …")
-        guard let small = resident(baseUsers), let large = resident(users), large > small else { return nil }
-        return (large - small) / Double(users - baseUsers)
     }
 }

@@ -1,14 +1,17 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import PushFleetCore
 import PushFleetLauncher
 import PushFleetResults
+import Subprocess
+import Synchronization
+import SystemPackage
 
 /// A fleet larger than one process holds comfortably, as K local shards on the multiplexed
 /// channel against one `pushfleet serve`, merged (and with --compare, beside the same fleet in
 /// one process): each shard's memory, the merge's time and memory, the servers' memory.
-struct ShardsBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct ShardsBench: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
         commandName: "shards",
         abstract: "A large fleet as K local shards against one serve, merged; each shard's memory and the merge's time and memory."
     )
@@ -21,7 +24,9 @@ struct ShardsBench: AsyncParsableCommand {
     @Option(help: "Where the run's folder goes (default: a temporary folder, removed after).") var out: String?
     @Flag(help: "Also play the fleet as one process and compare the results.") var compare = false
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         guard (1...2_000_000).contains(devices), (1...100_000).contains(arrival), (1...100_000).contains(rate) else {
             throw ValidationError("--devices 1–2,000,000, --arrival and --rate 1–100,000")
         }
@@ -29,7 +34,7 @@ struct ShardsBench: AsyncParsableCommand {
         _ = try DurationText.parse(duration)
     }
 
-    func run() async throws {
+    public func run() async throws {
         let folder = out ?? FileManager.default.temporaryDirectory.appendingPathComponent("pushfleet-bench-shards-\(UUID().uuidString)").path
         let scenarioFile = FileManager.default.temporaryDirectory.appendingPathComponent("bench-shards-\(UUID().uuidString).yaml").path
         defer {
@@ -55,11 +60,9 @@ struct ShardsBench: AsyncParsableCommand {
             grace: 5s
             """
         try yaml.write(toFile: scenarioFile, atomically: true, encoding: .utf8)
-        var arguments = [scenarioFile, "--local", String(shards), "--out", folder, "--quiet"]
+        var arguments = ["shards", scenarioFile, "--local", String(shards), "--out", folder, "--quiet"]
         if compare { arguments.append("--compare") }
-        let command = try Shards.parse(arguments)
-        var failure: (any Error)?
-        do { try await command.run() } catch { failure = error }
+        let ended = try await Self.playShards(arguments)
 
         var table: [(String, String)] = []
         var peak: UInt64 = 0
@@ -85,6 +88,28 @@ struct ShardsBench: AsyncParsableCommand {
         }
         table.append(("largest shard's peak RSS", String(format: "%.1f MiB", Double(peak) / 1_048_576)))
         Bench.printFigures("bench shards (\(devices.grouped) devices as \(shards) local shards, multiplexed)", table)
-        if let failure { throw failure }
+        // The shards' own verdict, as `pushfleet shards` gave it (99: the single run disagreed).
+        switch ended {
+        case .exited(0): return
+        case .exited(let code): throw ExitCode(code)
+        case .signaled(let signal): throw BenchFailure("pushfleet shards ended on signal \(signal)")
+        }
+    }
+
+    /// `pushfleet shards` in a child process, its output straight to this process's: the command
+    /// is the CLI's, and the bench reads only the folder it leaves.
+    private static func playShards(_ arguments: [String]) async throws -> TerminationStatus {
+        // A SIGINT or SIGTERM to the bench is the shards' to act on; the bench then prints what they left.
+        let child = Mutex<Int32?>(nil)
+        let signals = SignalWatcher { name in
+            if let pid = child.withLock({ $0 }) { kill(pid, name == "SIGTERM" ? SIGTERM : SIGINT) }
+        }
+        defer { signals.cancel() }
+        let result = try await Subprocess.run(
+            .path(FilePath(PushFleetExecutable.path)), arguments: Arguments(arguments), input: .none, output: .currentStandardOutput,
+            error: .currentStandardError
+        ) { execution in child.withLock { $0 = execution.processIdentifier.value } }
+        child.withLock { $0 = nil }
+        return result.terminationStatus
     }
 }

@@ -5,10 +5,10 @@ import Glibc
 #endif
 
 /// Turns SIGINT and SIGTERM into calls, instead of the default immediate exit.
-final class SignalWatcher {
+public final class SignalWatcher {
     private let sources: [any DispatchSourceSignal]
 
-    init(_ handler: @escaping @Sendable (String) -> Void) {
+    public init(_ handler: @escaping @Sendable (String) -> Void) {
         var sources: [any DispatchSourceSignal] = []
         for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
             signal(number, SIG_IGN)
@@ -20,7 +20,7 @@ final class SignalWatcher {
         self.sources = sources
     }
 
-    func cancel() {
+    public func cancel() {
         for source in sources { source.cancel() }
         signal(SIGINT, SIG_DFL)
         signal(SIGTERM, SIG_DFL)

@@ -1,12 +1,7 @@
-import ArgumentParser
 import Foundation
+import PushFleetLauncher
 
-struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Benchmarks; each prints its figures in one table.",
-        subcommands: [DeliveryBench.self, FleetBench.self, OmissionBench.self, HTTPBench.self, TLSBench.self, CapacityBench.self, ShardsBench.self, SoakBench.self]
-    )
-
+extension Bench {
     /// Prints a titled two-column table of figures.
     static func printFigures(_ title: String, _ rows: [(String, String)]) {
         let width = rows.map(\.0.count).max() ?? 0

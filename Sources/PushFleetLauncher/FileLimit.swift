@@ -1,15 +1,14 @@
-import ArgumentParser
 #if canImport(Glibc)
 import Glibc
 #endif
-import PushFleetCore
+public import PushFleetCore
 import PushFleetEmbedded
 
 /// The open-files limit: raised as far as the hard limit allows, and checked against what a
 /// scenario needs, so a run that cannot fit fails up front with numbers instead of halfway.
-enum FileLimit {
+public enum FileLimit {
     /// Raises the soft limit to the hard one; returns the limit in force.
-    static func raise() -> (soft: UInt64, hard: UInt64) {
+    public static func raise() -> (soft: UInt64, hard: UInt64) {
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         if limit.rlim_cur < limit.rlim_max {
@@ -22,7 +21,7 @@ enum FileLimit {
 
     /// Descriptors a scenario needs in this process: one per device socket (two when the
     /// embedded push service holds the other end here), the HTTP pools, and headroom.
-    static func needed(_ scenario: Scenario, devices: Int) -> (total: Int, perDevice: Int) {
+    public static func needed(_ scenario: Scenario, devices: Int) -> (total: Int, perDevice: Int) {
         var perDevice = 0
         if scenario.fleet.pushChannel == .perDevice && scenario.lifecycle.contains(.connect) {
             perDevice += scenario.target == .embedded ? 2 : 1
@@ -32,24 +31,17 @@ enum FileLimit {
         return (fixed + perDevice * devices, perDevice)
     }
 
-    /// Ends with the invalid-input code, saying why, when the scenario's fleet cannot fit.
-    static func refuseBeyondLimit(_ scenario: Scenario, plan: FleetPlan, file: String) throws {
-        guard let problem = problem(scenario, devices: plan.devices.count) else { return }
-        FileHandleOutput.standardError("\(file): \(problem)")
-        throw ExitCode(ExitStatus.invalidInput)
-    }
-
     /// A message when the scenario cannot fit, nil when it can: too few open files for its
     /// sockets, or, against the embedded push service, more devices with a socket of their own
     /// than the service takes.
-    static func problem(_ scenario: Scenario, devices: Int) -> String? {
+    public static func problem(_ scenario: Scenario, devices: Int) -> String? {
         openFilesProblem(scenario, devices: devices)
             ?? deviceCapProblem(scenario, devices: devices, cap: EmbeddedSystem.defaultDeviceCap(), limit: raise().soft)
     }
 
     /// Devices on sockets of their own past the embedded push service's device cap, which would
     /// be refused (503) at connect.
-    static func deviceCapProblem(_ scenario: Scenario, devices: Int, cap: Int, limit: UInt64) -> String? {
+    public static func deviceCapProblem(_ scenario: Scenario, devices: Int, cap: Int, limit: UInt64) -> String? {
         guard scenario.target == .embedded, scenario.fleet.pushChannel == .perDevice, scenario.lifecycle.contains(.connect),
             devices > cap
         else { return nil }
@@ -74,5 +66,4 @@ enum FileLimit {
             run the servers in another process (target: {backend, pns}), shard the fleet, or raise the hard limit (see docs/performance.md).
             """
     }
-
 }

@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import Logging
 import PushFleetCore
@@ -10,8 +10,8 @@ import Synchronization
 
 /// Sends through backend → push service → connected devices, with the servers in a child
 /// process so that their memory per connected device can be read on its own.
-struct DeliveryBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct DeliveryBench: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
         commandName: "delivery",
         abstract: "Throughput of backend → push service → WebSocket devices, and push-service memory per connected device."
     )
@@ -22,16 +22,20 @@ struct DeliveryBench: AsyncParsableCommand {
     @Option(help: "Sending time.") var duration = "15s"
     @Option(help: "Sends allowed in flight at once.") var inFlight = 256
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be 1 to 1000000") }
         guard ["per_device", "multiplexed"].contains(channel) else { throw ValidationError("--channel must be per_device or multiplexed") }
         guard rate > 0, inFlight > 0 else { throw ValidationError("--rate and --in-flight must be above 0") }
         _ = try DurationText.parse(duration)
     }
 
-    func run() async throws {
-        let server = try ServerProcess.start()
-        defer { server.stop() }
+    public func run() async throws {
+        try await ServerProcess.run { server in try await measure(against: server) }
+    }
+
+    private func measure(against server: ServerProcess) async throws {
         let baseline = server.residentBytes()
         let yaml = """
             name: bench-delivery
@@ -56,7 +60,7 @@ struct DeliveryBench: AsyncParsableCommand {
         let atTraffic = Mutex<(fleetCPU: Double, serverCPU: Double, fleetRSS: UInt64)>((0, 0, 0))
         var logger = Logger(label: "pushfleet.bench")
         logger.logLevel = .warning
-        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleet.version, logger: logger) {
+        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleetVersion.current, logger: logger) {
             FileHandleOutput.standardError($0)
         }
         options.beforeTraffic = {

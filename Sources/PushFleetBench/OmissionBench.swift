@@ -1,6 +1,5 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
-import Hummingbird
 import Logging
 import PushFleetCore
 import PushFleetEngine
@@ -9,15 +8,14 @@ import PushFleetResults
 import PushFleetScenario
 import PushFleetServerSupport
 import ServiceLifecycle
-import Synchronization
 
 /// Coordinated omission: an open-model sender against a target that stalls for `stall` every
 /// `every`. While it stalls, sends keep coming due; measured from their intended start they wait
 /// up to the whole stall, so the analytic distribution is: a share stall/every of the sends wait
 /// uniformly between 0 and the stall, the rest only the service time. p(q) is then
 /// stall × (1 − (1 − q) × every / stall) for the tail above the unaffected share.
-struct OmissionBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct OmissionBench: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
         commandName: "omission",
         abstract: "Corrected vs raw latency against a target that stalls periodically, compared with the analytic values."
     )
@@ -27,7 +25,9 @@ struct OmissionBench: AsyncParsableCommand {
     @Option(help: "Stall length.") var stall = "1s"
     @Option(help: "Stall period.") var every = "10s"
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         let period = try DurationText.parse(every)
         let length = try DurationText.parse(stall)
         guard length > .zero, length < period else { throw ValidationError("--stall must be shorter than --every") }
@@ -35,7 +35,7 @@ struct OmissionBench: AsyncParsableCommand {
         _ = try DurationText.parse(duration)
     }
 
-    func run() async throws {
+    public func run() async throws {
         let period = try DurationText.parse(every)
         let length = try DurationText.parse(stall)
         var logger = Logger(label: "pushfleet.bench")
@@ -55,7 +55,7 @@ struct OmissionBench: AsyncParsableCommand {
             deadline: .seconds(5), grace: .zero
         )
         scenario.api = ScenarioLoader.preset("appbackend")
-        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: "", version: PushFleet.version, logger: logger) {
+        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: "", version: PushFleetVersion.current, logger: logger) {
             FileHandleOutput.standardError($0)
         }
         options.beforeTraffic = { target.align() }
@@ -94,38 +94,4 @@ struct OmissionBench: AsyncParsableCommand {
 /// A percentile as the table names it: 99, 99.9.
 private enum SVGChartNumber {
     static func text(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
-}
-
-/// A target that answers every send at once, except during a stall of `stall` at the start of
-/// each `period`, when it holds every request until the stall ends.
-final class StallingTarget: Sendable {
-    let period: Duration
-    let stall: Duration
-    private let origin = Mutex<Int64>(MonotonicClock.nanoseconds())
-
-    init(period: Duration, stall: Duration) {
-        self.period = period
-        self.stall = stall
-    }
-
-    /// Starts the stall schedule now (when traffic starts), half a period in.
-    func align() {
-        origin.withLock { $0 = MonotonicClock.nanoseconds() - period.nanoseconds / 2 }
-    }
-
-    func makeService(bound: Readiness<ListenAddress>, logger: Logger) -> any Service {
-        let router = Router()
-        let period = self.period.nanoseconds
-        let stall = self.stall.nanoseconds
-        router.post("/api/notifications") { _, _ -> Response in
-            let elapsed = MonotonicClock.nanoseconds() - self.origin.withLock { $0 }
-            let phase = elapsed % period
-            if phase < stall { try await Task.sleep(for: .nanoseconds(stall - phase)) }
-            return Response(status: .ok)
-        }
-        return Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0), backlog: 4096),
-            onServerRunning: { bound.succeed(ListenAddress(host: "127.0.0.1", port: $0.localAddress?.port ?? 0)) }, logger: logger
-        )
-    }
 }
