@@ -58,11 +58,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         let connected = Mutex<UInt64>(0)
         // What the fleet process and the servers' process had spent when traffic began.
         let atTraffic = Mutex<(fleetCPU: Double, serverCPU: Double, fleetRSS: UInt64)>((0, 0, 0))
-        var logger = Logger(label: "pushfleet.bench")
-        logger.logLevel = .warning
-        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleetVersion.current, logger: logger) {
-            FileHandleOutput.standardError($0)
-        }
+        var options = FleetRunner.Options.bench(yaml)
         options.beforeTraffic = {
             try? await Task.sleep(for: .seconds(1))
             connected.withLock { $0 = server.residentBytes() }

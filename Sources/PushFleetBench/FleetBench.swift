@@ -61,11 +61,7 @@ public struct FleetBench: AsyncParsableCommand, Sendable {
         let baseline = ServerProcess.residentBytes(pid: getpid())
         let atReady = Mutex<(UInt64, Double)>((0, 0))
         let start = Date()
-        var logger = Logger(label: "pushfleet.bench")
-        logger.logLevel = .warning
-        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleetVersion.current, logger: logger) {
-            FileHandleOutput.standardError($0)
-        }
+        var options = FleetRunner.Options.bench(yaml)
         options.beforeTraffic = {
             atReady.withLock { $0 = (ServerProcess.residentBytes(pid: getpid()), Date().timeIntervalSince(start)) }
         }

@@ -66,11 +66,7 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
         let samples = Mutex<[Sample]>([])
         let trafficStart = Mutex<Double?>(nil)
         let done = Atomic<Bool>(false)
-        var logger = Logger(label: "pushfleet.bench")
-        logger.logLevel = .warning
-        var options = FleetRunner.Options(scenarioFile: "bench", scenarioText: yaml, version: PushFleetVersion.current, logger: logger) {
-            FileHandleOutput.standardError($0)
-        }
+        var options = FleetRunner.Options.bench(yaml)
         let sampler = Task {
             while !done.load(ordering: .relaxed) {
                 let sample = Sample(time: Self.now(), resident: Double(ProcessMemory.resident() ?? 0), heap: Double(HeapUsage.inUse() ?? 0))
