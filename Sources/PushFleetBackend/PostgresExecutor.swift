@@ -44,7 +44,7 @@ final class PostgresExecutor: SQLExecutor {
             client: PostgresClient(configuration: configuration), logger: logger, location: StoreLocationDescription.masked(url)
         )
         do {
-            try await executor.transaction { db in
+            try await executor.transaction(within: Self.openDeadline) { db in
                 // One schema creation at a time across processes.
                 try await db.run("SELECT pg_advisory_xact_lock(74736)")
                 for statement in SQLStore<PostgresExecutor>.schema { try await db.run(statement) }
@@ -107,17 +107,25 @@ final class PostgresExecutor: SQLExecutor {
     /// gone, the pool keeps reconnecting and a request would wait for one indefinitely.
     static let deadline: Duration = .seconds(5)
 
+    /// How long the first unit of work may take: the first connection and the schema, on a
+    /// server that may still be starting or busy with other clients' schemas.
+    static let openDeadline: Duration = .seconds(30)
+
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
+        try await transaction(within: Self.deadline, body)
+    }
+
+    private func transaction<T: Sendable>(within deadline: Duration, _ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
         let logger = logger
         let client = client
         let location = location
         do {
-            let result = try await Self.first(within: Self.deadline) {
+            let result = try await Self.first(within: deadline) {
                 try await client.withTransaction(logger: logger) { connection in
                     try await body(Session(connection: connection, logger: logger))
                 }
             }
-            guard let result else { throw StoreError.unavailable("\(location) did not answer within \(Self.deadline)") }
+            guard let result else { throw StoreError.unavailable("\(location) did not answer within \(deadline)") }
             return result
         } catch {
             throw Self.storeError(error, location: location)
