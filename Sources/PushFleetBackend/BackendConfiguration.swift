@@ -51,6 +51,10 @@ public struct BackendConfiguration: Sendable {
     /// Where registrations and notifications are kept, and how many at most.
     public var store: StoreLocation = .memory
     public var storeLimits = StoreLimits()
+    /// How long a unit of work on a PostgreSQL store may take, waiting for a pooled connection
+    /// included: with the server gone the pool keeps reconnecting, and a request answers 503
+    /// `store_unreachable` after this long instead of waiting indefinitely.
+    public var storeDeadline: Duration = .seconds(5)
     /// Timeouts and the connection cap of the backend's port.
     public var server = ServerLimits()
     /// Latency added to sends and fetches (fault scenarios); shared across restarts.

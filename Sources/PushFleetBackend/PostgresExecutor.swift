@@ -13,16 +13,20 @@ final class PostgresExecutor: SQLExecutor {
     let logger: Logger
     /// The URL without its password, for messages.
     let location: String
+    /// How long a unit of work may take, waiting for a connection included: with the server
+    /// gone, the pool keeps reconnecting and a request would wait for one indefinitely.
+    let deadline: Duration
 
-    private init(client: PostgresClient, logger: Logger, location: String) {
+    private init(client: PostgresClient, logger: Logger, location: String, deadline: Duration) {
         self.client = client
         self.logger = logger
         self.location = location
+        self.deadline = deadline
         runner = Task { await client.run() }
     }
 
     /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`; `?host=/socket/dir` for a Unix socket.
-    static func open(url: String) async throws -> PostgresExecutor {
+    static func open(url: String, deadline: Duration) async throws -> PostgresExecutor {
         guard let components = URLComponents(string: url), let user = components.user, !user.isEmpty else {
             throw StoreError.unavailable("a postgres URL needs a user: postgres://USER:PASSWORD@HOST:PORT/DATABASE")
         }
@@ -41,10 +45,11 @@ final class PostgresExecutor: SQLExecutor {
         var logger = Logger(label: "pushfleet.store.postgres")
         logger.logLevel = .warning
         let executor = PostgresExecutor(
-            client: PostgresClient(configuration: configuration), logger: logger, location: StoreLocationDescription.masked(url)
+            client: PostgresClient(configuration: configuration), logger: logger, location: StoreLocationDescription.masked(url),
+            deadline: deadline
         )
         do {
-            try await executor.transaction(within: Self.openDeadline) { db in
+            try await executor.transaction(within: max(deadline, Self.openDeadline)) { db in
                 // One schema creation at a time across processes.
                 try await db.run("SELECT pg_advisory_xact_lock(74736)")
                 for statement in SQLStore<PostgresExecutor>.schema { try await db.run(statement) }
@@ -103,16 +108,12 @@ final class PostgresExecutor: SQLExecutor {
         }
     }
 
-    /// How long a unit of work may take, waiting for a connection included: with the server
-    /// gone, the pool keeps reconnecting and a request would wait for one indefinitely.
-    static let deadline: Duration = .seconds(5)
-
     /// How long the first unit of work may take: the first connection and the schema, on a
     /// server that may still be starting or busy with other clients' schemas.
     static let openDeadline: Duration = .seconds(30)
 
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
-        try await transaction(within: Self.deadline, body)
+        try await transaction(within: deadline, body)
     }
 
     private func transaction<T: Sendable>(within deadline: Duration, _ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {

@@ -263,6 +263,6 @@ enum SQLiteStore {
 
 enum PostgresStore {
     static func open(url: String, configuration: BackendConfiguration) async throws -> any BackendStore {
-        SQLStore(executor: try await PostgresExecutor.open(url: url), configuration: configuration)
+        SQLStore(executor: try await PostgresExecutor.open(url: url, deadline: configuration.storeDeadline), configuration: configuration)
     }
 }

@@ -26,6 +26,9 @@ struct BackendStoreContractTests {
     ) async throws {
         var configuration = BackendConfiguration(registrationTTL: ttl, notificationTTL: ttl)
         configuration.storeLimits = limits
+        // The whole suite shares 2 cores and a cooperative pool that property tests keep busy:
+        // a unit of work may wait long for its turn. Nothing here tests the deadline.
+        configuration.storeDeadline = .seconds(60)
         switch driver {
         case .memory:
             configuration.store = .memory

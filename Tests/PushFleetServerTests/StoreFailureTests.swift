@@ -166,6 +166,8 @@ struct StoreFailureTests {
         let server = try await TestPostgres.start()
         var configuration = EmbeddedSystem.Configuration()
         configuration.backend.store = .postgres(url: server.url)
+        // Long enough for the first registration on a busy machine; the refusal comes after it.
+        configuration.backend.storeDeadline = .seconds(10)
         do {
             try await TestSystem.run(configuration) { (system: TestSystem) async throws in
                 #expect(try await Self.createRegistration(system.backend, "bob").status == 200)
