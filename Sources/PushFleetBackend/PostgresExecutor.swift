@@ -143,14 +143,15 @@ final class PostgresExecutor: SQLExecutor {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T?, any Error>) in
                 outcome.set(continuation)
                 let timer = Task {
-                    try? await Task.sleep(for: deadline)
+                    // Cancelled: the work answered first, and its answer is the outcome.
+                    do { try await Task.sleep(for: deadline) } catch { return }
                     outcome.resume(.success(nil))
                     work.cancel()
                 }
                 Task {
                     let result = await work.result
-                    timer.cancel()
                     outcome.resume(result.map { $0 })
+                    timer.cancel()
                 }
             }
         } onCancel: {

@@ -183,6 +183,28 @@ struct StoreFailureTests {
         }
     }
 
+    @Test("a unit of work that answers is never taken for one past its deadline, however the two race; one that hangs is")
+    func deadlineRace() async throws {
+        // The work's answer and the timer's cancellation race on every call: 2,000 calls, 8 at a time.
+        try await withThrowingTaskGroup(of: Int?.self) { group in
+            for index in 0..<2_000 {
+                if index >= 8, let answer = try await group.next() { #expect(answer != nil) }
+                group.addTask { try await PostgresExecutor.first(within: .seconds(30)) { index } }
+            }
+            for try await answer in group { #expect(answer != nil) }
+        }
+        // A unit of work that ignores cancellation and never ends: nil at the deadline.
+        let hung = try await PostgresExecutor.first(within: .milliseconds(50)) { () async -> Int in
+            await withCheckedContinuation { (_: CheckedContinuation<Void, Never>) in }
+            return 1
+        }
+        #expect(hung == nil)
+        // A failure is the work's own error, not a timeout.
+        await #expect(throws: StoreError.self) {
+            _ = try await PostgresExecutor.first(within: .seconds(30)) { () async throws -> Int in throw StoreError.unavailable("x") }
+        }
+    }
+
     // MARK: Helpers
 
     static func temporaryDirectory() throws -> URL {
