@@ -15,13 +15,12 @@ struct CompactText: Sendable, Equatable {
 
     init(_ text: String) {
         if text.utf8.count == 36, let uuid = UUID(uuidString: text) {
-            let upper = uuid.uuidString
-            if text == upper {
-                storage = .upperUUID(uuid)
-                return
-            }
-            if text == upper.lowercased() {
-                storage = .lowerUUID(uuid)
+            // Parsed, so it is the canonical form; its letters' case decides which, without
+            // building either form (this runs for every send and receipt).
+            let upper = text.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0) }
+            let lower = text.utf8.contains { (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+            if !(upper && lower) {
+                storage = upper ? .upperUUID(uuid) : .lowerUUID(uuid)
                 return
             }
         }

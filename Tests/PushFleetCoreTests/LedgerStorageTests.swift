@@ -32,7 +32,7 @@ struct LedgerStorageTests {
     @Test("content ids round-trip exactly: UUIDs in either canonical case as bytes, anything else as text")
     func contentIDs() async {
         let uuid = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
-        for text in [uuid, uuid.uppercased(), "3F2504E0-4f89-11d3-9a0c-0305e82c3301", "", "n-1", String(repeating: "é", count: 40), "3f2504e0-4f89-11d3-9a0c-0305e82c330"] {
+        for text in [uuid, uuid.uppercased(), "3F2504E0-4f89-11d3-9a0c-0305e82c3301", "", "n-1", String(repeating: "é", count: 40), "3f2504e0-4f89-11d3-9a0c-0305e82c330", "12345678-1234-1234-1234-123456789012", "3f2504e04f8911d39a0c0305e82c3301xxxx", "3f2504e0-4f89-11d3-9a0c-0305e82c330g", "{f2504e0-4f89-11d3-9a0c-0305e82c3301}"] {
             #expect(CompactText(text).text == text)
             var receipt = DeliveryLedger.Receipt(device: 0, attribution: .content(text), time: 1, contentID: text)
             #expect(receipt.contentID == text)
