@@ -35,8 +35,8 @@ public struct CapacityBench: AsyncParsableCommand, Sendable {
         guard plantedRates.allSatisfy({ (1...100_000).contains($0) }) else { throw ValidationError("--rates: each between 1 and 100000") }
         guard backendRate == 0 || (1...100_000).contains(backendRate) else { throw ValidationError("--backend-rate: between 1 and 100000, or 0") }
         guard (1...10).contains(repeats), (10...100_000).contains(devices) else { throw ValidationError("--repeats 1–10, --devices 10–100000") }
-        _ = try DurationText.parse(window)
-        _ = try DurationText.parse(warmup)
+        _ = try Bench.duration(window, flag: "--window")
+        _ = try Bench.duration(warmup, flag: "--warmup")
     }
 
     private var plantedRates: [Double] {

@@ -28,7 +28,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be 1 to 1000000") }
         guard ["per_device", "multiplexed"].contains(channel) else { throw ValidationError("--channel must be per_device or multiplexed") }
         guard rate > 0, inFlight > 0 else { throw ValidationError("--rate and --in-flight must be above 0") }
-        _ = try DurationText.parse(duration)
+        _ = try Bench.duration(duration, flag: "--duration")
     }
 
     public func run() async throws {

@@ -30,7 +30,7 @@ public struct FleetBench: AsyncParsableCommand, Sendable {
         guard (0...50_000).contains(referenceUsers) else { throw ValidationError("--reference-users must be 0 to 50000") }
         guard devices > 0, arrival > 0, rate > 0 else { throw ValidationError("--devices, --arrival and --rate must be above 0") }
         guard ["per_device", "multiplexed"].contains(channel) else { throw ValidationError("--channel must be per_device or multiplexed") }
-        _ = try DurationText.parse(duration)
+        _ = try Bench.duration(duration, flag: "--duration")
     }
 
     public func run() async throws {

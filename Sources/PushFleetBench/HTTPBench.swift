@@ -21,11 +21,11 @@ public struct HTTPBench: AsyncParsableCommand, Sendable {
 
     public func validate() throws {
         guard (1...10_000).contains(connections) else { throw ValidationError("--connections must be 1 to 10000") }
-        guard try DurationText.parse(duration) >= .seconds(1) else { throw ValidationError("--duration must be at least 1s") }
+        guard try Bench.duration(duration, flag: "--duration") >= .seconds(1) else { throw ValidationError("--duration must be at least 1s") }
     }
 
     public func run() async throws {
-        let seconds = try DurationText.parse(duration).seconds
+        let seconds = try Bench.duration(duration, flag: "--duration").seconds
         guard let binary = await ReferenceTool.nginx.find() else {
             throw ValidationError("nginx is needed as the benchmark's target and is missing: run scripts/install-bench-tools")
         }

@@ -28,16 +28,16 @@ public struct OmissionBench: AsyncParsableCommand, Sendable {
     public init() {}
 
     public func validate() throws {
-        let period = try DurationText.parse(every)
-        let length = try DurationText.parse(stall)
+        let period = try Bench.duration(every, flag: "--every")
+        let length = try Bench.duration(stall, flag: "--stall")
         guard length > .zero, length < period else { throw ValidationError("--stall must be shorter than --every") }
         guard rate > 0 else { throw ValidationError("--rate must be above 0") }
-        _ = try DurationText.parse(duration)
+        _ = try Bench.duration(duration, flag: "--duration")
     }
 
     public func run() async throws {
-        let period = try DurationText.parse(every)
-        let length = try DurationText.parse(stall)
+        let period = try Bench.duration(every, flag: "--every")
+        let length = try Bench.duration(stall, flag: "--stall")
         var logger = Logger(label: "pushfleet.bench")
         logger.logLevel = .warning
         let target = StallingTarget(period: period, stall: length)
@@ -48,7 +48,7 @@ public struct OmissionBench: AsyncParsableCommand, Sendable {
         let url = try await bound.value().httpURL
 
         // A fleet with no device steps: only the sender runs, so the target is the whole path.
-        let profile = LoadProfile.constant(Rate(perSecond: Double(rate)), for: try DurationText.parse(duration))
+        let profile = LoadProfile.constant(Rate(perSecond: Double(rate)), for: try Bench.duration(duration, flag: "--duration"))
         var scenario = Scenario(
             name: "bench-omission", target: .external(backend: url, pushService: .url(url)), fleet: .init(users: 10), lifecycle: [],
             traffic: [.init(name: "open", kind: .plain, platforms: [.apns], profile: profile, maxInFlight: 1_000_000)],

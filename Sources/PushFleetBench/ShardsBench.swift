@@ -31,7 +31,7 @@ public struct ShardsBench: AsyncParsableCommand, Sendable {
             throw ValidationError("--devices 1–2,000,000, --arrival and --rate 1–100,000")
         }
         guard (2...64).contains(shards) else { throw ValidationError("--shards 2–64") }
-        _ = try DurationText.parse(duration)
+        _ = try Bench.duration(duration, flag: "--duration")
     }
 
     public func run() async throws {

@@ -29,7 +29,7 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
         guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be 1 to 1000000") }
         guard (1...100_000).contains(rate) else { throw ValidationError("--rate must be 1 to 100000") }
         guard (0...0.9).contains(warmup) else { throw ValidationError("--warmup must be 0 to 0.9") }
-        let seconds = try DurationText.parse(duration).seconds
+        let seconds = try Bench.duration(duration, flag: "--duration").seconds
         guard seconds >= 10, seconds <= 86_400 else { throw ValidationError("--duration must be 10s to 24h") }
     }
 
@@ -44,7 +44,7 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
     }
 
     private func measure(against server: ServerProcess) async throws {
-        let seconds = try DurationText.parse(duration).seconds
+        let seconds = try Bench.duration(duration, flag: "--duration").seconds
         let yaml = """
             name: bench-soak
             seed: 1

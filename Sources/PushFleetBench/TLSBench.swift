@@ -36,7 +36,7 @@ public struct TLSBench: AsyncParsableCommand, Sendable {
         guard (1...10_000_000).contains(requests) else { throw ValidationError("--requests must be 1 to 10000000") }
         guard (1...1_000).contains(connections) else { throw ValidationError("--connections must be 1 to 1000") }
         guard (1...1_000).contains(streams) else { throw ValidationError("--streams must be 1 to 1000") }
-        let limit = try DurationText.parse(timeLimit)
+        let limit = try Bench.duration(timeLimit, flag: "--time-limit")
         guard limit >= .seconds(1) && limit <= .seconds(3600) else { throw ValidationError("--time-limit must be 1s to 1h") }
     }
 
@@ -63,7 +63,7 @@ public struct TLSBench: AsyncParsableCommand, Sendable {
             )
         )
         let group = ServiceGroup(configuration: .init(services: server.makeServices(logger: logger).map { .init(service: $0) }, logger: logger))
-        let limit = try DurationText.parse(timeLimit)
+        let limit = try Bench.duration(timeLimit, flag: "--time-limit")
         let rows = try await withThrowingTaskGroup(of: [Row]?.self) { tasks in
             tasks.addTask {
                 try await group.run()
