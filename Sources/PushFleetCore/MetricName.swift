@@ -18,6 +18,8 @@ public enum MetricName {
     public static let registerPost = "http.register.post"
     public static let registerPut = "http.register.put"
     public static let connect = "connect"
+    /// From a device's intended arrival to ready (corrected); `.raw` from when its setup began.
+    public static let setup = "setup"
     public static let send = "http.send"
     public static let fetchSecure = "http.fetch_secure"
     public static let fetchRich = "http.fetch_rich"
@@ -33,7 +35,7 @@ public enum MetricName {
     public static let hops = [hopBackend, hopHub, hopPushService, hopDevice, hopFetch]
 
     /// Latency metrics, in report order.
-    public static let operations = [login, registerPost, registerPut, connect, send, delivery, fetchSecure, fetchRich, endToEnd] + hops
+    public static let operations = [login, registerPost, registerPut, connect, setup, send, delivery, fetchSecure, fetchRich, endToEnd] + hops
     /// Operations measured against an open-model schedule, which also get an uncorrected histogram.
     public static let openModel: Set<String> = [send, delivery, endToEnd]
 

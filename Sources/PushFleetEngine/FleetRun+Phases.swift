@@ -18,8 +18,8 @@ extension FleetRun {
 
     /// The fleet: every device (and shared channel) is a child of one discarding group, so one
     /// cancellation reaches all of them. One loop releases devices at their arrival times; a
-    /// device's task starts when it arrives, so a fleet waiting to arrive costs no tasks and no
-    /// wake-ups.
+    /// device's task starts when it arrives and a setup slot is free (``SetupTracker``), so a
+    /// fleet waiting to arrive, or arriving faster than it can be set up, costs no tasks.
     func fleet() async {
         await withDiscardingTaskGroup { group in
             let count = max(1, min(16, (devices.count + 4999) / 5000))
@@ -30,10 +30,17 @@ extension FleetRun {
             if let every = scenario.fleet.reregisterEvery {
                 group.addTask { await renewPeriodically(every: every) }
             }
+            var held = false
             for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
-                guard await context.sleep(until: context.start + device.plan.arrival) else { break }
+                let intended = context.start + device.plan.arrival
+                guard await context.sleep(until: intended) else { break }
+                if !held && setup.atLimit {
+                    held = true
+                    context.emit(.marker("\(setup.limit) devices setting up: arrivals wait their turn", at: context.now()))
+                }
+                guard await setup.admit() else { break }
                 if !channels.isEmpty { device.joined(channels[device.plan.index % count]) }
-                group.addTask { await device.arrive(context, setup: setup) }
+                group.addTask { await device.arrive(context, setup: setup, intended: intended) }
             }
         }
     }

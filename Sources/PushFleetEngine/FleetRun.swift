@@ -83,7 +83,7 @@ struct FleetRun: Sendable {
         devices = played.indices.map {
             VirtualDevice(plan: played[$0], context: context, http: ownClients.isEmpty ? nil : ownClients[$0])
         }
-        setup = SetupTracker(total: devices.count)
+        setup = SetupTracker(total: devices.count, limit: options.setupsInFlight)
     }
 
     func play(stop: StopControl) async -> RunResult {

@@ -35,6 +35,8 @@ public struct FleetRunner: Sendable {
         public var shard = Shard.whole
         /// Where every event the recorder applies is also written (a shard's raw material).
         package var tape: EventTapeWriter?
+        /// Devices setting up at once, at most; later arrivals wait their turn (``SetupTracker``).
+        public var setupsInFlight = 4096
         /// Called once the fleet is in; says when (wall clock) the traffic starts, so the shards
         /// of a run start theirs together, or why the run cannot go on.
         public var trafficGate: (@Sendable () async -> TrafficGate)?

@@ -108,10 +108,11 @@ final class VirtualDevice: Sendable {
 
     // MARK: The machine's actions
 
-    /// The device arrives: sets up until ready or failed (`setup` counts it then).
-    func arrive(_ context: RunContext, setup: SetupTracker) async {
+    /// The device arrives: sets up until ready or failed (`setup` counts it then). Its setup
+    /// time runs from `intended`, its arrival on the schedule, however long it waited to start.
+    func arrive(_ context: RunContext, setup: SetupTracker, intended: Int64) async {
         let start = context.now()
-        await drive(machine.withLock { $0.start(now: start) }, context, setup: setup)
+        await drive(machine.withLock { $0.start(now: start) }, context, setup: setup, arrival: (intended, start))
     }
 
     /// Renews the registration (a periodic round, or a multiplexed channel came back).
@@ -135,7 +136,9 @@ final class VirtualDevice: Sendable {
 
     /// Carries out actions until the machine has none for now. Setup ends at ready or failed;
     /// a run that stops on the way still counts the device as set up.
-    private func drive(_ first: DeviceLifecycle.Action, _ context: RunContext, setup: SetupTracker? = nil) async {
+    private func drive(
+        _ first: DeviceLifecycle.Action, _ context: RunContext, setup: SetupTracker? = nil, arrival: (intended: Int64, started: Int64)? = nil
+    ) async {
         var setupDone = setup == nil
         defer { if !setupDone { setup?.finished() } }
         var action = first
@@ -169,7 +172,12 @@ final class VirtualDevice: Sendable {
                 if let confirmed {
                     context.emit(.eligibility(device: plan.index, eligible: true, since: confirmed.start, at: confirmed.end))
                 }
-                context.emit(.deviceReady(plan.index, at: context.now()))
+                let now = context.now()
+                context.emit(.deviceReady(plan.index, at: now))
+                if !setupDone, let arrival {
+                    context.emit(.operation(metric: MetricName.setup, nanoseconds: now - arrival.intended, failed: false, at: now))
+                    context.emit(.operation(metric: MetricName.setup + ".raw", nanoseconds: now - arrival.started, failed: false, at: now))
+                }
                 if !setupDone {
                     setupDone = true
                     setup?.finished()

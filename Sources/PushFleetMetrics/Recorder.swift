@@ -121,7 +121,8 @@ package final class Recorder: Sendable {
 
     private func publish(_ event: RunEvent, state: State, to metrics: LiveMetrics) {
         switch event {
-        case .operation(let metric, let ns, _, _): metrics.latency(metric).recordNanoseconds(ns)
+        // Live metrics carry the corrected figure only, as for sends.
+        case .operation(let metric, let ns, _, _) where !metric.hasSuffix(".raw"): metrics.latency(metric).recordNanoseconds(ns)
         case .error(let error, _): metrics.error(error.label).increment()
         case .deviceReady: metrics.devicesReady.set(to: Double(state.live.devicesReady + 1))
         case .deviceFailed: metrics.devicesFailed.set(to: Double(state.live.devicesFailed + 1))
