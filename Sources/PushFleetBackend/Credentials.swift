@@ -20,25 +20,35 @@ enum Credentials: Equatable {
     }
 
     /// Parses a header value. The seed crashed on a missing header and accepted an empty user;
-    /// both are refused here.
+    /// both are refused here. Every authenticated request comes through here, so it works on the
+    /// string's own characters (Foundation's trimming bridges through NSString).
     init(header: String?) throws(ParseError) {
-        guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { throw .missing }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2 else { throw .unsupportedScheme }
-        let value = parts[1].trimmingCharacters(in: .whitespaces)
-        switch parts[0].lowercased() {
+        guard let header, case let trimmed = Self.trimmed(header[...]), !trimmed.isEmpty else { throw .missing }
+        guard let space = trimmed.firstIndex(where: Self.isBlank) else { throw .unsupportedScheme }
+        let value = Self.trimmed(trimmed[space...])
+        guard !value.isEmpty else { throw .unsupportedScheme }
+        switch trimmed[..<space].lowercased() {
         case "basic":
-            guard let data = Data(base64Encoded: value), let text = String(data: data, encoding: .utf8),
+            guard let data = Data(base64Encoded: String(value)), let text = String(data: data, encoding: .utf8),
                 let colon = text.firstIndex(of: ":")
             else { throw .malformedBasic }
             let user = String(text[..<colon])
             guard !user.isEmpty else { throw .malformedBasic }
             self = .basic(user: user, password: String(text[text.index(after: colon)...]))
         case "bearer":
-            guard !value.isEmpty else { throw .unsupportedScheme }
-            self = .bearer(value)
+            self = .bearer(String(value))
         default:
             throw .unsupportedScheme
         }
+    }
+
+    /// HTTP's optional whitespace: spaces and tabs.
+    private static func isBlank(_ character: Character) -> Bool {
+        character == " " || character == "\t"
+    }
+
+    private static func trimmed(_ text: Substring) -> Substring {
+        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) }) else { return "" }
+        return text[first...last]
     }
 }

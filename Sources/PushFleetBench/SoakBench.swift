@@ -40,7 +40,9 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
     }
 
     public func run() async throws {
-        try await ServerProcess.run { server in try await measure(against: server) }
+        // Stored content need only outlive its fetch: at a day (serve's default) a long soak
+        // would fill the backend's notification limit and measure refusals.
+        try await ServerProcess.run(arguments: ["--notification-ttl", "2m"]) { server in try await measure(against: server) }
     }
 
     private func measure(against server: ServerProcess) async throws {
@@ -80,9 +82,11 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
         _ = await sampler.value
         guard let start = trafficStart.withLock({ $0 }) else { throw BenchFailure("the run never reached its traffic") }
         let all = samples.withLock { $0 }
-        // Sends made by time t ≈ rate × (t − start); the window skips the warm-up and ends with the sending.
+        // The window skips the warm-up and ends with the sending; sends made per second are the
+        // rate less what was dropped at max_in_flight.
         let window = all.filter { $0.time >= start + seconds * warmup && $0.time <= start + seconds }
-        let sendsIn = Double(rate)
+        let made = result.counters["sends"] ?? 0
+        let sendsIn = max(1, made / seconds)
         let residentSlope = Self.slope(window.map { ($0.time, $0.resident) }) / sendsIn
         let heapSlope = Self.slope(window.map { ($0.time, $0.heap) }) / sendsIn
         let first = window.first
@@ -90,17 +94,19 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
         let c = result.delivery
         let rows: [(String, String)] = [
             ("devices ready", "\(result.devices.ready) of \(devices) (multiplexed)"),
-            ("secure sends", "\(rate)/s for \(duration); \(Int(result.counters["sends"] ?? 0)) made, \(Int(result.counters["sends.dropped"] ?? 0)) dropped"),
+            ("secure sends", "\(rate)/s for \(duration); \(Int(made)) made, \(Int(result.counters["sends.dropped"] ?? 0)) dropped, \(Int(result.counters["sends.failed"] ?? 0)) failed"),
             ("delivered / expected", "\(c.delivered + c.late) / \(c.expected); lost \(c.lost), misdelivered \(c.misdelivered)"),
             ("samples in the slope", "\(window.count), from \(String(format: "%.0f", seconds * warmup)) s to \(String(format: "%.0f", seconds)) s of sending"),
             ("resident", String(format: "%.1f → %.1f MiB", (first?.resident ?? 0) / 1_048_576, (last?.resident ?? 0) / 1_048_576)),
             ("heap in use", String(format: "%.1f → %.1f MiB", (first?.heap ?? 0) / 1_048_576, (last?.heap ?? 0) / 1_048_576)),
+            ("resident growth after the warm-up", String(format: "%+.1f%%", ((last?.resident ?? 0) / max(1, first?.resident ?? 0) - 1) * 100)),
             ("resident bytes per send", String(format: "%.0f B", residentSlope)),
             ("heap bytes per send", String(format: "%.0f B", heapSlope)),
         ]
         Bench.printFigures("bench soak (fleet in this process, servers in a child process)", rows)
-        guard result.devices.ready == devices, c.expected > 0, c.misdelivered == 0, c.duplicates == 0, c.lost == 0 else {
-            throw BenchFailure("the soak run itself was not right: \(result.devices.ready) of \(devices) ready, \(c.lost) lost, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates")
+        let failed = Int(result.counters["sends.failed"] ?? 0)
+        guard result.devices.ready == devices, c.expected > 0, c.misdelivered == 0, c.duplicates == 0, c.lost == 0, failed == 0 else {
+            throw BenchFailure("the soak run itself was not right: \(result.devices.ready) of \(devices) ready, \(c.lost) lost, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates, \(failed) sends failed")
         }
         guard window.count >= 8 else { throw BenchFailure("too few samples (\(window.count)) for a slope") }
     }

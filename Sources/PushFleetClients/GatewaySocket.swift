@@ -41,8 +41,9 @@ package final class GatewaySocket: Sendable {
         let hostHeader = "\(host):\(port)"
         var bootstrap = ClientBootstrap(group: loop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            // Push frames are small; a fixed small receive buffer keeps idle sockets cheap.
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
+            // NIO keeps a channel's last receive buffer for the next read, so its size is paid
+            // by every idle device: 512 bytes holds most push frames, a larger one takes reads.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 512))
             .connectTimeout(.nanoseconds(timeout.nanoseconds))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

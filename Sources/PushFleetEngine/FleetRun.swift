@@ -83,7 +83,14 @@ struct FleetRun: Sendable {
         devices = played.indices.map {
             VirtualDevice(plan: played[$0], context: context, http: ownClients.isEmpty ? nil : ownClients[$0])
         }
-        setup = SetupTracker(total: devices.count, limit: options.setupsInFlight)
+        setup = SetupTracker(total: devices.count, limit: options.setupsInFlight ?? Self.setupLimit(scenario.fleet))
+    }
+
+    /// Setups past what the pool can serve would only wait in its queue, each holding a task
+    /// and a request: four per pooled connection keep it busy. Devices with their own
+    /// connections really do set up side by side.
+    static func setupLimit(_ fleet: Scenario.Fleet) -> Int {
+        fleet.http == .perDevice ? 4096 : max(256, 4 * fleet.connections)
     }
 
     func play(stop: StopControl) async -> RunResult {

@@ -36,7 +36,8 @@ public struct FleetRunner: Sendable {
         /// Where every event the recorder applies is also written (a shard's raw material).
         package var tape: EventTapeWriter?
         /// Devices setting up at once, at most; later arrivals wait their turn (``SetupTracker``).
-        public var setupsInFlight = 4096
+        /// Nil: four per pooled connection (at least 256), or 4,096 when every device has its own.
+        public var setupsInFlight: Int?
         /// Called once the fleet is in; says when (wall clock) the traffic starts, so the shards
         /// of a run start theirs together, or why the run cannot go on.
         public var trafficGate: (@Sendable () async -> TrafficGate)?

@@ -23,7 +23,7 @@ final class SetupTracker: Sendable {
     let limit: Int
     private let state: Mutex<State>
 
-    init(total: Int, limit: Int = 4096) {
+    init(total: Int, limit: Int) {
         self.limit = max(1, limit)
         state = Mutex(State(remaining: total))
     }

@@ -32,6 +32,31 @@ struct UnitTests {
         #expect(throws: Credentials.ParseError.missing) { try Credentials(header: nil) }
         #expect(throws: Credentials.ParseError.malformedBasic) { try Credentials(header: "Basic ???") }
         #expect(throws: Credentials.ParseError.unsupportedScheme) { try Credentials(header: "Token x") }
+        // Optional whitespace around the value and between scheme and value, as HTTP allows.
+        #expect(try Credentials(header: " \tBearer \t abc \t") == .bearer("abc"))
+        #expect(try Credentials(header: "BASIC\t" + Data("a:".utf8).base64EncodedString()) == .basic(user: "a", password: ""))
+        #expect(throws: Credentials.ParseError.missing) { try Credentials(header: " \t ") }
+        #expect(throws: Credentials.ParseError.unsupportedScheme) { try Credentials(header: "Bearer") }
+        #expect(throws: Credentials.ParseError.unsupportedScheme) { try Credentials(header: "Bearer \t ") }
+        #expect(throws: Credentials.ParseError.malformedBasic) { try Credentials(header: "Basic " + Data(":pw".utf8).base64EncodedString()) }
+    }
+
+    @Test("base64url: every length round-trips as Foundation spells it; padding, other alphabets and stray bits are refused")
+    func base64URL() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<70 {
+            let data = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let encoded = TokenSigner.base64URL(data)
+            let foundation = data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(encoded == foundation)
+            #expect(TokenSigner.data(base64URL: encoded) == data)
+        }
+        #expect(TokenSigner.data(base64URL: "QQ==") == nil)
+        #expect(TokenSigner.data(base64URL: "a+b/") == nil)
+        #expect(TokenSigner.data(base64URL: "QQ") == Data("A".utf8))
+        #expect(TokenSigner.data(base64URL: "QR") == nil, "stray bits after the last byte")
+        #expect(TokenSigner.data(base64URL: "QUJDR") == nil, "a length no encoding has")
     }
 
     @Test("fault draws: seeded, within bounds, with the asked-for shares")
