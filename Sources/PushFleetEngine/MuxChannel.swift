@@ -11,19 +11,52 @@ import Synchronization
 /// by token to their device and handled concurrently in the connection's task group. When to
 /// connect, retry and resubscribe is ``GatewayMux``'s to say; this carries its actions out.
 final class MuxChannel: Sendable {
+    /// A device waiting for the gateway to confirm it online, until `deadline` (run clock).
+    private struct Waiter {
+        var continuation: CheckedContinuation<Bool, Never>
+        var deadline: Int64
+    }
+
     private struct State {
         var machine: GatewayMux
         var devices: [String: VirtualDevice] = [:]
-        var waiters: [String: CheckedContinuation<Bool, Never>] = [:]
-        /// The live connection's outgoing commands; nil while (re)connecting.
-        var sink: AsyncStream<GatewayCommand>.Continuation?
+        var waiters: [String: Waiter] = [:]
+        /// Commands for the live connection's writer; nil while (re)connecting, when they would
+        /// be moot (the machine resubscribes what the channel carries once it is back).
+        var outbox: [GatewayCommand]?
+        /// The writer, while it waits for commands.
+        var writer: CheckedContinuation<Bool, Never>?
+        /// The channel is closed for good: subscriptions fail at once.
+        var ended = false
 
         /// Queues a command for these carried devices on the live connection, if there is one.
-        func send(_ op: GatewayCommand.Operation, _ tokens: [String]) {
+        /// Devices arriving together share a frame: one command per run of the same operation,
+        /// up to ``MuxChannel/batch`` devices.
+        mutating func send(_ op: GatewayCommand.Operation, _ tokens: [String]) {
+            guard outbox != nil else { return }
             let addresses = tokens.compactMap { devices[$0]?.address }
-            if !addresses.isEmpty { sink?.yield(GatewayCommand(op: op, devices: addresses)) }
+            guard !addresses.isEmpty else { return }
+            if let last = outbox?.indices.last, outbox?[last].op == op, let queued = outbox?[last].devices,
+                queued.count + addresses.count <= MuxChannel.batch
+            {
+                outbox?[last].devices = queued + addresses
+            } else {
+                outbox?.append(GatewayCommand(op: op, devices: addresses))
+            }
+        }
+
+        /// The waiting writer, when there is something for it to write.
+        mutating func takeWriter() -> CheckedContinuation<Bool, Never>? {
+            guard outbox?.isEmpty == false, let writer else { return nil }
+            self.writer = nil
+            return writer
         }
     }
+
+    /// Devices in one subscribe or unsubscribe frame, at most.
+    static let batch = 256
+    /// How often subscriptions past their timeout are failed.
+    static let sweep: Int64 = 100_000_000
 
     private let state: Mutex<State>
     let url: String
@@ -35,49 +68,102 @@ final class MuxChannel: Sendable {
     }
 
     /// Subscribes a device and waits for the gateway to confirm it online (false on timeout or
-    /// when the connection is gone).
+    /// when the connection is gone). The wait is a continuation, not a task: one sweep per
+    /// channel fails those past their timeout.
     func subscribe(_ device: VirtualDevice, timeout: Duration, context: RunContext) async -> Bool {
         let token = device.address.token
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    self.state.withLock { state in
-                        state.devices[token] = device
-                        state.waiters[token] = continuation
-                        if case .subscribe(let tokens) = state.machine.add(token) { state.send(.subscribe, tokens) }
-                    }
-                }
+        let deadline = context.now() + timeout.nanoseconds
+        return await withCheckedContinuation { continuation in
+            let (ended, previous, writer) = state.withLock { state -> (Bool, Waiter?, CheckedContinuation<Bool, Never>?) in
+                if state.ended { return (true, nil, nil) }
+                state.devices[token] = device
+                let previous = state.waiters.updateValue(Waiter(continuation: continuation, deadline: deadline), forKey: token)
+                if case .subscribe(let tokens) = state.machine.add(token) { state.send(.subscribe, tokens) }
+                return (false, previous, state.takeWriter())
             }
-            group.addTask {
-                // On the run's clock, as every other wait of the run.
-                try? await context.clock.sleep(until: context.now() + timeout.nanoseconds)
-                self.resume(token, with: false)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+            previous?.continuation.resume(returning: false)
+            writer?.resume(returning: true)
+            if ended { continuation.resume(returning: false) }
         }
     }
 
     func unsubscribe(_ device: VirtualDevice) {
         let token = device.address.token
-        state.withLock { state in
+        let writer = state.withLock { state in
+            if case .unsubscribe(let tokens) = state.machine.remove(token) { state.send(.unsubscribe, tokens) }
             state.devices.removeValue(forKey: token)
-            if case .unsubscribe = state.machine.remove(token) {
-                state.sink?.yield(GatewayCommand(op: .unsubscribe, devices: [device.address]))
-            }
+            return state.takeWriter()
         }
+        writer?.resume(returning: true)
     }
 
     private func resume(_ token: String, with value: Bool) {
         let waiter = state.withLock { $0.waiters.removeValue(forKey: token) }
-        waiter?.resume(returning: value)
+        waiter?.continuation.resume(returning: value)
+    }
+
+    /// Fails the subscriptions past their timeout, every ``sweep`` of the run's clock.
+    private func expireSubscriptions(_ context: RunContext) async {
+        while !Task.isCancelled {
+            do { try await context.clock.sleep(until: context.now() + Self.sweep) } catch { return }
+            let now = context.now()
+            let expired = state.withLock { state -> [Waiter] in
+                let due = state.waiters.filter { $0.value.deadline <= now }
+                for token in due.keys { state.waiters[token] = nil }
+                return Array(due.values)
+            }
+            for waiter in expired { waiter.continuation.resume(returning: false) }
+        }
+    }
+
+    /// The next commands for the live connection; nil once it is gone or the writer cancelled.
+    private func nextCommands() async -> [GatewayCommand]? {
+        while true {
+            let taken: [GatewayCommand]?? = state.withLock { state in
+                guard let outbox = state.outbox else { return .some(nil) }
+                guard !outbox.isEmpty else { return .none }
+                state.outbox = []
+                return .some(outbox)
+            }
+            if let taken { return taken }
+            let more = await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let now: Bool? = state.withLock { state in
+                        guard let outbox = state.outbox, !Task.isCancelled else { return false }
+                        if !outbox.isEmpty { return true }
+                        state.writer = continuation
+                        return nil
+                    }
+                    if let now { continuation.resume(returning: now) }
+                }
+            } onCancel: {
+                let writer = state.withLock { state in
+                    defer { state.writer = nil }
+                    return state.writer
+                }
+                writer?.resume(returning: false)
+            }
+            if !more { return nil }
+        }
     }
 
     /// Holds the connection until the run ends, reconnecting (and resubscribing every device it
     /// carries) when it drops.
     func run(_ context: RunContext) async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.expireSubscriptions(context) }
+            await connectAndRetry(context)
+            group.cancelAll()
+        }
+        let waiting = state.withLock { state in
+            state.ended = true
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiting { waiter.continuation.resume(returning: false) }
+    }
+
+    private func connectAndRetry(_ context: RunContext) async {
         var action = state.withLock { $0.machine.start(now: context.now()) }
         while true {
             switch action {
@@ -114,17 +200,27 @@ final class MuxChannel: Sendable {
 
     /// A live connection: resubscribes what it carries, writes queued commands, dispatches pushes.
     private func session(_ socket: GatewayMuxSocket, _ context: RunContext) async throws {
-        let (commands, sink) = AsyncStream<GatewayCommand>.makeStream()
         let (carried, renewing) = state.withLock { state in
-            state.sink = sink
+            state.outbox = []
             switch state.machine.connected(now: context.now()) {
             case .subscribe(let tokens): return (tokens.compactMap { state.devices[$0] }, false)
             case .resubscribe(let tokens): return (tokens.compactMap { state.devices[$0] }, true)
             default: return ([VirtualDevice](), false)
             }
         }
-        defer { state.withLock { $0.sink = nil } }
-        if !carried.isEmpty { try await socket.send(GatewayCommand(op: .subscribe, devices: carried.map(\.address))) }
+        defer {
+            let writer = state.withLock { state in
+                state.outbox = nil
+                defer { state.writer = nil }
+                return state.writer
+            }
+            writer?.resume(returning: false)
+        }
+        // In frames of at most `batch` devices: a whole channel's worth would pass the gateway's
+        // frame limit.
+        for start in stride(from: 0, to: carried.count, by: Self.batch) {
+            try await socket.send(GatewayCommand(op: .subscribe, devices: carried[start..<min(carried.count, start + Self.batch)].map(\.address)))
+        }
         try await withThrowingDiscardingTaskGroup { group in
             // Back after a drop: every device renews its registration, spread over a second so a
             // restarted backend is not hit by all of them at once.
@@ -132,8 +228,8 @@ final class MuxChannel: Sendable {
                 group.addTask { await Self.renew(carried, over: 1_000_000_000, context) }
             }
             group.addTask {
-                for await command in commands {
-                    try await socket.send(command)
+                while let commands = await self.nextCommands() {
+                    for command in commands { try await socket.send(command) }
                 }
             }
             for try await inbound in socket.frames {
@@ -176,9 +272,11 @@ final class MuxChannel: Sendable {
             guard case .resubscribeAt(let instant, let tokens) = action else { return }
             group.addTask {
                 guard await context.sleep(until: instant) else { return }
-                self.state.withLock { state in
+                let writer = self.state.withLock { state in
                     if case .subscribe(let still) = state.machine.pauseEnded(tokens) { state.send(.subscribe, still) }
+                    return state.takeWriter()
                 }
+                writer?.resume(returning: true)
             }
         case .error:
             context.emit(.error(.gatewayErrorNotice, at: context.now()))
