@@ -93,12 +93,19 @@ public struct RequestFramingState: Sendable, Equatable {
         return .pass
     }
 
+    private static let http2Preface = Array("pri * http/2.0".utf8)
+    private static let contentLengthName = Array("content-length".utf8)
+    private static let transferEncodingName = Array("transfer-encoding".utf8)
+    private static let upgradeName = Array("upgrade".utf8)
+
+    /// Every byte of every head passes here: lines are compared as bytes, and only the value
+    /// of a header it acts on becomes a string.
     private mutating func headByte(_ byte: UInt8) {
         guard byte == 0x0A else {
             if byte != 0x0D, line.count < Self.kept { line.append(byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte) }
             return
         }
-        defer { line = [] }
+        defer { line.removeAll(keepingCapacity: true) }
         if line.isEmpty {
             endOfHead()
             return
@@ -106,26 +113,30 @@ public struct RequestFramingState: Sendable, Equatable {
         guard case .head = phase else { return }
         if firstLine {
             firstLine = false
-            if line.starts(with: Array("pri * http/2.0".utf8)) { phase = .off }
+            if line.starts(with: Self.http2Preface) { phase = .off }
             return
         }
         guard let colon = line.firstIndex(of: 0x3A) else { return }
-        let name = String(decoding: line[..<colon], as: UTF8.self).trimmingSpaces
-        let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingSpaces
-        switch name {
-        case "content-length":
-            guard let length = Int(value), length >= 0 else {
+        let name = Self.trimmed(line[..<colon])
+        if name.elementsEqual(Self.contentLengthName) {
+            guard let length = Int(String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)), length >= 0 else {
                 phase = .off
                 return
             }
             contentLength = length
-        case "transfer-encoding":
-            if value.contains("chunked") { chunked = true }
-        case "upgrade":
+        } else if name.elementsEqual(Self.transferEncodingName) {
+            if String(decoding: line[(colon + 1)...], as: UTF8.self).contains("chunked") { chunked = true }
+        } else if name.elementsEqual(Self.upgradeName) {
             upgrade = true
-        default:
-            break
         }
+    }
+
+    /// Without the spaces and tabs around it.
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var bytes = bytes
+        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes.removeFirst() }
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
+        return bytes
     }
 
     private mutating func endOfHead() {
@@ -155,14 +166,5 @@ public struct RequestFramingState: Sendable, Equatable {
         case 0x61...0x66: Int(byte - 0x61 + 10)
         default: nil
         }
-    }
-}
-
-extension String {
-    fileprivate var trimmingSpaces: String {
-        var scalars = Substring(self)
-        while scalars.first == " " || scalars.first == "\t" { scalars.removeFirst() }
-        while scalars.last == " " || scalars.last == "\t" { scalars.removeLast() }
-        return String(scalars)
     }
 }
