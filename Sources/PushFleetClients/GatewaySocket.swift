@@ -47,7 +47,9 @@ package final class GatewaySocket: Sendable {
             .connectTimeout(.nanoseconds(timeout.nanoseconds))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let upgrader = NIOWebSocketClientUpgrader(maxFrameSize: maxGatewayFrame) { channel, _ in
+                    // A protocol error closes the socket (GatewayFrames.errorCaught): one handler
+                    // fewer on every device's pipeline than NIO's automatic close-frame answer.
+                    let upgrader = NIOWebSocketClientUpgrader(maxFrameSize: maxGatewayFrame, automaticErrorHandling: false) { channel, _ in
                         channel.eventLoop.makeCompletedFuture {
                             let operations = channel.pipeline.syncOperations
                             try operations.addHandler(
