@@ -43,7 +43,7 @@ package final class GatewaySocket: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             // NIO keeps a channel's last receive buffer for the next read, so its size is paid
             // by every idle device: 512 bytes holds most push frames, a larger one takes reads.
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 512))
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 256))
             .connectTimeout(.nanoseconds(timeout.nanoseconds))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -52,11 +52,6 @@ package final class GatewaySocket: Sendable {
                     let upgrader = NIOWebSocketClientUpgrader(maxFrameSize: maxGatewayFrame, automaticErrorHandling: false) { channel, _ in
                         channel.eventLoop.makeCompletedFuture {
                             let operations = channel.pipeline.syncOperations
-                            try operations.addHandler(
-                                NIOWebSocketFrameAggregator(
-                                    minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: maxGatewayFrame
-                                )
-                            )
                             try operations.addHandler(GatewayFrames(ready: ready, onInbound: onInbound))
                             if let request = try? operations.handler(type: UpgradeRequest.self) {
                                 operations.removeHandler(request, promise: nil)
@@ -85,7 +80,8 @@ package final class GatewaySocket: Sendable {
             ready.fail(GatewaySocketError.timeout)
             channel.close(promise: nil)
         }
-        channel.closeFuture.whenComplete { _ in ready.fail(GatewaySocketError.closed) }
+        // A close before the gateway's confirmation fails `ready` in the handlers' channelInactive:
+        // a callback on closeFuture would stay with every device's socket for its whole life.
         defer { timer.cancel() }
         try await ready.futureResult.get()
         return GatewaySocket(channel: channel)
@@ -155,7 +151,7 @@ private final class UpgradeRequest: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if refusal != nil { ready.fail(GatewaySocketError.refused(503)) }
+        ready.fail(refusal != nil ? GatewaySocketError.refused(503) : GatewaySocketError.closed)
         context.fireChannelInactive()
     }
 
@@ -166,6 +162,9 @@ private final class UpgradeRequest: ChannelInboundHandler, RemovableChannelHandl
 }
 
 /// The upgraded connection: decodes gateway frames, answers pings and the close handshake.
+/// A fragmented text message is put together here (at most 64 fragments, ``maxGatewayFrame``
+/// bytes) rather than by NIO's aggregator: one handler fewer on every device's socket, and a
+/// buffer only while fragments are in flight.
 private final class GatewayFrames: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
@@ -173,6 +172,8 @@ private final class GatewayFrames: ChannelInboundHandler {
     private var ready: EventLoopPromise<Void>?
     private let onInbound: @Sendable (GatewayInbound, Int64) -> Void
     private var closing = false
+    /// A text message's fragments so far, and how many.
+    private var partial: (bytes: ByteBuffer, count: Int)?
 
     init(ready: EventLoopPromise<Void>, onInbound: @escaping @Sendable (GatewayInbound, Int64) -> Void) {
         self.ready = ready
@@ -182,16 +183,22 @@ private final class GatewayFrames: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
-        case .text:
-            let receivedAt = MonotonicClock.nanoseconds()
-            var bytes = frame.unmaskedData
-            let inbound = GatewayInbound(bytes.readString(length: bytes.readableBytes) ?? "")
-            if case .notice(let notice) = inbound, notice.type == .subscribed, let ready {
-                self.ready = nil
-                ready.succeed()
+        case .text where frame.fin && partial == nil:
+            message(frame.unmaskedData)
+        case .text where partial == nil:
+            partial = (frame.unmaskedData, 1)
+        case .continuation where partial != nil:
+            guard var bytes = partial?.bytes, let count = partial?.count, count < 64, bytes.readableBytes + frame.length <= maxGatewayFrame else {
+                context.close(promise: nil)
                 return
             }
-            onInbound(inbound, receivedAt)
+            var more = frame.unmaskedData
+            bytes.writeBuffer(&more)
+            partial = frame.fin ? nil : (bytes, count + 1)
+            if frame.fin { message(bytes) }
+        case .text, .continuation:
+            // A new message inside a fragmented one, or a fragment of none: not WebSocket.
+            context.close(promise: nil)
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
@@ -209,6 +216,25 @@ private final class GatewayFrames: ChannelInboundHandler {
         default:
             break
         }
+    }
+
+    /// One whole text message from the gateway.
+    private func message(_ bytes: ByteBuffer) {
+        let receivedAt = MonotonicClock.nanoseconds()
+        var bytes = bytes
+        let inbound = GatewayInbound(bytes.readString(length: bytes.readableBytes) ?? "")
+        if case .notice(let notice) = inbound, notice.type == .subscribed, let ready {
+            self.ready = nil
+            ready.succeed()
+            return
+        }
+        onInbound(inbound, receivedAt)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        ready?.fail(GatewaySocketError.closed)
+        ready = nil
+        context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
