@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 public import Hummingbird
 import NIOCore
+import PushFleetCore
 import PushFleetServerSupport
 
 /// The Notification Hubs REST API of one hub, at `/{hub}/…` on the push service's router:
@@ -303,15 +304,15 @@ public struct HubEndpoint: Sendable {
 
     /// A continuation token: the last id of the page, base64url (clients append it to the query unescaped).
     static func token(forID id: String) -> String {
-        Data(id.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(Data(id.utf8))
     }
 
+    /// Padding a client added is let through, as before.
     static func idFromToken(_ token: String) -> String? {
         guard token.utf8.count <= 1024 else { return nil }
-        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        return Data(base64Encoded: base64).flatMap { String(validating: $0, as: UTF8.self) }
+        var unpadded = Substring(token)
+        while unpadded.last == "=" { unpadded.removeLast() }
+        return Base64URL.decode(unpadded).flatMap { String(validating: $0, as: UTF8.self) }
     }
 
     static func host(of request: Request) -> String {

@@ -46,17 +46,17 @@ struct UnitTests {
         var generator = SystemRandomNumberGenerator()
         for length in 0..<70 {
             let data = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
-            let encoded = TokenSigner.base64URL(data)
+            let encoded = Base64URL.encode(data)
             let foundation = data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .replacingOccurrences(of: "=", with: "")
             #expect(encoded == foundation)
-            #expect(TokenSigner.data(base64URL: encoded) == data)
+            #expect(Base64URL.decode(encoded) == data)
         }
-        #expect(TokenSigner.data(base64URL: "QQ==") == nil)
-        #expect(TokenSigner.data(base64URL: "a+b/") == nil)
-        #expect(TokenSigner.data(base64URL: "QQ") == Data("A".utf8))
-        #expect(TokenSigner.data(base64URL: "QR") == nil, "stray bits after the last byte")
-        #expect(TokenSigner.data(base64URL: "QUJDR") == nil, "a length no encoding has")
+        #expect(Base64URL.decode("QQ==") == nil)
+        #expect(Base64URL.decode("a+b/") == nil)
+        #expect(Base64URL.decode("QQ") == Data("A".utf8))
+        #expect(Base64URL.decode("QR") == nil, "stray bits after the last byte")
+        #expect(Base64URL.decode("QUJDR") == nil, "a length no encoding has")
     }
 
     @Test("fault draws: seeded, within bounds, with the asked-for shares")
