@@ -34,11 +34,11 @@ extension FleetRun {
             for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
                 let intended = context.start + device.plan.arrival
                 guard await context.sleep(until: intended) else { break }
-                if !held && setup.atLimit {
+                guard case .admitted(let waited) = await setup.admit() else { break }
+                if waited && !held {
                     held = true
-                    context.emit(.marker("\(setup.limit) devices setting up: arrivals wait their turn", at: context.now()))
+                    context.emit(.marker("\(setup.limit) devices setting up: arrivals wait their turn", at: intended))
                 }
-                guard await setup.admit() else { break }
                 if !channels.isEmpty { device.joined(channels[device.plan.index % count]) }
                 group.addTask { await device.arrive(context, setup: setup, intended: intended) }
             }

@@ -28,29 +28,32 @@ final class SetupTracker: Sendable {
         state = Mutex(State(remaining: total))
     }
 
-    /// Waits until a device may start setting up; false once the run is stopping.
-    func admit() async -> Bool {
-        let admitted: Bool? = state.withLock { state in
-            if state.released { return false }
-            guard state.inFlight >= limit else {
-                state.inFlight += 1
-                return true
-            }
-            return nil
-        }
-        if let admitted { return admitted }
-        return await withCheckedContinuation { continuation in
-            let now: Bool? = state.withLock { state in
-                if state.released { return false }
-                if state.inFlight < limit {
-                    state.inFlight += 1
-                    return true
-                }
-                state.admissions.append(continuation)
-                return nil
+    /// How an arrival was let in.
+    enum Admission: Equatable {
+        case admitted(waited: Bool)
+        case stopping
+    }
+
+    /// Waits until a device may start setting up.
+    func admit() async -> Admission {
+        if let now = state.withLock({ Self.tryAdmit(&$0, limit: limit) }) { return now ? .admitted(waited: false) : .stopping }
+        let admitted = await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                let now = Self.tryAdmit(&state, limit: limit)
+                if now == nil { state.admissions.append(continuation) }
+                return now
             }
             if let now { continuation.resume(returning: now) }
         }
+        return admitted ? .admitted(waited: true) : .stopping
+    }
+
+    /// True: admitted; false: stopping; nil: no slot free.
+    private static func tryAdmit(_ state: inout State, limit: Int) -> Bool? {
+        if state.released { return false }
+        guard state.inFlight < limit else { return nil }
+        state.inFlight += 1
+        return true
     }
 
     /// Whether an arrival would wait for a slot now.

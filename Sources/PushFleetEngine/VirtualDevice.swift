@@ -174,11 +174,11 @@ final class VirtualDevice: Sendable {
                 }
                 let now = context.now()
                 context.emit(.deviceReady(plan.index, at: now))
-                if !setupDone, let arrival {
-                    context.emit(.operation(metric: MetricName.setup, nanoseconds: now - arrival.intended, failed: false, at: now))
-                    context.emit(.operation(metric: MetricName.setup + ".raw", nanoseconds: now - arrival.started, failed: false, at: now))
-                }
                 if !setupDone {
+                    if let arrival {
+                        context.emit(.operation(metric: MetricName.setup, nanoseconds: now - arrival.intended, failed: false, at: now))
+                        context.emit(.operation(metric: MetricName.setup + ".raw", nanoseconds: now - arrival.started, failed: false, at: now))
+                    }
                     setupDone = true
                     setup?.finished()
                 }

@@ -22,13 +22,13 @@ struct SetupAdmissionTests {
     @Test("at the limit an arrival waits until a setup finishes, and a stop releases it unadmitted")
     func admission() async throws {
         let tracker = SetupTracker(total: 4, limit: 2)
-        #expect(await tracker.admit())
-        #expect(await tracker.admit())
+        #expect(await tracker.admit() == .admitted(waited: false))
+        #expect(await tracker.admit() == .admitted(waited: false))
         #expect(tracker.atLimit)
         let third = Flag()
         let waiting = Task {
             let admitted = await tracker.admit()
-            third.set(admitted ? 1 : 2)
+            third.set(admitted == .admitted(waited: true) ? 1 : 2)
         }
         try await Task.sleep(for: .milliseconds(50))
         #expect(third.current == 0, "no slot is free: the third arrival waits")
@@ -40,14 +40,14 @@ struct SetupAdmissionTests {
         let fourth = Flag()
         let stopped = Task {
             let admitted = await tracker.admit()
-            fourth.set(admitted ? 1 : 2)
+            fourth.set(admitted == .stopping ? 2 : 1)
         }
         try await Task.sleep(for: .milliseconds(50))
         #expect(fourth.current == 0)
         tracker.releaseAll()
         await stopped.value
         #expect(fourth.current == 2, "a stopping run admits nobody")
-        #expect(await tracker.admit() == false)
+        #expect(await tracker.admit() == .stopping)
         await tracker.waitForAll()
     }
 
@@ -60,7 +60,7 @@ struct SetupAdmissionTests {
             done.set(1)
         }
         for _ in 0..<3 {
-            #expect(await tracker.admit())
+            #expect(await tracker.admit() == .admitted(waited: false))
             #expect(done.current == 0)
             tracker.finished()
         }
