@@ -42,7 +42,7 @@ package final class GatewaySocket: Sendable {
         var bootstrap = ClientBootstrap(group: loop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             // NIO keeps a channel's last receive buffer for the next read, so its size is paid
-            // by every idle device: 512 bytes holds most push frames, a larger one takes reads.
+            // by every idle device; a push frame larger than 256 bytes takes a few reads.
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 256))
             .connectTimeout(.nanoseconds(timeout.nanoseconds))
             .channelInitializer { channel in

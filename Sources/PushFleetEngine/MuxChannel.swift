@@ -21,35 +21,29 @@ final class MuxChannel: Sendable {
         var machine: GatewayMux
         var devices: [String: VirtualDevice] = [:]
         var waiters: [String: Waiter] = [:]
-        /// Commands for the live connection's writer; nil while (re)connecting, when they would
-        /// be moot (the machine resubscribes what the channel carries once it is back).
-        var outbox: [GatewayCommand]?
-        /// The writer, while it waits for commands.
-        var writer: CheckedContinuation<Bool, Never>?
+        /// Commands the live connection's writer has yet to write.
+        var outbox: [GatewayCommand] = []
+        /// Wakes the live connection's writer; nil while (re)connecting, when commands would be
+        /// moot (the machine resubscribes what the channel carries once it is back).
+        var wake: AsyncStream<Void>.Continuation?
         /// The channel is closed for good: subscriptions fail at once.
         var ended = false
 
         /// Queues a command for these carried devices on the live connection, if there is one.
         /// Devices arriving together share a frame: one command per run of the same operation,
-        /// up to ``MuxChannel/batch`` devices.
+        /// up to ``MuxChannel/batch`` devices, whatever queued while the writer was writing.
         mutating func send(_ op: GatewayCommand.Operation, _ tokens: [String]) {
-            guard outbox != nil else { return }
+            guard let wake else { return }
             let addresses = tokens.compactMap { devices[$0]?.address }
             guard !addresses.isEmpty else { return }
-            if let last = outbox?.indices.last, outbox?[last].op == op, let queued = outbox?[last].devices,
+            if let last = outbox.indices.last, outbox[last].op == op, let queued = outbox[last].devices,
                 queued.count + addresses.count <= MuxChannel.batch
             {
-                outbox?[last].devices = queued + addresses
+                outbox[last].devices = queued + addresses
             } else {
-                outbox?.append(GatewayCommand(op: op, devices: addresses))
+                outbox.append(GatewayCommand(op: op, devices: addresses))
             }
-        }
-
-        /// The waiting writer, when there is something for it to write.
-        mutating func takeWriter() -> CheckedContinuation<Bool, Never>? {
-            guard outbox?.isEmpty == false, let writer else { return nil }
-            self.writer = nil
-            return writer
+            wake.yield()
         }
     }
 
@@ -74,27 +68,24 @@ final class MuxChannel: Sendable {
         let token = device.address.token
         let deadline = context.now() + timeout.nanoseconds
         return await withCheckedContinuation { continuation in
-            let (ended, previous, writer) = state.withLock { state -> (Bool, Waiter?, CheckedContinuation<Bool, Never>?) in
-                if state.ended { return (true, nil, nil) }
+            let (ended, previous) = state.withLock { state -> (Bool, Waiter?) in
+                if state.ended { return (true, nil) }
                 state.devices[token] = device
                 let previous = state.waiters.updateValue(Waiter(continuation: continuation, deadline: deadline), forKey: token)
                 if case .subscribe(let tokens) = state.machine.add(token) { state.send(.subscribe, tokens) }
-                return (false, previous, state.takeWriter())
+                return (false, previous)
             }
             previous?.continuation.resume(returning: false)
-            writer?.resume(returning: true)
             if ended { continuation.resume(returning: false) }
         }
     }
 
     func unsubscribe(_ device: VirtualDevice) {
         let token = device.address.token
-        let writer = state.withLock { state in
+        state.withLock { state in
             if case .unsubscribe(let tokens) = state.machine.remove(token) { state.send(.unsubscribe, tokens) }
             state.devices.removeValue(forKey: token)
-            return state.takeWriter()
         }
-        writer?.resume(returning: true)
     }
 
     private func resume(_ token: String, with value: Bool) {
@@ -113,37 +104,6 @@ final class MuxChannel: Sendable {
                 return Array(due.values)
             }
             for waiter in expired { waiter.continuation.resume(returning: false) }
-        }
-    }
-
-    /// The next commands for the live connection; nil once it is gone or the writer cancelled.
-    private func nextCommands() async -> [GatewayCommand]? {
-        while true {
-            let taken: [GatewayCommand]?? = state.withLock { state in
-                guard let outbox = state.outbox else { return .some(nil) }
-                guard !outbox.isEmpty else { return .none }
-                state.outbox = []
-                return .some(outbox)
-            }
-            if let taken { return taken }
-            let more = await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in
-                    let now: Bool? = state.withLock { state in
-                        guard let outbox = state.outbox, !Task.isCancelled else { return false }
-                        if !outbox.isEmpty { return true }
-                        state.writer = continuation
-                        return nil
-                    }
-                    if let now { continuation.resume(returning: now) }
-                }
-            } onCancel: {
-                let writer = state.withLock { state in
-                    defer { state.writer = nil }
-                    return state.writer
-                }
-                writer?.resume(returning: false)
-            }
-            if !more { return nil }
         }
     }
 
@@ -200,8 +160,10 @@ final class MuxChannel: Sendable {
 
     /// A live connection: resubscribes what it carries, writes queued commands, dispatches pushes.
     private func session(_ socket: GatewayMuxSocket, _ context: RunContext) async throws {
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let (carried, renewing) = state.withLock { state in
             state.outbox = []
+            state.wake = wake
             switch state.machine.connected(now: context.now()) {
             case .subscribe(let tokens): return (tokens.compactMap { state.devices[$0] }, false)
             case .resubscribe(let tokens): return (tokens.compactMap { state.devices[$0] }, true)
@@ -209,12 +171,11 @@ final class MuxChannel: Sendable {
             }
         }
         defer {
-            let writer = state.withLock { state in
-                state.outbox = nil
-                defer { state.writer = nil }
-                return state.writer
+            state.withLock { state in
+                state.wake = nil
+                state.outbox = []
             }
-            writer?.resume(returning: false)
+            wake.finish()
         }
         // In frames of at most `batch` devices: a whole channel's worth would pass the gateway's
         // frame limit.
@@ -228,7 +189,11 @@ final class MuxChannel: Sendable {
                 group.addTask { await Self.renew(carried, over: 1_000_000_000, context) }
             }
             group.addTask {
-                while let commands = await self.nextCommands() {
+                for await _ in wakes {
+                    let commands = self.state.withLock { state in
+                        defer { state.outbox = [] }
+                        return state.outbox
+                    }
                     for command in commands { try await socket.send(command) }
                 }
             }
@@ -272,11 +237,9 @@ final class MuxChannel: Sendable {
             guard case .resubscribeAt(let instant, let tokens) = action else { return }
             group.addTask {
                 guard await context.sleep(until: instant) else { return }
-                let writer = self.state.withLock { state in
+                self.state.withLock { state in
                     if case .subscribe(let still) = state.machine.pauseEnded(tokens) { state.send(.subscribe, still) }
-                    return state.takeWriter()
                 }
-                writer?.resume(returning: true)
             }
         case .error:
             context.emit(.error(.gatewayErrorNotice, at: context.now()))
