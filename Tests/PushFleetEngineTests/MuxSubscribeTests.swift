@@ -12,13 +12,10 @@ import Testing
 /// sweep fails those the gateway never confirms.
 @Suite("Multiplexed subscriptions")
 struct MuxSubscribeTests {
+    /// A run and how long it took, as the fleet-run tests play one.
     static func run(_ yaml: String) async throws -> (RunResult, seconds: Double) {
-        let scenario = try ScenarioLoader.parse(yaml, file: "mux.yaml")
-        var logger = Logger(label: "mux-subscribe")
-        logger.logLevel = .critical
-        let options = FleetRunner.Options(scenarioFile: "mux.yaml", scenarioText: yaml, version: "test", logger: logger)
         let started = ContinuousClock.now
-        let result = try await FleetRunner(scenario: scenario, options: options).run()
+        let result = try await FleetRunTests.runUngated(yaml)
         return (result, (ContinuousClock.now - started) / .seconds(1))
     }
 
