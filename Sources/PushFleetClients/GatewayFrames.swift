@@ -1,0 +1,97 @@
+import NIOCore
+import NIOWebSocket
+import PushFleetCore
+import PushFleetWire
+
+/// The upgraded connection: reads gateway frames from the socket's bytes
+/// (``WebSocketFrameReader``), answers pings and the close handshake. A fragmented text message
+/// is put together here (at most 64 fragments, ``maxGatewayFrame`` bytes) rather than by NIO's
+/// aggregator: one handler fewer on every device's socket, and a buffer only while fragments are
+/// in flight. A frame no server may send closes the socket.
+final class GatewayFrames: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var ready: EventLoopPromise<Void>?
+    private let onInbound: @Sendable (GatewayInbound, Int64) -> Void
+    private var closing = false
+    private var reader = WebSocketFrameReader(maxPayload: maxGatewayFrame)
+    /// A text message's fragments so far, and how many.
+    private var partial: (bytes: ByteBuffer, count: Int)?
+
+    init(ready: EventLoopPromise<Void>, onInbound: @escaping @Sendable (GatewayInbound, Int64) -> Void) {
+        self.ready = ready
+        self.onInbound = onInbound
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        reader.append(unwrapInboundIn(data))
+        while context.channel.isActive {
+            switch reader.next() {
+            case .frame(let frame): handle(frame, context: context)
+            case .needMore: return
+            case .violation: return context.close(promise: nil)
+            }
+        }
+    }
+
+    private func handle(_ frame: WebSocketFrameReader.Frame, context: ChannelHandlerContext) {
+        switch frame.opcode {
+        case .text where frame.fin && partial == nil:
+            message(frame.payload)
+        case .text where partial == nil:
+            partial = (frame.payload, 1)
+        case .continuation where partial != nil:
+            guard var bytes = partial?.bytes, let count = partial?.count, count < 64, bytes.readableBytes + frame.payload.readableBytes <= maxGatewayFrame else {
+                context.close(promise: nil)
+                return
+            }
+            var more = frame.payload
+            bytes.writeBuffer(&more)
+            partial = frame.fin ? nil : (bytes, count + 1)
+            if frame.fin { message(bytes) }
+        case .text, .continuation:
+            // A new message inside a fragmented one, or a fragment of none: not WebSocket.
+            context.close(promise: nil)
+        case .ping:
+            let pong = WebSocketFrameReader.controlFrame(.pong, payload: frame.payload, allocator: context.channel.allocator)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .connectionClose:
+            guard !closing else {
+                context.close(promise: nil)
+                return
+            }
+            closing = true
+            var echo = frame.payload
+            let code = echo.readSlice(length: min(2, echo.readableBytes)) ?? ByteBuffer()
+            let reply = WebSocketFrameReader.controlFrame(.connectionClose, payload: code, allocator: context.channel.allocator)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(reply)).whenComplete { _ in channel.close(promise: nil) }
+        default:
+            break
+        }
+    }
+
+    /// One whole text message from the gateway.
+    private func message(_ bytes: ByteBuffer) {
+        let receivedAt = MonotonicClock.nanoseconds()
+        var bytes = bytes
+        let inbound = GatewayInbound(bytes.readString(length: bytes.readableBytes) ?? "")
+        if case .notice(let notice) = inbound, notice.type == .subscribed, let ready {
+            self.ready = nil
+            ready.succeed()
+            return
+        }
+        onInbound(inbound, receivedAt)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        ready?.fail(GatewaySocketError.closed)
+        ready = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
