@@ -47,6 +47,13 @@ let package = Package(
         .target(name: "PushFleetWire", swiftSettings: swiftSettings),
         // Pure domain: no I/O, no clocks read except through WallClock, no networking.
         .target(name: "PushFleetCore", swiftSettings: swiftSettings),
+        // Web Push's cryptography (RFC 8291 message encryption, RFC 8292 VAPID): pure, for the
+        // push service, the backends, the hub and the virtual browsers alike.
+        .target(
+            name: "PushFleetWebPush",
+            dependencies: ["PushFleetCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         // Scenario files: YAML text to a validated Scenario, with positioned errors.
         .target(
             name: "PushFleetScenario",
@@ -339,6 +346,7 @@ let package = Package(
         .testTarget(
             name: "PushFleetCoreTests",
             dependencies: [
+                "PushFleetWebPush",
                 "PushFleetCore",
                 "PushFleetScenario",
                 .product(name: "PropertyBased", package: "swift-property-based"),
