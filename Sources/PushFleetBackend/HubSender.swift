@@ -56,7 +56,7 @@ struct HubSender: Sendable {
         case .fcm: description = Self.description(.fcmv1, "FcmV1RegistrationDescription", handle, tags)
         case .wns:
             description = Self.description(.windows, "WindowsRegistrationDescription", try await channelURI(handle), tags)
-        case .mpns: return
+        case .mpns, .webpush: return
         }
         let body = RegistrationXML.requestEntry(description)
         let status = try await execute(
@@ -124,7 +124,7 @@ struct HubSender: Sendable {
             // Raw pushes are held for an offline device too, as the built-in sender asks.
             headers += [("ServiceBusNotification-Format", "windows"), ("X-WNS-Type", notification.pushType), ("X-WNS-Cache-Policy", "cache")]
             body = Data((notification.text ?? "").utf8)
-        case .mpns:
+        case .mpns, .webpush:
             return false
         }
         headers.append(("Content-Type", notification.platform == .wns ? "application/xml" : "application/json;charset=utf-8"))

@@ -26,7 +26,7 @@ struct NativeNotification: Sendable, Equatable {
             let toast =
                 "<toast><visual><binding template=\"ToastText01\"><text id=\"1\">\(xmlEscaped(text))</text></binding></visual></toast>"
             return .init(platform: .wns, pushType: "wns/toast", text: toast, contentType: "text/xml")
-        case .mpns:
+        case .mpns, .webpush:
             return nil
         }
     }
@@ -68,7 +68,7 @@ struct NativeNotification: Sendable, Equatable {
             return .init(platform: .fcm, pushType: "data", body: ["data": ["secureId": .string(id)]], contentType: "application/json")
         case .wns:
             return .init(platform: .wns, pushType: "wns/raw", text: id, contentType: "application/octet-stream")
-        case .mpns:
+        case .mpns, .webpush:
             return nil
         }
     }
@@ -86,7 +86,7 @@ struct NativeNotification: Sendable, Equatable {
         case .wns:
             let text = String(decoding: (try? JSONEncoder().encode(fields)) ?? Data(), as: UTF8.self)
             return .init(platform: .wns, pushType: "wns/raw", text: text, contentType: "application/octet-stream")
-        case .mpns:
+        case .mpns, .webpush:
             return nil
         }
     }

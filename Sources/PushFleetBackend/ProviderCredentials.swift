@@ -134,7 +134,7 @@ final class ProviderCredentials: Sendable {
                     "scope": "notify.windows.com",
                 ]
             )
-        case .mpns:
+        case .mpns, .webpush:
             throw PushSender.RequestError(description: "mpns is not sent to")
         }
     }

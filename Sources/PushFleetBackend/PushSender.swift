@@ -144,7 +144,7 @@ struct PushSender: Sendable {
             // Hold raw pushes for an offline device too, so the secure flow survives a reconnect.
             request.headers.add(name: "X-WNS-Cache-Policy", value: "cache")
             body = Data((notification.text ?? "").utf8)
-        case .mpns:
+        case .mpns, .webpush:
             throw RequestError(description: "mpns is not sent to")
         }
         request.method = .POST

@@ -9,10 +9,12 @@ import Darwin
 public enum TLSNames {
     /// The host names a mock push service answers for by default: Apple's production and
     /// sandbox hosts (and the sandbox alias some libraries use), Google's FCM and OAuth hosts,
-    /// and Microsoft's WNS OAuth and notify hosts.
+    /// Microsoft's WNS OAuth and notify hosts, and the Web Push hosts of Mozilla and Apple
+    /// (Chrome's are FCM's, Edge's are WNS's).
     public static let defaults = [
         "api.push.apple.com", "api.sandbox.push.apple.com", "api.development.push.apple.com",
         "fcm.googleapis.com", "oauth2.googleapis.com", "login.live.com", "*.notify.windows.com",
+        "updates.push.services.mozilla.com", "web.push.apple.com",
     ]
     public static let maxCount = 100
 

@@ -128,6 +128,7 @@ public struct MockPushServer: Sendable {
         APNsEndpoint(service: service).register(on: router)
         FCMEndpoint(service: service).register(on: router)
         WNSEndpoint(service: service).register(on: router)
+        WebPushEndpoint(service: service).register(on: router)
         AdminEndpoint(service: service, token: configuration.adminToken, deviceSlots: [deviceSlots] + [tlsDeviceSlots].compactMap { $0 })
             .register(on: router)
         DeviceGateway(service: service).register(on: router)

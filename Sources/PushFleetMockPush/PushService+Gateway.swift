@@ -33,10 +33,10 @@ extension PushService {
                 }
                 let wasOnline = entry.connection != nil
                 entry.connection = connection
-                entry.unregisteredAt = nil
+                // An unsubscribed Web Push endpoint stays gone: the browser subscribes anew.
+                if entry.webPush?.unsubscribed != true { entry.unregisteredAt = nil }
                 connection.insert(address)
-                if let pending = entry.pending {
-                    entry.pending = nil
+                func sendHeld(_ pending: StoredPush) {
                     held.subtract(1, ordering: .relaxed)
                     if pending.expiresAt > instant {
                         var frame = pending.frame
@@ -51,6 +51,10 @@ extension PushService {
                         expired.append(pending.frame)
                     }
                 }
+                if let pending = entry.pending { sendHeld(pending) }
+                for pending in entry.queued { sendHeld(pending) }
+                entry.pending = nil
+                entry.queued = []
                 devices[address] = entry
                 if !wasOnline { counters.withLock { $0.online += 1 } }
             }
@@ -86,7 +90,12 @@ extension PushService {
                     held.subtract(1, ordering: .relaxed)
                     discarded.append(pending.frame)
                 }
+                for pending in entry.queued {
+                    held.subtract(1, ordering: .relaxed)
+                    discarded.append(pending.frame)
+                }
                 entry.pending = nil
+                entry.queued = []
                 devices[address] = entry
             }
         }

@@ -55,6 +55,8 @@ public final class PushService: Sendable {
         var push: UInt64 = 0
         /// When the notification hub that sent it took the send, if one did.
         var hubAt: Int64? = nil
+        /// A Web Push message's headers, for the browser.
+        var webPush: WebPushHeaders? = nil
     }
 
     enum AcceptOutcome: Equatable {
@@ -69,8 +71,14 @@ public final class PushService: Sendable {
         var pending: StoredPush?
         /// Set when the device unregistered through the gateway (ms since the epoch).
         var unregisteredAt: Int64?
+        /// A browser's Web Push subscription, kept from its minting until the service stops.
+        var webPush: WebPushSubscription?
+        /// Web Push only: messages held after `pending`, oldest first. RFC 8030 holds every
+        /// message until its TTL (a Topic replaces the one with the same topic); the other
+        /// platforms hold one, as APNs does.
+        var queued: [StoredPush] = []
 
-        var isDisposable: Bool { connection == nil && pending == nil && unregisteredAt == nil }
+        var isDisposable: Bool { connection == nil && pending == nil && unregisteredAt == nil && webPush == nil && queued.isEmpty }
     }
 
     struct StoredPush {
@@ -165,6 +173,7 @@ public final class PushService: Sendable {
                     body: push.body, bodyEncoding: push.bodyEncoding
                 )
                 refused.push = push.push
+                refused.webPush = push.webPush
                 refused.type = PushFrame.refusedType
                 refused.reason = "Unregistered"
                 connection.send(encode(refused))
@@ -191,6 +200,7 @@ public final class PushService: Sendable {
         )
         frame.push = push.push
         frame.hubAt = push.hubAt
+        frame.webPush = push.webPush
         watchers.report(
             PushHop(
                 push: push.push, step: .accepted, at: acceptedAt, platform: push.address.platform.rawValue, token: push.address.token,
@@ -232,6 +242,9 @@ public final class PushService: Sendable {
             if let connection = entry.connection {
                 connection.send(frame, tracked: watched)
                 counters.withLock { $0.delivered += 1 }
+            } else if let expiresAt, frame.platform == .webpush, let first = entry.pending {
+                holdBeside(first, StoredPush(frame: frame, expiresAt: expiresAt), in: &entry, fates: &fates, watched: watched)
+                devices[address] = entry
             } else if let expiresAt {
                 let replaced = entry.pending
                 guard replaced != nil || reserveHold() else {
@@ -259,6 +272,40 @@ public final class PushService: Sendable {
         for (step, frame) in fates { report(step, of: frame, at: instant) }
     }
 
+    /// Most messages held for one Web Push subscription (FCM's limit); past it the oldest gives way.
+    static let webPushHoldLimit = 100
+
+    /// Holds a Web Push message for a browser that already has `first` held (RFC 8030 §5.4).
+    private func holdBeside(_ first: StoredPush, _ message: StoredPush, in entry: inout DeviceEntry, fates: inout [(PushHop.Step, PushFrame)], watched: Bool) {
+        var replaced: StoredPush?
+        if let topic = message.frame.webPush?.topic, first.frame.webPush?.topic == topic {
+            replaced = first
+            entry.pending = message
+        } else if let topic = message.frame.webPush?.topic, let index = entry.queued.firstIndex(where: { $0.frame.webPush?.topic == topic }) {
+            replaced = entry.queued[index]
+            entry.queued[index] = message
+        } else if entry.queued.count + 1 >= Self.webPushHoldLimit {
+            replaced = first
+            entry.pending = entry.queued.removeFirst()
+            entry.queued.append(message)
+        } else {
+            guard reserveHold() else {
+                counters.withLock { $0.heldFull += 1 }
+                if watched { fates.append((.holdFull, message.frame)) }
+                return
+            }
+            entry.queued.append(message)
+        }
+        counters.withLock {
+            $0.stored += 1
+            if replaced != nil { $0.storedReplaced += 1 }
+        }
+        if watched {
+            if let replaced { fates.append((.replaced, replaced.frame)) }
+            fates.append((.held, message.frame))
+        }
+    }
+
     /// Takes a place in the hold if there is one.
     private func reserveHold() -> Bool {
         if held.add(1, ordering: .relaxed).newValue <= configuration.maxHeldPushes { return true }
@@ -282,13 +329,26 @@ public final class PushService: Sendable {
         let watched = watchers.isActive
         for shard in shards {
             shard.devices.withLock { devices in
-                let expired = ExpirySweep.expired(in: devices, now: now) { $0.pending?.expiresAt }
-                for address in expired {
-                    if watched, let frame = devices[address]?.pending?.frame { frames.append(frame) }
-                    devices[address]?.pending = nil
-                    if devices[address]?.isDisposable == true { devices[address] = nil }
+                let expired = ExpirySweep.expired(in: devices, now: now) { entry in
+                    guard let queued = entry.queued.lazy.map(\.expiresAt).min() else { return entry.pending?.expiresAt }
+                    return min(entry.pending?.expiresAt ?? queued, queued)
                 }
-                dropped += expired.count
+                for address in expired {
+                    guard var entry = devices[address] else { continue }
+                    if let pending = entry.pending, pending.expiresAt <= now {
+                        if watched { frames.append(pending.frame) }
+                        entry.pending = nil
+                        dropped += 1
+                    }
+                    entry.queued.removeAll { message in
+                        guard message.expiresAt <= now else { return false }
+                        if watched { frames.append(message.frame) }
+                        dropped += 1
+                        return true
+                    }
+                    if entry.pending == nil, !entry.queued.isEmpty { entry.pending = entry.queued.removeFirst() }
+                    devices[address] = entry.isDisposable ? nil : entry
+                }
             }
         }
         for frame in frames { report(.expired, of: frame, at: now) }

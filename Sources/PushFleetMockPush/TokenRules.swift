@@ -18,6 +18,12 @@ enum TokenRules {
         (1...512).contains(token.utf8.count) && token.utf8.allSatisfy { isAlphanumeric($0) || "_-.~%+/=".utf8.contains($0) }
     }
 
+    /// Web Push subscription ids, as this service mints them and the endpoint's last segment
+    /// carries them: base64url.
+    static func isValidWebPush(_ token: Substring) -> Bool {
+        (16...512).contains(token.utf8.count) && token.utf8.allSatisfy { isAlphanumeric($0) || "_-".utf8.contains($0) }
+    }
+
     /// A token as the service keys it. APNs tokens are hex whose case means nothing: they are
     /// kept in lower case wherever one enters (a provider request's path, a device's
     /// subscription), so one device has one address.
@@ -34,6 +40,7 @@ enum TokenRules {
         case .apns: isValidAPNs(token)
         case .fcm: isValidFCM(token)
         case .wns: isValidWNS(token)
+        case .webpush: isValidWebPush(token)
         case .mpns: false
         }
     }

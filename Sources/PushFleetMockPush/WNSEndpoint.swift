@@ -22,9 +22,15 @@ struct WNSEndpoint {
         router.post("/wns/:channel") { request, context in
             await handle(request, channel: context.parameters.get("channel") ?? "")
         }
+        // Edge's Web Push endpoints take WNS's own channel URI form; the token says which it is.
+        let webPush = WebPushEndpoint(service: service)
         for path in ["/", "/w/"] {
             router.post(RouterPath(stringLiteral: path)) { request, _ in
-                await handle(request, channel: request.uri.queryParameters["token"].map(String.init) ?? "")
+                let token = request.uri.queryParameters["token"].map(String.init) ?? ""
+                if TokenRules.isValidWebPush(token[...]), service.webPushSubscription(token: token) != nil {
+                    return await webPush.handle(request, token: token)
+                }
+                return await handle(request, channel: token)
             }
         }
     }

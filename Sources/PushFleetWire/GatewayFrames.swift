@@ -46,6 +46,8 @@ public struct PushFrame: Codable, Sendable, Equatable {
     public var hubAt: Int64?
     /// How long an injected latency fault held the push back (ns).
     public var delay: Int64?
+    /// A Web Push message's headers: what the browser needs to decrypt it, and how it was sent.
+    public var webPush: WebPushHeaders?
 
     public init(
         platform: Platform,
@@ -65,6 +67,28 @@ public struct PushFrame: Codable, Sendable, Equatable {
         self.body = body
         self.bodyEncoding = bodyEncoding
         self.stored = stored
+    }
+}
+
+/// The headers of a Web Push message (RFC 8030, 8291) that reach the browser with its body.
+public struct WebPushHeaders: Codable, Sendable, Equatable {
+    /// `aes128gcm`, `aesgcm`, or nil for a message without a payload.
+    public var contentEncoding: String?
+    /// `aesgcm` only: the salt and the sender's key.
+    public var encryption: String?
+    public var cryptoKey: String?
+    public var urgency: String?
+    public var topic: String?
+    /// The time to live the push service applied, in seconds.
+    public var ttl: Int64
+
+    public init(contentEncoding: String?, encryption: String? = nil, cryptoKey: String? = nil, urgency: String? = nil, topic: String? = nil, ttl: Int64) {
+        self.contentEncoding = contentEncoding
+        self.encryption = encryption
+        self.cryptoKey = cryptoKey
+        self.urgency = urgency
+        self.topic = topic
+        self.ttl = ttl
     }
 }
 

@@ -8,6 +8,9 @@ public enum Platform: String, Codable, Sendable, CaseIterable, Hashable {
     case fcm
     case wns
     case mpns
+    /// A browser's Web Push subscription (RFC 8030): its token is the last part of the endpoint
+    /// the push service minted.
+    case webpush
 
     /// Parses a platform name as a client or an API caller spells it (case-insensitive, `gcm` → `fcm`).
     public init?(name: some StringProtocol) {
@@ -16,12 +19,16 @@ public enum Platform: String, Codable, Sendable, CaseIterable, Hashable {
         case "fcm", "gcm": self = .fcm
         case "wns": self = .wns
         case "mpns": self = .mpns
+        case "webpush": self = .webpush
         default: return nil
         }
     }
 
     /// Platforms the mock push service implements and the backend sends to.
     public static let pushable: [Platform] = [.apns, .fcm, .wns]
+
+    /// Platforms whose devices the mock push service's gateway takes.
+    public static let deliverable: [Platform] = pushable + [.webpush]
 }
 
 /// One device's address at the push service: its platform and its push token (or channel id).

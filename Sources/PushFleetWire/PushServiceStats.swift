@@ -35,6 +35,8 @@ public struct PushServiceStats: Codable, Sendable, Equatable {
     /// Device WebSocket upgrades refused at the cap (503), and the times the cap was reached.
     public var deviceCapRefused: Int?
     public var deviceCapReached: Int?
+    /// Web Push subscriptions minted; nil from a push service that does not say.
+    public var webPushSubscriptions: Int?
 
     public init() {}
 }

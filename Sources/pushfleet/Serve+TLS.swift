@@ -99,20 +99,22 @@ struct ServeTLSOptions: ParsableArguments {
     /// What a backend must set to send here with its platform's own libraries.
     static func instructions(url: String, names: [String], hubHost: String? = nil, ca: String?, bundle: String?) -> [String] {
         let port = url.split(separator: ":").last.map(String.init) ?? "443"
-        func hosts(_ suffixes: [String]) -> String {
-            let matching = names.filter { name in suffixes.contains { name.hasSuffix($0) } }
+        func hosts(_ suffixes: [String], except: [String] = []) -> String {
+            let matching = names.filter { name in suffixes.contains { name.hasSuffix($0) } && !except.contains { name.hasSuffix($0) } }
                 .map { $0.hasPrefix("*.") ? "wns2-pf" + $0.dropFirst(1) : $0 }
             return matching.isEmpty ? "(none of --tls-names)" : "127.0.0.1 " + matching.joined(separator: " ")
         }
         var lines = [
             "push TLS:     \(url)  (HTTP/2 and HTTP/1.1)",
             "To send here with a platform's own libraries, unchanged:",
-            "  APNs  hosts: \(hosts(["push.apple.com"]))",
+            "  APNs  hosts: \(hosts(["push.apple.com"], except: ["web.push.apple.com"]))",
             "        token auth (an ES256 .p8 key, kid and team id) or a client certificate; apns-topic required",
             "  FCM   hosts: \(hosts(["googleapis.com"]))",
             "        a service-account JSON: its JWT assertion is exchanged at /token; the project is checked against the account's",
             "  WNS   hosts: \(hosts(["login.live.com", "notify.windows.com"]))",
             "        client credentials at /accesstoken.srf; a device's channel URI from POST https://<notify host>/wns/channels",
+            "  Web Push hosts: \(hosts(["fcm.googleapis.com", "updates.push.services.mozilla.com", "web.push.apple.com", "notify.windows.com"]))",
+            "        VAPID (RFC 8292); a browser's endpoint from POST https://<host>/webpush/subscriptions",
         ]
         if let hubHost {
             let covered = TLSIdentity.names(names, cover: hubHost)

@@ -134,7 +134,7 @@ package final class PlatformEndpointsBackend: Sendable {
             case .apns: (["user", "alert"], "alert")
             case .fcm: (["user", "data"], "data")
             case .wns: (["user", "toast"], "toast")
-            case .mpns: throw HTTPError(.notFound)
+            case .mpns, .webpush: throw HTTPError(.notFound)
             }
         let object = try await object(request, keys: keys)
         let text = (field == "data" ? (object["data"] as? [String: Any])?["text"] : object[field]) as? String

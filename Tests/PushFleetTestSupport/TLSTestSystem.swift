@@ -23,7 +23,7 @@ package struct TLSTestSystem: Sendable {
         limits: ServerLimits = .init(),
         _ body: @escaping @Sendable (TLSTestSystem) async throws -> T
     ) async throws -> T {
-        let identity = try TLSIdentity.generate(names: ["api.push.apple.com", "fcm.googleapis.com", "*.notify.windows.com"])
+        let identity = try TLSIdentity.generate(names: ["api.push.apple.com", "fcm.googleapis.com", "*.notify.windows.com", "updates.push.services.mozilla.com", "web.push.apple.com"])
         var configuration = EmbeddedSystem.Configuration()
         configuration.pushService.providerAuth = providerAuth
         configuration.pushServer.tls = .init(

@@ -27,6 +27,7 @@ package final class TestDevice: Sendable {
         case .apns: (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         case .fcm: "fcm-" + UUID().uuidString
         case .wns, .mpns: "wns-" + UUID().uuidString
+        case .webpush: "wp" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
         }
     }
 

@@ -1,0 +1,230 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import PushFleetCore
+import PushFleetServerSupport
+import PushFleetWebPush
+import PushFleetWire
+
+/// Web Push (RFC 8030, with RFC 8291 payloads and RFC 8292 VAPID).
+///
+/// `POST /webpush/subscriptions` mints a subscription for a browser, as its push service does
+/// when a page calls `pushManager.subscribe()`: the endpoint has the form of the service the
+/// browser would use (FCM's `/fcm/send/…` or `/wp/…`, Mozilla's `/wpush/v1|v2/…`, Windows'
+/// `/w/?token=…`, Apple's `/…`) and leads back to the host and port it was asked on, so over
+/// TLS with a hosts entry it reads `https://fcm.googleapis.com/fcm/send/…`. An application
+/// server POSTs a message to the endpoint; `DELETE /webpush/subscriptions/{id}` unsubscribes,
+/// after which the endpoint answers 410.
+struct WebPushEndpoint {
+    /// RFC 8030 §7.2: push services must take at least 4,096 bytes; the big ones take no more.
+    static let maxPayload = 4096
+    /// The longest TTL kept (FCM's: four weeks); a longer one is cut and the answer says so.
+    static let maxTTL: Int64 = 2_419_200
+    static let urgencies: Set<String> = ["very-low", "low", "normal", "high"]
+
+    let service: PushService
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.post("/webpush/subscriptions") { request, _ in
+            await mint(request).response
+        }
+        router.delete("/webpush/subscriptions/:token") { _, context in
+            unsubscribe(context.parameters.get("token") ?? "")
+        }
+        for path in ["/fcm/send/:token", "/wp/:token", "/wpush/v1/:token", "/wpush/v2/:token"] {
+            router.post(RouterPath(stringLiteral: path)) { request, context in
+                await handle(request, token: context.parameters.get("token") ?? "")
+            }
+        }
+        // Apple's form, `web.push.apple.com/{id}`. The parameter shares its name with the hub's
+        // `/{hub}/…` routes so that both live on one node of the router; a hub has no POST on
+        // its bare name. (Windows' form, `/w/?token=`, is WNS's path: WNSEndpoint hands it over.)
+        router.post("/:hub") { request, context in
+            await handle(request, token: context.parameters.get("hub") ?? "")
+        }
+    }
+
+    // MARK: Subscriptions
+
+    /// Which push service's form an endpoint takes.
+    enum Service: String, Decodable {
+        case fcm, mozilla, windows, apple
+    }
+
+    private struct MintRequest: Decodable {
+        var token: String?
+        /// The page's VAPID public key (base64url, uncompressed P-256): only messages signed
+        /// with it are taken (RFC 8292 §4).
+        var applicationServerKey: String?
+        var service: Service?
+    }
+
+    private struct Subscription: Encodable {
+        var endpoint: String
+        var token: String
+        /// The Push API's `expirationTime`: none.
+        var expirationTime: Int64?
+    }
+
+    private func mint(_ request: Request) async -> ProviderAnswer {
+        var request = request
+        guard let body = try? await request.collectBody(limit: 4096) else { return reject(.contentTooLarge, "subscription request over 4096 bytes") }
+        let asked: MintRequest
+        if body.readableBytes == 0 {
+            asked = MintRequest()
+        } else {
+            guard let decoded = try? JSONDecoder().decode(MintRequest.self, from: body.data) else {
+                return reject(.badRequest, "the subscription request is not {token?, applicationServerKey?, service?}")
+            }
+            asked = decoded
+        }
+        let token = asked.token ?? Self.newToken()
+        guard TokenRules.isValidWebPush(token[...]) else { return reject(.badRequest, "a subscription id is 16 to 512 base64url characters") }
+        var key: Data?
+        if let text = asked.applicationServerKey {
+            guard let decoded = Base64URL.decode(text.hasSuffix("=") ? String(text.prefix { $0 != "=" }) : text), decoded.count == 65,
+                (try? WebPushRecipient(publicKey: decoded, authSecret: Data(count: 16))) != nil
+            else { return reject(.badRequest, "applicationServerKey is not an uncompressed P-256 public key") }
+            key = decoded
+        }
+        service.subscribeWebPush(token: token, applicationServerKey: key)
+        let endpoint = Self.endpoint(token: token, service: asked.service ?? .fcm, tls: ConnectionState.current?.isTLS ?? false, authority: request.head.authority)
+        return .done(.json(Subscription(endpoint: endpoint, token: token), status: .created))
+    }
+
+    static func newToken() -> String {
+        var bytes = Data(count: 32)
+        for index in 0..<32 { bytes[index] = UInt8.random(in: 0...255) }
+        return Base64URL.encode(bytes)
+    }
+
+    static func endpoint(token: String, service: Service, tls: Bool, authority: String?) -> String {
+        let base = "\(tls ? "https" : "http")://\(authority ?? "localhost")"
+        switch service {
+        case .fcm: return "\(base)/fcm/send/\(token)"
+        case .mozilla: return "\(base)/wpush/v2/\(token)"
+        case .windows: return "\(base)/w/?token=\(token)"
+        case .apple: return "\(base)/\(token)"
+        }
+    }
+
+    private func unsubscribe(_ token: String) -> Response {
+        guard TokenRules.isValidWebPush(token[...]), service.unsubscribeWebPush(token: token) else {
+            return .empty(status: .notFound)
+        }
+        return .empty(status: .noContent)
+    }
+
+    // MARK: Messages
+
+    /// Answers one message for subscription `token`; `hubAt` when a hub in this process sends it.
+    func handle(_ request: Request, token: String, hubAt: Int64? = nil) async -> Response {
+        var request = request
+        let push = service.nextPush()
+        let answer = await decide(&request, token: token, push: push, hubAt: hubAt)
+        if case .refused(_, let status, let reason) = answer {
+            await service.reportRefusal(
+                &request, push: push, platform: .webpush, token: token, pushType: "webpush", status: status, reason: reason, hubAt: hubAt,
+                bodyLimit: Self.maxPayload
+            )
+        }
+        return answer.response
+    }
+
+    private func reject(_ status: HTTPResponse.Status, _ reason: String, headers: HTTPFields = [:]) -> ProviderAnswer {
+        service.recordRejection("webpush:\(status.code)")
+        // FCM's and Mozilla's error bodies: a JSON object with the code and a message.
+        struct Problem: Encodable {
+            var code: Int
+            var errno: Int
+            var error: String
+            var message: String
+        }
+        var response = Response.json(Problem(code: status.code, errno: status.code, error: status.reasonPhrase, message: reason), status: status)
+        for field in headers { response.headers.append(field) }
+        return .refused(response, status: status.code, reason: reason)
+    }
+
+    private func decide(_ request: inout Request, token: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {
+        let headers = request.headers
+        guard TokenRules.isValidWebPush(token[...]), let subscription = service.webPushSubscription(token: token) else {
+            return reject(.notFound, "no such subscription")
+        }
+        let tls = ConnectionState.current?.isTLS ?? false
+        let origin = VAPID.origin(of: URL(string: "\(tls ? "https" : "http")://\(request.head.authority ?? "localhost")")!) ?? ""
+        let authorization = headers[.authorization]
+        if authorization != nil || subscription.applicationServerKey != nil {
+            let checked = VAPID.verify(authorization: authorization, cryptoKey: headers[.webPushCryptoKey], origin: origin, now: service.now() / 1_000_000_000)
+            switch checked {
+            case .success(let credential):
+                if let bound = subscription.applicationServerKey, bound != credential.publicKey {
+                    return reject(.forbidden, "the VAPID key is not the subscription's applicationServerKey")
+                }
+            case .failure(let rejection):
+                return reject(.unauthorized, rejection.description, headers: [.wwwAuthenticate: "vapid"])
+            }
+        }
+        guard let ttlText = headers[.webPushTTL] else { return reject(.badRequest, "the TTL header is required") }
+        guard let asked = Int64(ttlText.trimmingCharacters(in: .whitespaces)), asked >= 0 else { return reject(.badRequest, "TTL is not a number of seconds") }
+        let ttl = min(asked, Self.maxTTL)
+        let urgency = headers[.webPushUrgency]?.lowercased()
+        if let urgency, !Self.urgencies.contains(urgency) { return reject(.badRequest, "Urgency must be very-low, low, normal or high") }
+        let topic = headers[.webPushTopic]
+        if let topic, topic.isEmpty || topic.utf8.count > 32 || !topic.utf8.allSatisfy({ Self.isBase64URL($0) }) {
+            return reject(.badRequest, "a Topic is 1 to 32 base64url characters")
+        }
+        guard let body = try? await request.collectBody(limit: Self.maxPayload), body.readableBytes <= Self.maxPayload else {
+            return reject(.contentTooLarge, "the payload exceeds \(Self.maxPayload) bytes")
+        }
+        let encoding = headers[.contentEncoding]?.lowercased()
+        var webPush = WebPushHeaders(contentEncoding: nil, urgency: urgency, topic: topic, ttl: ttl)
+        if body.readableBytes > 0 {
+            switch encoding.flatMap(WebPushContentEncoding.init(rawValue:)) {
+            case .aes128gcm:
+                // salt, rs, idlen and a 65-byte key, then at least a tag and a delimiter.
+                guard body.readableBytes >= 21 + 65 + 17, body.getInteger(at: body.readerIndex + 20, as: UInt8.self) == 65 else {
+                    return reject(.badRequest, "the aes128gcm payload has no valid header")
+                }
+            case .aesgcm:
+                guard let encryption = headers[.webPushEncryption], encryption.contains("salt="),
+                    let cryptoKey = headers[.webPushCryptoKey], cryptoKey.contains("dh=")
+                else {
+                    return reject(.badRequest, "aesgcm needs Encryption: salt= and Crypto-Key: dh=")
+                }
+                webPush.encryption = encryption
+                webPush.cryptoKey = cryptoKey
+            case nil:
+                return reject(.badRequest, "a payload must be encrypted: Content-Encoding aes128gcm or aesgcm")
+            }
+            webPush.contentEncoding = encoding
+        }
+        let id = Self.newToken()
+        let retention: PushService.Retention =
+            ttl == 0 ? .doNotStore : .until(Saturating.add(service.now(), Saturating.multiply(ttl, 1_000_000_000)))
+        let incoming = PushService.IncomingPush(
+            address: DeviceAddress(platform: .webpush, token: token), id: id, pushType: "webpush", body: body.data.base64EncodedString(),
+            bodyEncoding: "base64", retention: retention, push: number, hubAt: hubAt, webPush: webPush
+        )
+        switch service.accept(incoming) {
+        case .accepted:
+            let scheme = tls ? "https" : "http"
+            return .done(.empty(status: .created, headers: [.location: "\(scheme)://\(request.head.authority ?? "localhost")/m/\(id)", .webPushTTL: String(ttl)]))
+        case .unregistered:
+            return reject(.gone, "the subscription has expired or was unsubscribed")
+        case .throttled:
+            return reject(.tooManyRequests, "too many messages for this subscription", headers: [.retryAfter: "1"])
+        }
+    }
+
+    private static func isBase64URL(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (97...122).contains(byte) || (65...90).contains(byte) || byte == 45 || byte == 95
+    }
+}
+
+extension HTTPField.Name {
+    static let webPushTTL = Self("TTL")!
+    static let webPushUrgency = Self("Urgency")!
+    static let webPushTopic = Self("Topic")!
+    static let webPushEncryption = Self("Encryption")!
+    static let webPushCryptoKey = Self("Crypto-Key")!
+}
