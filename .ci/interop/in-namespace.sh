@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs inside fresh network and mount namespaces (see .ci/interop-tls): its own loopback, and
-# an /etc/hosts of its own that sends Apple's and Google's push hosts to the mock push service.
+# an /etc/hosts of its own that sends Apple's, Google's, Mozilla's and Microsoft's push hosts to
+# the mock push service.
 # Nothing here reaches outside the namespace.
 set -euo pipefail
 pf=$1 venv=$2 work=$3 here=$4
@@ -11,6 +12,7 @@ trap cleanup EXIT
 ip link set lo up
 cp /etc/hosts "$work/hosts"
 echo "127.0.0.1 api.push.apple.com api.sandbox.push.apple.com api.development.push.apple.com fcm.googleapis.com oauth2.googleapis.com login.live.com" >>"$work/hosts"
+echo "127.0.0.1 updates.push.services.mozilla.com web.push.apple.com wns2-pf.notify.windows.com" >>"$work/hosts"
 mount --bind "$work/hosts" /etc/hosts
 
 # Credentials as Apple and Google hand them out: an ES256 .p8 key, a service-account JSON.
@@ -95,3 +97,8 @@ if command -v java >/dev/null 2>&1 && command -v keytool >/dev/null 2>&1; then
 else
   echo "== Java not installed: its HttpClient probe skipped"
 fi
+
+# Web Push: pywebpush sends to browsers subscribed at each service's host (Chrome's FCM, Firefox's
+# Mozilla, Edge's WNS, Safari's Apple), which decrypt with http_ece.
+echo "== pywebpush to browsers on the gateway, VAPID over TLS by hosts entries"
+REQUESTS_CA_BUNDLE="$bundle" "$venv/bin/python" "$here/webpush_browsers.py" ws://127.0.0.1:8090 5 10
