@@ -241,6 +241,7 @@ let package = Package(
             name: "PushFleetBench",
             dependencies: [
                 "PushFleetCore",
+                "PushFleetWebPush",
                 "PushFleetScenario",
                 "PushFleetEngine",
                 "PushFleetResults",
@@ -250,6 +251,7 @@ let package = Package(
                 "PushFleetServerSupport",
                 "PushFleetMockPush",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),

@@ -95,6 +95,12 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
             ("push service watched", result.hops?.view ?? "no"),
         ]
         Bench.printFigures("bench delivery (servers in a child process; backend and mock push service together)", rows)
+        let perPush = fleetCPUAfter / pushes * 1e6
+        let crypto = try WebPushCryptoCost.measure()
+        Bench.printFigures(
+            "webpush: cryptography per push (this process's CPU, median of 3 × 2,000; ratio to the fleet CPU per push above)",
+            crypto.map { ($0.name, String(format: "%.1f µs (%.2f×)", $0.microseconds, $0.microseconds / max(0.001, perPush))) }
+        )
         let c = result.delivery
         guard result.devices.ready == devices, c.expected > 0, c.misdelivered == 0, c.leaks == 0, c.duplicates == 0 else {
             throw BenchFailure("the delivery run itself was not right: \(result.devices.ready) of \(devices) ready, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates, \(c.leaks) leaks")
