@@ -179,6 +179,7 @@ let package = Package(
                 "PushFleetWire",
                 "PushFleetHub",
                 "PushFleetCore",
+                "PushFleetWebPush",
                 "PushFleetServerSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

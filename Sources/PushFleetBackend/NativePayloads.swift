@@ -26,14 +26,21 @@ struct NativeNotification: Sendable, Equatable {
             let toast =
                 "<toast><visual><binding template=\"ToastText01\"><text id=\"1\">\(xmlEscaped(text))</text></binding></visual></toast>"
             return .init(platform: .wns, pushType: "wns/toast", text: toast, contentType: "text/xml")
-        case .mpns, .webpush:
+        case .webpush:
+            return .init(platform: .webpush, pushType: "webpush", body: ["message": .string(text)], contentType: "application/octet-stream")
+        case .mpns:
             return nil
         }
     }
 
-    /// The push services' payload limits: APNs and FCM 4 KB, WNS 5,000 bytes.
+    /// The push services' payload limits: APNs and FCM 4 KB, WNS 5,000 bytes; Web Push 4,096
+    /// bytes of ciphertext, of which aes128gcm's header, delimiter and tag take 103.
     static func payloadLimit(_ platform: Platform) -> Int {
-        platform == .wns ? 5000 : 4096
+        switch platform {
+        case .wns: 5000
+        case .webpush: 4096 - 103
+        default: 4096
+        }
     }
 
     /// Bytes the provider counts against its limit (FCM's `message` wrapper and token aside,
@@ -68,7 +75,9 @@ struct NativeNotification: Sendable, Equatable {
             return .init(platform: .fcm, pushType: "data", body: ["data": ["secureId": .string(id)]], contentType: "application/json")
         case .wns:
             return .init(platform: .wns, pushType: "wns/raw", text: id, contentType: "application/octet-stream")
-        case .mpns, .webpush:
+        case .webpush:
+            return .init(platform: .webpush, pushType: "webpush", body: ["secureId": .string(id)], contentType: "application/octet-stream")
+        case .mpns:
             return nil
         }
     }
@@ -86,7 +95,9 @@ struct NativeNotification: Sendable, Equatable {
         case .wns:
             let text = String(decoding: (try? JSONEncoder().encode(fields)) ?? Data(), as: UTF8.self)
             return .init(platform: .wns, pushType: "wns/raw", text: text, contentType: "application/octet-stream")
-        case .mpns, .webpush:
+        case .webpush:
+            return .init(platform: .webpush, pushType: "webpush", body: fields, contentType: "application/octet-stream")
+        case .mpns:
             return nil
         }
     }

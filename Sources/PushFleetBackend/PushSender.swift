@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -33,6 +34,9 @@ struct PushSender: Sendable {
     /// The push service's base URL; in the embedded setup it is known only once it listens.
     let baseURL: @Sendable () async throws -> String
     let counters: BackendCounters
+    /// The VAPID key Web Push requests are signed with (RFC 8292); browsers subscribe with its
+    /// public half, which `GET /api/webpush/vapid` gives.
+    let vapid = P256.Signing.PrivateKey()
 
     func send(_ notification: NativeNotification, to handle: String) async -> Result {
         var lastFailure = "no attempt"
@@ -98,7 +102,7 @@ struct PushSender: Sendable {
     static func classify(_ status: Int, platform: Platform, body: ByteBuffer) -> Verdict {
         switch (platform, status) {
         case (_, 200...299): .accepted
-        case (.apns, 410), (.wns, 410), (.wns, 404), (.fcm, 404): .unregistered
+        case (.apns, 410), (.wns, 410), (.wns, 404), (.fcm, 404), (.webpush, 404), (.webpush, 410): .unregistered
         case (.apns, 400) where decoded(APNsRefusal.self, body)?.reason == "BadDeviceToken": .unregistered
         case (.fcm, 400) where decoded(FCMRefusal.self, body)?.error.message.contains("not a valid FCM registration token") == true:
             .unregistered
@@ -121,6 +125,8 @@ struct PushSender: Sendable {
 
     private func makeRequest(_ notification: NativeNotification, handle: String) async throws -> HTTPClientRequest {
         let base = try await baseURL().trimmingSuffix("/")
+        // Web Push is signed per request with the backend's own VAPID key.
+        if notification.platform == .webpush { return try webPushRequest(notification, handle: handle, base: base) }
         let authorization = try await credentials.authorization(for: notification.platform)
         var request: HTTPClientRequest
         var body: Data
@@ -145,7 +151,7 @@ struct PushSender: Sendable {
             request.headers.add(name: "X-WNS-Cache-Policy", value: "cache")
             body = Data((notification.text ?? "").utf8)
         case .mpns, .webpush:
-            throw RequestError(description: "mpns is not sent to")
+            throw RequestError(description: "\(notification.platform.rawValue) is not sent to here")
         }
         request.method = .POST
         request.headers.add(name: "authorization", value: authorization)

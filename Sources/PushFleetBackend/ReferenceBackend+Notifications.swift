@@ -15,7 +15,7 @@ extension ReferenceBackend {
             let user = try self.authenticate(request)
             let query = request.uri.queryParameters
             guard let pnsName = query["pns"], let platform = Platform(name: pnsName), Platform.pushable.contains(platform) else {
-                throw HTTPError(.badRequest, message: "pns must be apns, fcm (or gcm) or wns")
+                throw HTTPError(.badRequest, message: "pns must be apns, fcm (or gcm), wns or webpush")
             }
             let recipient = try self.recipient(query["to_tag"], default: nil)
             let message = try await self.decodeBody(
@@ -198,7 +198,8 @@ extension ReferenceBackend {
         through hub: HubSender, to user: String, platforms: [Platform], _ build: @escaping @Sendable (Platform) -> NativeNotification?
     ) async -> SendOutcome {
         let taken = await withTaskGroup(of: Bool.self) { group in
-            for platform in platforms {
+            // The hub is given no browser registrations (refused at PUT): nothing to send them.
+            for platform in platforms where platform != .webpush {
                 guard let notification = build(platform) else { continue }
                 group.addTask { await hub.send(notification, tag: Self.userTag(user)) }
             }

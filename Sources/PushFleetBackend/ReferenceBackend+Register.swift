@@ -1,7 +1,9 @@
+import Crypto
 import Foundation
 import Hummingbird
 import PushFleetCore
 import PushFleetServerSupport
+import PushFleetWebPush
 import PushFleetWire
 
 extension ReferenceBackend {
@@ -24,6 +26,14 @@ extension ReferenceBackend {
     }
 
     func addRegisterRoutes(to api: RouterGroup<BasicRequestContext>) {
+        // What a page subscribes with (`applicationServerKey`): the public half of the VAPID key
+        // the backend signs its Web Push requests with. Public, as a page's script is.
+        api.get("webpush/vapid") { _, _ -> Response in
+            struct Key: Encodable {
+                var publicKey: String
+            }
+            return .json(Key(publicKey: Base64URL.encode(self.sender.vapid.publicKey.x963Representation)))
+        }
         api.post("register") { request, _ -> Response in
             let user = try self.authenticate(request)
             let handle = request.uri.queryParameters["handle"].map(String.init)
@@ -41,12 +51,21 @@ extension ReferenceBackend {
             let id = try context.parameters.require("id")
             let update = try await self.decodeBody(
                 DeviceRegistration.self, from: request, limit: self.configuration.limits.maxBodyBytes,
-                what: "{\"Platform\":\"apns|fcm|wns|mpns\",\"Handle\":\"…\",\"Tags\":[\"…\"]}"
+                what: "{\"Platform\":\"apns|fcm|wns|mpns|webpush\",\"Handle\":\"…\",\"Tags\":[\"…\"]}"
             )
             guard let platform = Platform(name: update.platform) else {
-                throw HTTPError(.badRequest, message: "unknown Platform '\(update.platform)'; expected apns, fcm, wns or mpns")
+                throw HTTPError(.badRequest, message: "unknown Platform '\(update.platform)'; expected apns, fcm, wns, mpns or webpush")
             }
             try self.validateHandle(update.handle)
+            if platform == .webpush {
+                // The handle is the browser's subscription; one that cannot be sent to is refused now.
+                do { _ = try WebPushSubscription.parse(update.handle) } catch {
+                    throw HTTPError(.badRequest, message: "a webpush Handle is the subscription's JSON: \(error)")
+                }
+                guard self.hubSender == nil else {
+                    throw HTTPError(.badRequest, message: "this backend sends through a notification hub, which is given no browser registrations")
+                }
+            }
             let tags = try self.validatedTags(update.tags ?? [], caller: user)
             let result = try await self.storing {
                 try await $0.updateRegistration(id: id, owner: user, platform: platform, handle: update.handle, tags: tags, now: WallClock.nanoseconds())

@@ -76,7 +76,7 @@ struct DeviceGateway {
 
     static func address(from uri: URI) -> DeviceAddress? {
         let query = uri.queryParameters
-        guard let platform = query["platform"].flatMap({ Platform(name: $0) }), Platform.deliverable.contains(platform),
+        guard let platform = query["platform"].flatMap({ Platform(name: $0) }), Platform.pushable.contains(platform),
             let token = query["token"], TokenRules.isValid(token, for: platform)
         else { return nil }
         return DeviceAddress(platform: platform, token: TokenRules.normalized(token, for: platform))
@@ -164,7 +164,7 @@ struct DeviceGateway {
             }
             devices = [own]
         }
-        let invalid = devices.filter { !Platform.deliverable.contains($0.platform) || !TokenRules.isValid($0.token[...], for: $0.platform) }
+        let invalid = devices.filter { !Platform.pushable.contains($0.platform) || !TokenRules.isValid($0.token[...], for: $0.platform) }
         guard invalid.isEmpty else {
             connection.send(service.encode(GatewayNotice(type: .error, devices: invalid, reason: "invalid platform or token")))
             return

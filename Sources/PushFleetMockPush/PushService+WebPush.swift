@@ -3,7 +3,7 @@ import PushFleetWire
 import Synchronization
 
 /// A browser's subscription as the push service keeps it.
-struct WebPushSubscription: Sendable {
+struct BrowserSubscription: Sendable {
     /// The VAPID key messages must be signed with, when the page gave one.
     var applicationServerKey: Data?
     /// Unsubscribed by the browser: the endpoint answers 410 for good.
@@ -17,14 +17,14 @@ extension PushService {
         let address = DeviceAddress(platform: .webpush, token: token)
         shard(for: address).devices.withLock { devices in
             var entry = devices[address] ?? DeviceEntry()
-            entry.webPush = WebPushSubscription(applicationServerKey: applicationServerKey)
+            entry.webPush = BrowserSubscription(applicationServerKey: applicationServerKey)
             entry.unregisteredAt = nil
             devices[address] = entry
         }
         counters.withLock { $0.webPushSubscriptions = ($0.webPushSubscriptions ?? 0) + 1 }
     }
 
-    func webPushSubscription(token: String) -> WebPushSubscription? {
+    func webPushSubscription(token: String) -> BrowserSubscription? {
         let address = DeviceAddress(platform: .webpush, token: token)
         return shard(for: address).devices.withLock { $0[address]?.webPush }
     }

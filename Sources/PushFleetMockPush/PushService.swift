@@ -72,7 +72,7 @@ public final class PushService: Sendable {
         /// Set when the device unregistered through the gateway (ms since the epoch).
         var unregisteredAt: Int64?
         /// A browser's Web Push subscription, kept from its minting until the service stops.
-        var webPush: WebPushSubscription?
+        var webPush: BrowserSubscription?
         /// Web Push only: messages held after `pending`, oldest first. RFC 8030 holds every
         /// message until its TTL (a Topic replaces the one with the same topic); the other
         /// platforms hold one, as APNs does.

@@ -25,10 +25,7 @@ public enum Platform: String, Codable, Sendable, CaseIterable, Hashable {
     }
 
     /// Platforms the mock push service implements and the backend sends to.
-    public static let pushable: [Platform] = [.apns, .fcm, .wns]
-
-    /// Platforms whose devices the mock push service's gateway takes.
-    public static let deliverable: [Platform] = pushable + [.webpush]
+    public static let pushable: [Platform] = [.apns, .fcm, .wns, .webpush]
 }
 
 /// One device's address at the push service: its platform and its push token (or channel id).

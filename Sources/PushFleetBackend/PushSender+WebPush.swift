@@ -1,0 +1,64 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PushFleetWebPush
+import PushFleetWire
+
+/// Web Push from the reference backend: the handle is the browser's subscription JSON; the
+/// payload is encrypted for its keys (RFC 8291, aes128gcm) and the request signed with the
+/// backend's VAPID key (RFC 8292), whose public half browsers subscribe with.
+extension PushSender {
+    /// Web Push hosts a subscription's endpoint may name; the push resource is posted to the
+    /// push service's own host, as hosts entries would send it there.
+    static let webPushHosts = ["fcm.googleapis.com", "updates.push.services.mozilla.com", "web.push.apple.com"]
+
+    func webPushRequest(_ notification: NativeNotification, handle: String, base: String) throws -> HTTPClientRequest {
+        let parsed: (subscription: WebPushSubscription, endpoint: URL, recipient: WebPushRecipient)
+        do { parsed = try WebPushSubscription.parse(handle) } catch {
+            throw RequestError(description: "the Web Push subscription is unusable: \(error)", handleIsUnusable: true)
+        }
+        let url = try Self.pushResource(parsed.endpoint, base: base)
+        let payload = try JSONEncoder().encode(notification.body ?? [:])
+        let sealed: WebPushCiphertext
+        do { sealed = try WebPushEncryption.encrypt(payload, for: parsed.recipient) } catch {
+            throw RequestError(description: "Web Push encryption failed: \(error)", handleIsUnusable: true)
+        }
+        guard let target = URL(string: url) else { throw RequestError(description: "no URL for \(url)", handleIsUnusable: true) }
+        let authorization: String
+        do {
+            authorization = try VAPID.authorization(
+                for: target, key: vapid, subject: "mailto:pushfleet@example.com", expiresAt: Int64(Date().timeIntervalSince1970) + 12 * 3600
+            )
+        } catch { throw RequestError(description: "VAPID signing failed: \(error)") }
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "authorization", value: authorization)
+        request.headers.add(name: "ttl", value: "3600")
+        request.headers.add(name: "urgency", value: "normal")
+        request.headers.add(name: "content-encoding", value: sealed.encoding.rawValue)
+        request.headers.add(name: "content-type", value: notification.contentType)
+        request.body = .bytes(ByteBuffer(bytes: sealed.body))
+        return request
+    }
+
+    /// The endpoint's path and query on the push service. Any other host is refused: posting to
+    /// whatever URL a client registered would let any client make the backend send requests to
+    /// hosts of its choosing.
+    static func pushResource(_ endpoint: URL, base: String) throws -> String {
+        guard let components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false), let host = components.host?.lowercased(),
+            components.user == nil, components.password == nil
+        else { throw RequestError(description: "the endpoint is not a URL", handleIsUnusable: true) }
+        let ownHost = URLComponents(string: base)?.host?.lowercased()
+        guard webPushHosts.contains(host) || host.hasSuffix(".notify.windows.com") || host == ownHost else {
+            throw RequestError(description: "the endpoint \(host) is not a Web Push service's", handleIsUnusable: true)
+        }
+        let path = components.percentEncodedPath
+        let query = components.percentEncodedQuery.map { "?" + $0 } ?? ""
+        guard !path.isEmpty, path.count + query.count <= 2048 else {
+            throw RequestError(description: "the endpoint has no push resource", handleIsUnusable: true)
+        }
+        return base + path + query
+    }
+}
