@@ -55,16 +55,10 @@ struct APNsEndpoint {
 
     /// Answers one provider request; `hubAt` when a notification hub in this process sends it.
     func handle(_ request: Request, token: String, hubAt: Int64? = nil) async -> Response {
-        var request = request
-        let push = service.nextPush()
-        let answer = await decide(&request, token: token, push: push, hubAt: hubAt)
-        if case .refused(_, let status, let reason) = answer {
-            await service.reportRefusal(
-                &request, push: push, platform: .apns, token: TokenRules.normalized(token[...], for: .apns),
-                pushType: request.headers[.apnsPushType] ?? "alert", status: status, reason: reason, hubAt: hubAt, bodyLimit: Self.maxPayload
-            )
-        }
-        return answer.response
+        await service.answer(
+            request, platform: .apns, token: TokenRules.normalized(token[...], for: .apns), pushType: request.headers[.apnsPushType] ?? "alert",
+            hubAt: hubAt, bodyLimit: Self.maxPayload
+        ) { await decide(&$0, token: token, push: $1, hubAt: hubAt) }
     }
 
     private func decide(_ request: inout Request, token: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {

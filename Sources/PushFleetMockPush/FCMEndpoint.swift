@@ -101,16 +101,9 @@ struct FCMEndpoint {
 
     /// Answers one provider request; `hubAt` when a notification hub in this process sends it.
     func handle(_ request: Request, project: String, hubAt: Int64? = nil) async -> Response {
-        var request = request
-        let push = service.nextPush()
-        let answer = await decide(&request, project: project, push: push, hubAt: hubAt)
-        if case .refused(_, let status, let reason) = answer {
-            await service.reportRefusal(
-                &request, push: push, platform: .fcm, token: nil, pushType: nil, status: status, reason: reason, hubAt: hubAt,
-                bodyLimit: Self.maxRequest, tokenInBody: Self.token
-            )
+        await service.answer(request, platform: .fcm, token: nil, pushType: nil, hubAt: hubAt, bodyLimit: Self.maxRequest, tokenInBody: { Self.token(in: $0) }) {
+            await decide(&$0, project: project, push: $1, hubAt: hubAt)
         }
-        return answer.response
     }
 
     /// `message.token` of a request body, if it names one.

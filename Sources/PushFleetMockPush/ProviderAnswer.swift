@@ -19,6 +19,24 @@ enum ProviderAnswer {
 }
 
 extension PushService {
+    /// Answers one provider request: numbers the push, lets `decide` answer it, and reports a
+    /// refusal to the runs watching (``reportRefusal``) with the request's token and push type.
+    func answer(
+        _ request: Request, platform: Platform, token: String?, pushType: String?, hubAt: Int64?, bodyLimit: Int,
+        tokenInBody: ((Data) -> String?)? = nil, decide: (inout Request, UInt64) async -> ProviderAnswer
+    ) async -> Response {
+        var request = request
+        let push = nextPush()
+        let answer = await decide(&request, push)
+        if case .refused(_, let status, let reason) = answer {
+            await reportRefusal(
+                &request, push: push, platform: platform, token: token, pushType: pushType, status: status, reason: reason, hubAt: hubAt,
+                bodyLimit: bodyLimit, tokenInBody: tokenInBody
+            )
+        }
+        return answer.response
+    }
+
     /// Reports a refused push to the runs watching, with its token and its body; a body the
     /// refusal came before is read now (up to `bodyLimit`), and `tokenInBody` finds the token in
     /// it when the request names it there (FCM).

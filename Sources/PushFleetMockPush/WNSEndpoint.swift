@@ -61,16 +61,9 @@ struct WNSEndpoint {
 
     /// Answers one provider request; `hubAt` when a notification hub in this process sends it.
     func handle(_ request: Request, channel: String, hubAt: Int64? = nil) async -> Response {
-        var request = request
-        let push = service.nextPush()
-        let answer = await decide(&request, channel: channel, push: push, hubAt: hubAt)
-        if case .refused(_, let status, let reason) = answer {
-            await service.reportRefusal(
-                &request, push: push, platform: .wns, token: channel, pushType: request.headers[.wnsType], status: status, reason: reason, hubAt: hubAt,
-                bodyLimit: Self.maxPayload
-            )
+        await service.answer(request, platform: .wns, token: channel, pushType: request.headers[.wnsType], hubAt: hubAt, bodyLimit: Self.maxPayload) {
+            await decide(&$0, channel: channel, push: $1, hubAt: hubAt)
         }
-        return answer.response
     }
 
     private func decide(_ request: inout Request, channel: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {

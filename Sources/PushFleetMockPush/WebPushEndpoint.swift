@@ -119,16 +119,9 @@ struct WebPushEndpoint {
 
     /// Answers one message for subscription `token`; `hubAt` when a hub in this process sends it.
     func handle(_ request: Request, token: String, hubAt: Int64? = nil) async -> Response {
-        var request = request
-        let push = service.nextPush()
-        let answer = await decide(&request, token: token, push: push, hubAt: hubAt)
-        if case .refused(_, let status, let reason) = answer {
-            await service.reportRefusal(
-                &request, push: push, platform: .webpush, token: token, pushType: "webpush", status: status, reason: reason, hubAt: hubAt,
-                bodyLimit: Self.maxPayload
-            )
+        await service.answer(request, platform: .webpush, token: token, pushType: "webpush", hubAt: hubAt, bodyLimit: Self.maxPayload) {
+            await decide(&$0, token: token, push: $1, hubAt: hubAt)
         }
-        return answer.response
     }
 
     private func reject(_ status: HTTPResponse.Status, _ reason: String, headers: HTTPFields = [:]) -> ProviderAnswer {
