@@ -167,6 +167,35 @@ struct WebPushServiceTests {
         }
     }
 
+    @Test("the faults act on Web Push as on the other platforms: unregistered 410, dropped, delayed, browsers disconnected")
+    func faults() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let minted = try await Self.subscribe(system)
+            let browser = WebPushKeys.generate()
+            let device = try await TestDevice.connect(pushService: system.pushService, platform: .webpush, token: minted.token)
+            defer { device.close() }
+
+            try await system.setFaults(FaultSettings(unregisteredTokens: [minted.token]))
+            #expect(try await Self.send("x", to: minted.endpoint, browser: browser).status == 410)
+            try await system.setFaults(FaultSettings(drop: 1))
+            #expect(try await Self.send("dropped", to: minted.endpoint, browser: browser).status == 201, "accepted, then dropped")
+            try await system.setFaults(FaultSettings(latency: .fixed(ms: 300)))
+            let sent = ContinuousClock.now
+            #expect(try await Self.send("late", to: minted.endpoint, browser: browser).status == 201)
+            let frames = try await device.waitForPushes(1)
+            #expect(ContinuousClock.now - sent >= .milliseconds(300))
+            #expect(try Self.decrypt(frames[0], with: browser) == "late", "the dropped one never came")
+            #expect(frames[0].delay == 300_000_000)
+            try await system.setFaults(FaultSettings())
+
+            let result = try await TestHTTP.request(.POST, "\(system.pushService)/admin/disconnect", auth: system.admin, json: DisconnectRequest(tokens: [minted.token]))
+            #expect(try result.json(DisconnectResult.self).disconnected == 1)
+            try await device.waitFor { $0.closed }
+            let stats = try await system.pushStats()
+            #expect(stats.dropped == 1 && stats.rejected["webpush:410"] == 1 && stats.online == 0)
+        }
+    }
+
     @Test("messages for an offline browser are all held until their TTL; a Topic replaces its namesake; TTL 0 is delivered only to one online")
     func held() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
