@@ -27,11 +27,10 @@ extension PushSender {
         }
         guard let target = URL(string: url) else { throw RequestError(description: "no URL for \(url)", handleIsUnusable: true) }
         let authorization: String
-        do {
-            authorization = try VAPID.authorization(
-                for: target, key: vapid, subject: "mailto:pushfleet@example.com", expiresAt: Int64(Date().timeIntervalSince1970) + 12 * 3600
-            )
-        } catch { throw RequestError(description: "VAPID signing failed: \(error)") }
+        // One header per audience, renewed hourly (12 h of life), as libraries that cache them send.
+        do { authorization = try vapid.authorization(for: target, now: Int64(Date().timeIntervalSince1970)) } catch {
+            throw RequestError(description: "VAPID signing failed: \(error)")
+        }
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "authorization", value: authorization)

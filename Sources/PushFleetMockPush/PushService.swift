@@ -1,5 +1,6 @@
 import Foundation
 public import PushFleetCore
+import PushFleetWebPush
 public import PushFleetWire
 import Synchronization
 
@@ -102,6 +103,8 @@ public final class PushService: Sendable {
     let now: @Sendable () -> Int64
     /// The runs watching what becomes of their pushes.
     let watchers = PushWatchers()
+    /// Web Push senders' VAPID headers, checked once each.
+    let vapid = VAPIDVerifier()
     private let nextPushNumber = Atomic<UInt64>(1)
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()

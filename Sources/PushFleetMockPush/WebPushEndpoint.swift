@@ -147,7 +147,7 @@ struct WebPushEndpoint {
         let origin = VAPID.origin(of: URL(string: "\(tls ? "https" : "http")://\(request.head.authority ?? "localhost")")!) ?? ""
         let authorization = headers[.authorization]
         if authorization != nil || subscription.applicationServerKey != nil {
-            let checked = VAPID.verify(authorization: authorization, cryptoKey: headers[.webPushCryptoKey], origin: origin, now: service.now() / 1_000_000_000)
+            let checked = service.vapid.verify(authorization: authorization, cryptoKey: headers[.webPushCryptoKey], origin: origin, now: service.now() / 1_000_000_000)
             switch checked {
             case .success(let credential):
                 if let bound = subscription.applicationServerKey, bound != credential.publicKey {

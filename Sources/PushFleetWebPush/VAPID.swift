@@ -89,11 +89,18 @@ public enum VAPID {
             }
             guard publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)) else { throw .badSignature }
             let claims = try decodeClaims(claimBytes)
+            try check(claims, origin: origin, now: now).get()
+            return Credential(publicKey: key, claims: claims)
+        }
+    }
+
+    /// What of verified claims depends on the request: the audience, the time, the contact.
+    static func check(_ claims: Claims, origin: String, now: Int64) -> Result<Void, Rejection> {
+        Result { () throws(Rejection) in
             guard sameOrigin(claims.aud, origin) else { throw .wrongAudience(claims.aud) }
             guard claims.exp > now else { throw .badExpiry("has passed") }
             guard claims.exp <= now + maxLifetime + skew else { throw .badExpiry("is more than 24 hours ahead") }
             guard let sub = claims.sub, !sub.isEmpty else { throw .noSubject }
-            return Credential(publicKey: key, claims: claims)
         }
     }
 

@@ -214,4 +214,37 @@ struct VAPIDTests {
         #expect(VAPID.verify(authorization: anonymous, cryptoKey: nil, origin: "https://fcm.googleapis.com", now: 2_000_000_000 - 60) == .failure(.noSubject))
         #expect(VAPID.origin(of: URL(string: "http://127.0.0.1:8080/wpush/v2/x")!) == "http://127.0.0.1:8080")
     }
+
+    @Test("a header seen before is not checked for its signature again, but still for its audience and time; a changed one is checked afresh")
+    func verifierCache() throws {
+        let verifier = VAPIDVerifier(capacity: 2)
+        let header = "vapid t=\(Self.token), k=\(Self.key)"
+        let now = Self.expiry - 3600
+        let first = try verifier.verify(authorization: header, cryptoKey: nil, origin: "https://push.example.net", now: now).get()
+        #expect(try verifier.verify(authorization: header, cryptoKey: nil, origin: "https://push.example.net", now: now + 1).get() == first)
+        #expect(verifier.verify(authorization: header, cryptoKey: nil, origin: "https://push.example.org", now: now) == .failure(.wrongAudience("https://push.example.net")))
+        #expect(verifier.verify(authorization: header, cryptoKey: nil, origin: "https://push.example.net", now: Self.expiry) == .failure(.badExpiry("has passed")))
+        let parts = Self.token.split(separator: ".")
+        let forged = "vapid t=\(parts[0]).\(parts[1]).\(parts[2].dropLast(2))AA, k=\(Self.key)"
+        #expect(verifier.verify(authorization: forged, cryptoKey: nil, origin: "https://push.example.net", now: now) == .failure(.badSignature))
+        // The draft form's key is part of what was checked: another Crypto-Key is checked afresh.
+        let draft = "WebPush \(Self.token)"
+        #expect((try? verifier.verify(authorization: draft, cryptoKey: "p256ecdsa=\(Self.key)", origin: "https://push.example.net", now: now).get()) != nil)
+        let otherKey = Base64URL.encode(P256.Signing.PrivateKey().publicKey.x963Representation)
+        #expect(verifier.verify(authorization: draft, cryptoKey: "p256ecdsa=\(otherKey)", origin: "https://push.example.net", now: now) == .failure(.badSignature))
+    }
+
+    @Test("a signer reuses its header per audience until less than its renewal margin is left")
+    func signerCache() throws {
+        let signer = VAPIDSigner(subject: "mailto:ops@example.com", lifetime: 12 * 3600, renewBefore: 11 * 3600)
+        let fcm = URL(string: "https://fcm.googleapis.com/fcm/send/a")!
+        let start: Int64 = 2_000_000_000
+        let first = try signer.authorization(for: fcm, now: start)
+        #expect(try signer.authorization(for: URL(string: "https://fcm.googleapis.com/fcm/send/b")!, now: start + 3599) == first, "same audience")
+        #expect(try signer.authorization(for: URL(string: "https://web.push.apple.com/x")!, now: start) != first, "another audience")
+        let renewed = try signer.authorization(for: fcm, now: start + 3601)
+        #expect(renewed != first)
+        let credential = try VAPID.verify(authorization: renewed, cryptoKey: nil, origin: "https://fcm.googleapis.com", now: start + 3601).get()
+        #expect(credential.claims.exp == start + 3601 + 12 * 3600 && credential.claims.sub == "mailto:ops@example.com")
+    }
 }

@@ -1,0 +1,63 @@
+public import Crypto
+public import Foundation
+import Synchronization
+
+/// Checks VAPID headers, remembering the ones that verified: a sender that signs once per
+/// audience and hour sends the same header with every message, and the ES256 check is the
+/// costliest step of taking a message (`bench delivery`). A header seen before is checked again
+/// only for what changes with time and place (`exp`, `aud`); its signature held then and holds now.
+public final class VAPIDVerifier: Sendable {
+    private let verified = Mutex<[String: VAPID.Credential]>([:])
+    private let capacity: Int
+
+    /// Remembers at most `capacity` headers; past it, it starts over.
+    public init(capacity: Int = 4096) {
+        self.capacity = max(1, capacity)
+    }
+
+    public func verify(authorization: String?, cryptoKey: String?, origin: String, now: Int64) -> Result<VAPID.Credential, VAPID.Rejection> {
+        // The draft form's key is in Crypto-Key, so it is part of what was checked.
+        let key = (authorization ?? "") + "\n" + (authorization?.lowercased().hasPrefix("webpush") == true ? cryptoKey ?? "" : "")
+        if let known = verified.withLock({ $0[key] }) {
+            return VAPID.check(known.claims, origin: origin, now: now).map { known }
+        }
+        let result = VAPID.verify(authorization: authorization, cryptoKey: cryptoKey, origin: origin, now: now)
+        if case .success(let credential) = result {
+            verified.withLock { headers in
+                if headers.count >= capacity { headers.removeAll(keepingCapacity: true) }
+                headers[key] = credential
+            }
+        }
+        return result
+    }
+}
+
+/// Signs VAPID headers for an application server, one per audience, renewed when less than
+/// `renewBefore` of its life is left, as push libraries that cache their headers do.
+public final class VAPIDSigner: Sendable {
+    public let key: P256.Signing.PrivateKey
+    public let subject: String
+    private let lifetime: Int64
+    private let renewBefore: Int64
+    private let headers = Mutex<[String: (header: String, expiresAt: Int64)]>([:])
+
+    public init(key: P256.Signing.PrivateKey = .init(), subject: String, lifetime: Int64 = 12 * 3600, renewBefore: Int64 = 11 * 3600) {
+        self.key = key
+        self.subject = subject
+        self.lifetime = min(lifetime, VAPID.maxLifetime)
+        self.renewBefore = min(renewBefore, self.lifetime)
+    }
+
+    /// The `Authorization` value for a request to `endpoint` at `now` (seconds since 1970).
+    public func authorization(for endpoint: URL, now: Int64) throws(VAPID.Rejection) -> String {
+        guard let origin = VAPID.origin(of: endpoint) else { throw .malformed("\(endpoint) has no origin") }
+        if let cached = headers.withLock({ $0[origin] }), cached.expiresAt - now > renewBefore { return cached.header }
+        let expiresAt = now + lifetime
+        let header = try VAPID.authorization(for: endpoint, key: key, subject: subject, expiresAt: expiresAt)
+        headers.withLock { cache in
+            if cache.count >= 1024 { cache.removeAll(keepingCapacity: true) }
+            cache[origin] = (header, expiresAt)
+        }
+        return header
+    }
+}
