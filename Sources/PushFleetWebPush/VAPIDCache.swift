@@ -22,7 +22,8 @@ public final class VAPIDVerifier: Sendable {
             return VAPID.check(known.claims, origin: origin, now: now).map { known }
         }
         let result = VAPID.verify(authorization: authorization, cryptoKey: cryptoKey, origin: origin, now: now)
-        if case .success(let credential) = result {
+        // A real header is a few hundred bytes; a sender's own long claims are not kept.
+        if case .success(let credential) = result, key.utf8.count <= 1024 {
             verified.withLock { headers in
                 if headers.count >= capacity { headers.removeAll(keepingCapacity: true) }
                 headers[key] = credential
