@@ -82,9 +82,7 @@ struct WebPushEndpoint {
         guard TokenRules.isValidWebPush(token[...]) else { return reject(.badRequest, "a subscription id is 16 to 512 base64url characters") }
         var key: Data?
         if let text = asked.applicationServerKey {
-            guard let decoded = Base64URL.decode(text.hasSuffix("=") ? String(text.prefix { $0 != "=" }) : text), decoded.count == 65,
-                (try? WebPushRecipient(publicKey: decoded, authSecret: Data(count: 16))) != nil
-            else { return reject(.badRequest, "applicationServerKey is not an uncompressed P-256 public key") }
+            guard let decoded = VAPID.publicKey(text) else { return reject(.badRequest, "applicationServerKey is not an uncompressed P-256 public key") }
             key = decoded
         }
         service.subscribeWebPush(token: token, applicationServerKey: key)
@@ -144,7 +142,7 @@ struct WebPushEndpoint {
             return reject(.notFound, "no such subscription")
         }
         let tls = ConnectionState.current?.isTLS ?? false
-        let origin = VAPID.origin(of: URL(string: "\(tls ? "https" : "http")://\(request.head.authority ?? "localhost")")!) ?? ""
+        let origin = VAPID.origin(scheme: tls ? "https" : "http", authority: request.head.authority)
         let authorization = headers[.authorization]
         if authorization != nil || subscription.applicationServerKey != nil {
             let checked = service.vapid.verify(authorization: authorization, cryptoKey: headers[.webPushCryptoKey], origin: origin, now: service.now() / 1_000_000_000)

@@ -74,7 +74,7 @@ public enum VAPID {
     public static func verify(authorization: String?, cryptoKey: String?, origin: String, now: Int64) -> Result<Credential, Rejection> {
         Result { () throws(Rejection) in
             let (token, keyText) = try credentials(authorization: authorization, cryptoKey: cryptoKey)
-            guard let key = WebPushText.decode(keyText), let publicKey = try? P256.Signing.PublicKey(x963Representation: key), key.count == 65 else {
+            guard let key = publicKey(keyText), let publicKey = try? P256.Signing.PublicKey(x963Representation: key) else {
                 throw .malformed("k is not an uncompressed P-256 public key")
             }
             let parts = token.split(separator: ".", omittingEmptySubsequences: false)
@@ -102,6 +102,19 @@ public enum VAPID {
             guard claims.exp <= now + maxLifetime + skew else { throw .badExpiry("is more than 24 hours ahead") }
             guard let sub = claims.sub, !sub.isEmpty else { throw .noSubject }
         }
+    }
+
+    /// The bytes of a P-256 public key given as base64url text (a VAPID `k`, a page's
+    /// `applicationServerKey`): an uncompressed point on the curve, or nil.
+    public static func publicKey(_ text: some StringProtocol) -> Data? {
+        guard let key = WebPushText.decode(text), key.count == 65, (try? P256.Signing.PublicKey(x963Representation: key)) != nil else { return nil }
+        return key
+    }
+
+    /// `scheme://host[:port]` of what a request reached, as `aud` must name it; "" when the
+    /// authority is not a host (no `aud` then matches).
+    public static func origin(scheme: String, authority: String?) -> String {
+        URL(string: "\(scheme)://\(authority ?? "localhost")").flatMap(origin(of:)) ?? ""
     }
 
     /// `scheme://host[:port]`, lowercased, without a default port: what `aud` names.

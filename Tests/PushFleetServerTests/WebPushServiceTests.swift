@@ -167,6 +167,34 @@ struct WebPushServiceTests {
         }
     }
 
+    @Test("hostile subscription requests and hosts are refused with a clear status, never a crash")
+    func hostile() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let url = "\(system.pushService)/webpush/subscriptions"
+            let bodies: [(String, Data, Int)] = [
+                ("not JSON", Data("{nope".utf8), 400),
+                ("a key that is no point", Data(#"{"applicationServerKey":"BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}"#.utf8), 400),
+                ("a key of 3 bytes", Data(#"{"applicationServerKey":"AAAA"}"#.utf8), 400),
+                ("an unknown service", Data(#"{"service":"blackberry"}"#.utf8), 400),
+                ("a token with a slash", Data(#"{"token":"abcdefghijklmnop/q"}"#.utf8), 400),
+                ("a token of 600 characters", Data(#"{"token":"\#(String(repeating: "a", count: 600))"}"#.utf8), 400),
+                ("a body over 4 KB", Data(#"{"token":"\#(String(repeating: "a", count: 5000))"}"#.utf8), 413),
+            ]
+            for (name, body, status) in bodies {
+                #expect(try await TestHTTP.request(.POST, url, body: body).status == status, "\(name)")
+            }
+            let minted = try await Self.subscribe(system)
+            let port = Int(system.pushService.split(separator: ":").last!)!
+            let path = "/fcm/send/\(minted.token)"
+            for host in ["a b", "[::1", "%zz", "", "x:notaport"] {
+                let request = "POST \(path) HTTP/1.1\r\nHost: \(host)\r\nTTL: 5\r\nAuthorization: vapid t=a.b.c, k=AAAA\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                let outcome = try await RawStream.run(port: port, [(.zero, Array(request.utf8))], wait: .seconds(5))
+                #expect(outcome.text.hasPrefix("HTTP/1.1 4"), "Host '\(host)': \(outcome.text.prefix(60))")
+            }
+            #expect(try await TestHTTP.request(.GET, "\(system.pushService)/health").status == 200, "still serving")
+        }
+    }
+
     @Test("the faults act on Web Push as on the other platforms: unregistered 410, dropped, delayed, browsers disconnected")
     func faults() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
