@@ -245,8 +245,11 @@ struct CLITests {
     func metricsEndpoint() async throws {
         try await RunGate.exclusive {
             let directory = try Self.temporaryDirectory()
-            try Self.scenario(traffic: "6s").write(to: directory.appendingPathComponent("m.yaml"), atomically: true, encoding: .utf8)
+            // A run far longer than the scrapes need, ended by SIGINT once they are done: a fixed
+            // sleep raced the run's end when the test's own threads were starved.
+            try Self.scenario(traffic: "120s").write(to: directory.appendingPathComponent("m.yaml"), atomically: true, encoding: .utf8)
             let (process, pipe) = try Self.launch(["run", "m.yaml", "--out", "report", "--metrics-listen", "127.0.0.1:0"], in: directory)
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
             let handle = pipe.fileHandleForReading
             let output = try await offPool {
                 var output = ""
@@ -258,19 +261,27 @@ struct CLITests {
                 return output
             }
             let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("metrics: ") })
-            try await Task.sleep(for: .seconds(4))
-            let scrape = try await TestHTTP.request(.GET, String(line.dropFirst("metrics: ".count)))
+            let url = String(line.dropFirst("metrics: ".count))
+            // The listener is bound before its address is printed; scrape until the fleet is in.
+            var scrape = try await TestHTTP.request(.GET, url)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !scrape.text.contains("pushfleet_devices{state=\"ready\"} 40"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(250))
+                scrape = try await TestHTTP.request(.GET, url)
+            }
             #expect(scrape.status == 200)
             #expect(scrape.headers.first(name: "content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
             #expect(scrape.text.contains("# TYPE pushfleet_sends_total counter"))
             #expect(scrape.text.contains("pushfleet_devices{state=\"ready\"} 40"))
             #expect(scrape.text.contains("pushfleet_operation_duration_seconds_bucket{operation=\"http.register.put\""))
+            kill(process.processIdentifier, SIGINT)
             let status = try await offPool {
                 _ = handle.readDataToEndOfFile()
                 process.waitUntilExit()
                 return process.terminationStatus
             }
-            #expect(status == 0)
+            #expect(status == 1)
+            #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("report/run.json").path))
         }
     }
 
