@@ -103,6 +103,7 @@ let package = Package(
                 "PushFleetResults",
                 "PushFleetMetrics",
                 "PushFleetClients",
+                "PushFleetWebPush",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

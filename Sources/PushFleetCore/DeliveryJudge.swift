@@ -147,6 +147,12 @@ struct DeliveryJudge {
     private mutating func judge(_ receipt: Ledger.Receipt) {
         let device = receipt.device
         let failure: String? = if case .failed(let reason) = receipt.content { reason } else { nil }
+        if case .undecryptable = receipt.attribution {
+            guard inWindow(receipt.time) else { return }
+            count(device, \.undecryptable)
+            incident(.undecryptable, send: nil, device: device, time: receipt.time, failure ?? "")
+            return
+        }
         let send: Ledger.Send
         switch resolve(receipt.attribution) {
         case .otherRun:
@@ -278,7 +284,7 @@ struct DeliveryJudge {
         case .send(let send): id = send
         case .content(let content): id = owners[content]
         case .otherRun: return .otherRun
-        case .unattributable: id = nil
+        case .unattributable, .undecryptable: id = nil
         }
         return id.flatMap { ledger.sends[$0] }.map(Resolved.send) ?? .unknown
     }

@@ -56,7 +56,7 @@ extension DeliveryLedger {
             } else {
                 awaiting.unplaced.append((content, device, time))
             }
-        case .otherRun, .unattributable: break
+        case .otherRun, .unattributable, .undecryptable: break
         }
     }
 

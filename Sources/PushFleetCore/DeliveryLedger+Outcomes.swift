@@ -2,7 +2,7 @@
 extension DeliveryLedger {
     /// Every (send, device) pair and every push ends as exactly one of these (see ``DeliveryLedger``).
     public enum Outcome: String, Sendable, CaseIterable, Codable {
-        case delivered, late, lost, misdelivered, duplicate, indeterminate, stale, unverified, unregistered
+        case delivered, late, lost, misdelivered, duplicate, indeterminate, stale, unverified, unregistered, undecryptable
         case sentToDeadToken = "sent_to_dead_token"
         case leak
     }
@@ -20,6 +20,8 @@ extension DeliveryLedger {
         public var unverified = 0
         public var unregistered = 0
         public var sentToDeadToken = 0
+        /// Pushes a browser could not decrypt (RFC 8291): their sends cannot be told.
+        public var undecryptable = 0
 
         public init() {}
 
@@ -29,6 +31,7 @@ extension DeliveryLedger {
                 ("expected", \.expected), ("delivered", \.delivered), ("late", \.late), ("lost", \.lost),
                 ("misdelivered", \.misdelivered), ("duplicates", \.duplicates), ("indeterminate", \.indeterminate), ("leaks", \.leaks),
                 ("stale", \.stale), ("unverified", \.unverified), ("unregistered", \.unregistered), ("sent_to_dead_token", \.sentToDeadToken),
+                ("undecryptable", \.undecryptable),
             ]
         }
 
@@ -40,7 +43,7 @@ extension DeliveryLedger {
 
         private enum CodingKeys: String, CodingKey {
             case expected, delivered, late, lost, misdelivered, duplicates, indeterminate, leaks, stale, unverified, unregistered
-            case sentToDeadToken
+            case sentToDeadToken, undecryptable
         }
 
         /// Counts written before a field existed read it as zero.
@@ -59,6 +62,7 @@ extension DeliveryLedger {
             unverified = try read(.unverified)
             unregistered = try read(.unregistered)
             sentToDeadToken = try read(.sentToDeadToken)
+            undecryptable = try read(.undecryptable)
         }
     }
 

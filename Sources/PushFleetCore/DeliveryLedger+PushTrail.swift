@@ -192,7 +192,7 @@ extension DeliveryLedger {
         let attribution = reader.attribution(of: note)
         switch attribution {
         case .send, .content: trail.hubNotes.append((attribution, note.at))
-        case .otherRun, .unattributable: break
+        case .otherRun, .unattributable, .undecryptable: break
         }
     }
 

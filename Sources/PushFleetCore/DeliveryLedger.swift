@@ -96,6 +96,8 @@ public struct DeliveryLedger: Sendable {
         case content(String)
         /// Nothing of this run: no nonce, or content that is not any send's.
         case unattributable
+        /// A Web Push payload the browser could not decrypt: whatever it carried is unreadable.
+        case undecryptable
     }
 
     /// What became of the content a secure or rich push names.

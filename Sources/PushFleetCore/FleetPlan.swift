@@ -80,7 +80,8 @@ public struct FleetPlan: Sendable {
     }
 
     /// Tokens shaped like each platform's: 64 hex digits for APNs (the run id's hex digits
-    /// first), FCM-like and WNS channel ids (with the run id).
+    /// first), FCM-like and WNS channel ids and Web Push
+    /// subscription ids (with the run id).
     static func token(platform: Scenario.PlatformName, run: String, rng: inout SplitMix64) -> String {
         switch platform {
         case .apns:
@@ -94,6 +95,10 @@ public struct FleetPlan: Sendable {
             return "fcm_" + (run.isEmpty ? "" : run + "_") + String(rng.next(), radix: 36) + String(rng.next(), radix: 36)
         case .wns:
             return "wns-" + (run.isEmpty ? "" : run + "-") + String(rng.next(), radix: 36) + String(rng.next(), radix: 36)
+        case .webpush:
+            // The push service's subscription id: base64url, 16 to 512 characters.
+            let id = "wp_" + (run.isEmpty ? "" : run.filter { $0.isASCII && ($0.isLetter || $0.isNumber) || $0 == "-" || $0 == "_" }.prefix(64) + "_")
+            return id + String(rng.next(), radix: 36) + String(rng.next(), radix: 36)
         }
     }
 }

@@ -6,6 +6,7 @@ public enum DefaultGate {
     public static let rules: [Threshold] = [
         ("delivery.misdelivered", "count == 0"), ("leaks", "count == 0"), ("delivery.duplicates", "count == 0"),
         ("delivery.stale", "count == 0"), ("delivery.unverified", "count == 0"), ("delivery.sent_to_dead_token", "count == 0"),
+        ("delivery.undecryptable", "count == 0"),
         ("delivery.lost_ratio", "value <= 0.001"), ("delivery.late_ratio", "value <= 0.01"), ("delivery.indeterminate_ratio", "value <= 0.05"),
         ("sends.failed_ratio", "value <= 0.01"), ("sends.dropped_ratio", "value <= 0.01"), ("sends.late_start_ratio", "value <= 0.05"),
         ("devices.failed_ratio", "value <= 0.01"),
@@ -18,6 +19,8 @@ public enum MetricName {
     public static let registerPost = "http.register.post"
     public static let registerPut = "http.register.put"
     public static let connect = "connect"
+    /// A browser's subscription at the push service (`POST /webpush/subscriptions`).
+    public static let webPushSubscribe = "webpush.subscribe"
     /// From a device's intended arrival to ready (corrected); `.raw` from when its setup began.
     public static let setup = "setup"
     public static let send = "http.send"
@@ -35,7 +38,7 @@ public enum MetricName {
     public static let hops = [hopBackend, hopHub, hopPushService, hopDevice, hopFetch]
 
     /// Latency metrics, in report order.
-    public static let operations = [login, registerPost, registerPut, connect, setup, send, delivery, fetchSecure, fetchRich, endToEnd] + hops
+    public static let operations = [login, registerPost, registerPut, connect, webPushSubscribe, setup, send, delivery, fetchSecure, fetchRich, endToEnd] + hops
     /// Operations measured against an open-model schedule, which also get an uncorrected histogram.
     public static let openModel: Set<String> = [send, delivery, endToEnd]
 
@@ -43,7 +46,7 @@ public enum MetricName {
     public static let counters = [
         "delivery.expected", "delivery.delivered", "delivery.late", "delivery.lost", "delivery.misdelivered",
         "delivery.duplicates", "delivery.indeterminate", "delivery.stale", "delivery.unverified", "delivery.unregistered",
-        "delivery.sent_to_dead_token", "leaks", "sends", "sends.failed", "sends.dropped", "sends.late_start", "errors",
+        "delivery.sent_to_dead_token", "delivery.undecryptable", "leaks", "sends", "sends.failed", "sends.dropped", "sends.late_start", "errors",
         "devices.ready", "devices.failed",
     ]
     public static let ratios = [

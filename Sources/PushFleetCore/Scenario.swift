@@ -191,7 +191,7 @@ public struct Scenario: Sendable, Equatable {
     }
 
     public enum PlatformName: String, Sendable, Equatable, CaseIterable, Comparable {
-        case apns, fcm, wns
+        case apns, fcm, wns, webpush
 
         public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
     }

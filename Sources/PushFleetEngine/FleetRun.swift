@@ -189,6 +189,7 @@ struct FleetRun: Sendable {
 
     private func shutDownClients() async {
         await context.backend.shutdown()
+        await context.webPush?.pushService.shutdown()
         for client in ownClients { await client.shutdown() }
     }
 

@@ -25,6 +25,8 @@ struct RequestValues: TemplateValues {
     struct DeviceValues {
         var pushToken: String
         var platform: String
+        /// A browser's subscription (nil for the other platforms: its variables are unset).
+        var subscription: BrowserSubscription? = nil
 
         var id: String {
             let hex = String(stableHash(pushToken), radix: 16)
@@ -44,6 +46,9 @@ struct RequestValues: TemplateValues {
                 case .devicePushToken: device?.pushToken
                 case .devicePlatform: device?.platform
                 case .deviceID: device?.id
+                case .deviceEndpoint: device?.subscription?.endpoint
+                case .deviceP256dh: device?.subscription?.p256dh
+                case .deviceAuth: device?.subscription?.auth
                 case .platform: platform
                 case .to: to
                 case .message: message

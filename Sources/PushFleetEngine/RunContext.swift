@@ -53,6 +53,8 @@ final class RunContext: Sendable {
     let deviceWork = DeviceWork()
     let sourceAddresses: [SocketAddress]
     let trace: (@Sendable (RequestTrace) -> Void)?
+    /// What the run's browsers share; nil when the fleet has none.
+    let webPush: WebPushShared?
     /// The part of the plan this process plays.
     let shard: Shard
     /// In a shard, its devices' tokens; in shard 0, also every device's (empty otherwise).
@@ -100,6 +102,8 @@ final class RunContext: Sendable {
             }.map(\.kind)
         )
         self.stepsByPlatform = DeviceSteps.byPlatform(api, scenario: scenario)
+        self.webPush =
+            plan.devices.contains { $0.platform == .webpush } ? WebPushShared(pushServiceURL: system.pushService, clock: clock) : nil
     }
 
     /// The steps a device on `platform` makes, for it to hold.
@@ -210,14 +214,19 @@ extension RunContext {
     func values(for device: VirtualDevice, slots: [APIValue?]) -> RequestValues {
         RequestValues(
             user: device.plan.user, userName: device.userName, password: names.password(device.plan.user), run: runID, users: users,
-            device: .init(pushToken: backendToken(device.plan), platform: api.platformName(device.plan.platform)), deviceSlots: slots
+            device: .init(
+                pushToken: backendToken(device.plan, browser: device.browser), platform: api.platformName(device.plan.platform),
+                subscription: device.browser?.subscription
+            ),
+            deviceSlots: slots
         )
     }
 
     /// The device's push token as the backend is given it.
-    func backendToken(_ plan: FleetPlan.Device) -> String {
+    func backendToken(_ plan: FleetPlan.Device, browser: VirtualBrowser? = nil) -> String {
         switch api.receive.token(plan.platform) {
         case .channelURL: pushServiceURL + "/wns/" + plan.token
+        case .subscription: browser?.subscription?.json ?? plan.token
         default: plan.token
         }
     }

@@ -3,6 +3,7 @@ import NIOCore
 import PushFleetClients
 import PushFleetCore
 import PushFleetMetrics
+import PushFleetWebPush
 import PushFleetWire
 
 extension VirtualDevice {
@@ -10,7 +11,21 @@ extension VirtualDevice {
     /// service refused for this device's token is recorded as such, never as a delivery.
     func receive(_ frame: PushFrame, at receivedAt: Int64, context: RunContext) async {
         defer { context.pushHandled() }
-        let body = frame.bodyEncoding == "base64" ? Array(Data(base64Encoded: frame.body) ?? Data()) : Array(frame.body.utf8)
+        let body: [UInt8]
+        if let browser, frame.type != PushFrame.refusedType {
+            switch browser.decrypt(frame) {
+            case .success(let plaintext): body = plaintext
+            case .failure(let error):
+                let receipt = DeliveryLedger.Receipt(
+                    device: plan.index, attribution: .undecryptable, time: receivedAt, content: .failed(reason: Self.label(error)),
+                    path: context.path(of: frame, receivedAt: receivedAt)
+                )
+                context.emit(.receipt(receipt, push: frame.push))
+                return
+            }
+        } else {
+            body = frame.bodyEncoding == "base64" ? Array(Data(base64Encoded: frame.body) ?? Data()) : Array(frame.body.utf8)
+        }
         let content = PushContent(body: body, pushType: frame.pushType, layout: context.api.receive.layout(plan.platform), run: context.runID)
         if frame.type == PushFrame.refusedType {
             context.emit(.rejection(.init(device: plan.index, refused: content.attribution, at: receivedAt, push: frame.push)))
@@ -33,6 +48,14 @@ extension VirtualDevice {
                 return
             }
             await fetchRich(id, nonce: nonce, step: fetch, arrival: arrival, context: context)
+        }
+    }
+
+    /// A decryption failure as a bounded label (the ledger's incident detail).
+    static func label(_ error: WebPushCryptoError) -> String {
+        switch error {
+        case .malformed: "malformed payload"
+        case .undecryptable: "does not decrypt with the subscription's keys"
         }
     }
 

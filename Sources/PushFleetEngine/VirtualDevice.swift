@@ -23,6 +23,8 @@ final class VirtualDevice: Sendable {
     let http: BackendClient?
     /// Its platform's steps, chosen once here.
     let steps: DeviceSteps
+    /// A `webpush` device's Push API side (keys, subscription); nil on the other platforms.
+    let browser: VirtualBrowser?
     private let machine: Mutex<DeviceLifecycle>
     /// The device's own WebSocket, while it has one.
     private let socket = Mutex<GatewaySocket?>(nil)
@@ -39,8 +41,10 @@ final class VirtualDevice: Sendable {
             case .apns: .apns
             case .fcm: .fcm
             case .wns: .wns
+            case .webpush: .webpush
             }
         self.address = DeviceAddress(platform: platform, token: plan.token)
+        self.browser = plan.platform == .webpush ? VirtualBrowser(service: context.api.receive.webPush.service(device: plan.index)) : nil
         let steps = context.deviceSteps(plan.platform)
         self.steps = steps
         self.machine = Mutex(
@@ -112,6 +116,12 @@ final class VirtualDevice: Sendable {
     /// time runs from `intended`, its arrival on the schedule, however long it waited to start.
     func arrive(_ context: RunContext, setup: SetupTracker, intended: Int64) async {
         let start = context.now()
+        // A page subscribes before it can give its backend anything to register.
+        guard await subscribe(context) else {
+            context.emit(.deviceFailed(plan.index, at: context.now()))
+            setup.finished()
+            return
+        }
         await drive(machine.withLock { $0.start(now: start) }, context, setup: setup, arrival: (intended, start))
     }
 

@@ -200,11 +200,12 @@ package struct EventTapeReader {
     }
 
     private mutating func attribution() throws(Damaged) -> DeliveryLedger.Attribution {
-        switch try count(below: 4) {
+        switch try count(below: 5) {
         case 0: .send(try count(below: Int.max))
         case 1: .otherRun
         case 2: .content(try string())
-        default: .unattributable
+        case 3: .unattributable
+        default: .undecryptable
         }
     }
 

@@ -201,6 +201,7 @@ struct EventTapeEncoder {
             unsigned(2)
             string(id)
         case .unattributable: unsigned(3)
+        case .undecryptable: unsigned(4)
         }
     }
 

@@ -128,6 +128,7 @@ package struct ResultBuilder {
             "delivery.misdelivered": Double(counts.misdelivered), "delivery.duplicates": Double(counts.duplicates),
             "delivery.indeterminate": Double(counts.indeterminate), "delivery.stale": Double(counts.stale),
             "delivery.unverified": Double(counts.unverified), "delivery.unregistered": Double(counts.unregistered),
+            "delivery.undecryptable": Double(counts.undecryptable),
             "delivery.sent_to_dead_token": Double(counts.sentToDeadToken), "leaks": Double(counts.leaks), "sends": Double(sends),
             "sends.failed": Double(sendFailures), "sends.dropped": Double(dropped),
             "sends.late_start": Double(lateStarts),

@@ -66,7 +66,7 @@ extension RunResult {
         public var exact: Bool
 
         /// The metrics whose rules breach over the window alone.
-        public static let exactMetrics = RunResult.correctnessMetrics.union(["delivery.stale", "delivery.unverified", "delivery.sent_to_dead_token"])
+        public static let exactMetrics = RunResult.correctnessMetrics.union(["delivery.stale", "delivery.unverified", "delivery.sent_to_dead_token", "delivery.undecryptable"])
 
         package init(metric: String, expression: String, measured: Double?, unit: String, passed: Bool, slices: Int, slicesFailed: Int) {
             self.metric = metric

@@ -97,7 +97,11 @@ extension APILoader {
         for (key, value) in map {
             guard let platform = Scenario.PlatformName(rawValue: key) else { continue }
             let platformPath = "\(keyPath).\(key)"
-            guard let fields = r.mapping(value, platformPath, allowed: ["token", "secure_id", "rich_id", "rich_message", "nonce"]) else { continue }
+            let webPushKeys = platform == .webpush ? ["application_server_key", "services"] : []
+            guard let fields = r.mapping(value, platformPath, allowed: ["token", "secure_id", "rich_id", "rich_message", "nonce"] + webPushKeys) else {
+                continue
+            }
+            if platform == .webpush { receive.webPush = readWebPush(fields, platformPath) }
             if let tokenNode = fields["token"], let shape = r.choice(tokenNode, "\(platformPath).token", TokenShape.self) {
                 receive.tokens[platform] = shape
             }
@@ -124,5 +128,39 @@ extension APILoader {
             receive.layouts[platform] = layout
         }
         return receive
+    }
+
+    /// `application_server_key: KEY` or `{path: /…, json: /pointer}`; `services: [fcm, …]`.
+    private func readWebPush(_ fields: [String: Node], _ keyPath: String) -> WebPushReceive {
+        var webPush = WebPushReceive()
+        if let node = fields["application_server_key"] {
+            let path = "\(keyPath).application_server_key"
+            if let text = node.string {
+                if WebPushReceive.isKeyShaped(text) {
+                    webPush.applicationServerKey = .literal(text)
+                } else {
+                    r.report(node, path, "expected the VAPID public key (base64url of the 65-byte uncompressed P-256 point), or {path: /…, json: /pointer}")
+                }
+            } else if let map = r.mapping(node, path, allowed: ["path", "json", "body", "header"]) {
+                let target = map["path"].flatMap { r.string($0, "\(path).path") }
+                if map["path"] == nil { r.report(node, path, "give the path the key is read from: {path: /…, json: /pointer}") }
+                let rest = Node.Mapping(node.mapping!.filter { $0.key.string != "path" }.map { ($0.key, $0.value) })
+                if let target, !target.hasPrefix("/") || target.contains(where: { $0.isWhitespace || $0.isNewline }) {
+                    r.report(map["path"]!, "\(path).path", "'\(target)' is not a path on the backend (it starts with '/' and has no spaces)")
+                } else if let target, let location = rest.isEmpty ? ValueLocation.body : readLocation(.mapping(rest), path, headers: true) {
+                    webPush.applicationServerKey = .fetch(path: target, location: location)
+                }
+            }
+        }
+        if let node = fields["services"] {
+            let path = "\(keyPath).services"
+            let items = node.sequence.map(Array.init) ?? [node]
+            let services = items.enumerated().compactMap { index, item in
+                r.choice(item, items.count > 1 ? "\(path)[\(index)]" : path, WebPushReceive.Service.self)
+            }
+            if items.isEmpty { r.report(node, path, "name at least one of \(WebPushReceive.Service.allCases.map(\.rawValue).joined(separator: ", "))") }
+            if !services.isEmpty { webPush.services = services }
+        }
+        return webPush
     }
 }

@@ -93,5 +93,12 @@ public enum APIPresets {
             rich_id: { json: /richId, push_type: wns/raw }
             rich_message: { json: /richMessage, push_type: wns/raw }
             secure_id: { body: true, push_type: wns/raw }
+          # Browsers subscribe with the backend's VAPID key; the pushes are read once decrypted.
+          webpush:
+            token: subscription
+            application_server_key: { path: /api/webpush/vapid, json: /publicKey }
+            secure_id: /secureId
+            rich_id: /richId
+            rich_message: /richMessage
         """
 }

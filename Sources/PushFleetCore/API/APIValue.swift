@@ -38,6 +38,11 @@ public enum BuiltinVariable: String, Sendable, Hashable, CaseIterable {
     case devicePushToken = "device.push_token"
     case devicePlatform = "device.platform"
     case deviceID = "device.id"
+    /// A browser's subscription, field by field, for a backend that stores them apart (its
+    /// endpoint, and its keys' `p256dh` and `auth`); `device.push_token` is the whole JSON.
+    case deviceEndpoint = "device.endpoint"
+    case deviceP256dh = "device.p256dh"
+    case deviceAuth = "device.auth"
     /// The platform a per-platform send goes to, in the backend's naming.
     case platform
     /// The recipient's user name.
@@ -58,7 +63,7 @@ public enum BuiltinVariable: String, Sendable, Hashable, CaseIterable {
     public var availability: Set<APIStepKind.Family> {
         switch self {
         case .user, .password, .basicAuth, .run: Set(APIStepKind.Family.allCases)
-        case .devicePushToken, .devicePlatform, .deviceID: [.device, .fetch, .probe]
+        case .devicePushToken, .devicePlatform, .deviceID, .deviceEndpoint, .deviceP256dh, .deviceAuth: [.device, .fetch, .probe]
         case .platform, .to, .message: [.send]
         case .image, .imageType: [.send]
         case .id: [.fetch]

@@ -3,10 +3,14 @@
 public struct ReceiveDescription: Sendable, Equatable {
     public var tokens: [Scenario.PlatformName: TokenShape]
     public var layouts: [Scenario.PlatformName: PushLayout]
+    public var webPush: WebPushReceive
 
-    public init(tokens: [Scenario.PlatformName: TokenShape] = [:], layouts: [Scenario.PlatformName: PushLayout] = [:]) {
+    public init(
+        tokens: [Scenario.PlatformName: TokenShape] = [:], layouts: [Scenario.PlatformName: PushLayout] = [:], webPush: WebPushReceive = .init()
+    ) {
         self.tokens = tokens
         self.layouts = layouts
+        self.webPush = webPush
     }
 
     public func token(_ platform: Scenario.PlatformName) -> TokenShape {
@@ -29,6 +33,9 @@ public enum TokenShape: String, Sendable, Equatable, CaseIterable {
     /// A WNS channel URL pointing at the push service (`http://…/wns/{channel}`): the backend
     /// posts to the URL it was given, as it would to Microsoft's.
     case channelURL = "channel_url"
+    /// A browser's Push API subscription as JSON (`{"endpoint":…,"keys":{"p256dh":…,"auth":…}}`),
+    /// the endpoint minted by the push service.
+    case subscription
 }
 
 extension Scenario.PlatformName {
@@ -37,6 +44,7 @@ extension Scenario.PlatformName {
         case .apns: .apnsHex
         case .fcm: .fcm
         case .wns: .channelID
+        case .webpush: .subscription
         }
     }
 }
