@@ -330,6 +330,7 @@ let package = Package(
                 "PushFleetHub",
                 "PushFleetMockPush",
                 "PushFleetEmbedded",
+                "PushFleetWebPush",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

@@ -32,7 +32,7 @@ extension ReferenceBackend {
             struct Key: Encodable {
                 var publicKey: String
             }
-            return .json(Key(publicKey: Base64URL.encode(self.sender.vapid.key.publicKey.x963Representation)))
+            return .json(Key(publicKey: self.sender.vapid.applicationServerKey))
         }
         api.post("register") { request, _ -> Response in
             let user = try self.authenticate(request)

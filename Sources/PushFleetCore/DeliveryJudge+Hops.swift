@@ -85,6 +85,13 @@ extension DeliveryJudge {
         }
         if let record = trail.byPair[pair] { return explain(lostAt: record, device: device, byToken: false) }
         let span = send.start..<max(send.start, send.end) + deadline
+        // A browser that could not decrypt a push in the send's span: no service could read it
+        // either, so that push is taken to be this send's.
+        if let index = undecryptable[device]?.firstIndex(where: { !$0.used && $0.time >= send.start && $0.time < span.upperBound }) {
+            undecryptable[device]![index].used = true
+            reached(device, .received)
+            return explain(.lost, device: device, hop: .device, cause: .undecryptable)
+        }
         if let index = trail.unplaced[device]?.firstIndex(where: { !$0.used && span.contains($0.record.handedAt) }) {
             trail.unplaced[device]![index].used = true
             return explain(lostAt: trail.unplaced[device]![index].record, device: device, byToken: true)

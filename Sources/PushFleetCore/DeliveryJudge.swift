@@ -54,6 +54,8 @@ struct DeliveryJudge {
     /// Pairs whose first receipt or refusal has been judged.
     private var settled = Set<Pair>()
     private var unsureRefused = Set<Pair>()
+    /// When each device received pushes it could not decrypt, each to explain one lost pair.
+    var undecryptable: [Int: [(time: Int64, used: Bool)]] = [:]
 
     /// Judges `ledger`. `deadline` separates delivered from late; at most `incidentLimit`
     /// incidents of each outcome are kept. When listening stopped early at `listeningEnded`, an
@@ -150,6 +152,7 @@ struct DeliveryJudge {
         if case .undecryptable = receipt.attribution {
             guard inWindow(receipt.time) else { return }
             count(device, \.undecryptable)
+            undecryptable[device, default: []].append((receipt.time, false))
             incident(.undecryptable, send: nil, device: device, time: receipt.time, failure ?? "")
             return
         }

@@ -60,6 +60,8 @@ extension DeliveryLedger {
         case notReceived = "not_received"
         /// Received, and fetching its content failed (the reason says how).
         case fetchFailed = "fetch_failed"
+        /// A browser received a push for it that did not decrypt with its subscription's keys.
+        case undecryptable
         /// Late: this hop took longest.
         case slow
         /// Late: held for its device while it was offline.
@@ -88,6 +90,7 @@ extension DeliveryLedger {
             case .inFlight: "accepted, not yet written to the device at the end"
             case .notReceived: "written to the device's socket, never received"
             case .fetchFailed: "received, fetching its content failed"
+            case .undecryptable: "received, and it did not decrypt with the subscription's keys"
             case .slow: "slow"
             case .heldOffline: "held while the device was offline"
             case .delayed: "held back by an injected latency fault"
@@ -114,6 +117,7 @@ extension DeliveryLedger {
             case .held, .expired, .notStored, .holdFull, .replaced, .unregistered, .heldOffline: "devices were offline (disconnect faults, or devices that left)"
             case .notReceived, .disconnected: "see the gateway and connect errors"
             case .fetchFailed: "the backend's fetch failed for the recipient"
+            case .undecryptable: "check the keys the backend encrypts Web Push with (the subscription's p256dh and auth)"
             case .inFlight: "the run ended before the push service wrote them: a longer grace shows whether they arrive"
             case .slow:
                 switch hop {

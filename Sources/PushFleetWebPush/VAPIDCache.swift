@@ -1,5 +1,6 @@
 public import Crypto
 public import Foundation
+import PushFleetCore
 import Synchronization
 
 /// Checks VAPID headers, remembering the ones that verified: a sender that signs once per
@@ -48,6 +49,10 @@ public final class VAPIDSigner: Sendable {
         self.lifetime = min(lifetime, VAPID.maxLifetime)
         self.renewBefore = min(renewBefore, self.lifetime)
     }
+
+    /// The public key as pages subscribe with it (`applicationServerKey`): base64url of the
+    /// uncompressed point.
+    public var applicationServerKey: String { Base64URL.encode(key.publicKey.x963Representation) }
 
     /// The `Authorization` value for a request to `endpoint` at `now` (seconds since 1970).
     public func authorization(for endpoint: URL, now: Int64) throws(VAPID.Rejection) -> String {

@@ -30,7 +30,8 @@ struct HostileBackendTests {
     }
 
     static func scenario(
-        backend: String, pns: String, seed: UInt64, traffic kind: Traffic = .mixed, probes: Bool = false, fetchTimeout: String = "3s"
+        backend: String, pns: String, seed: UInt64, traffic kind: Traffic = .mixed, probes: Bool = false, fetchTimeout: String = "3s",
+        webPush: Bool = false
     ) -> String {
         let traffic =
             switch kind {
@@ -45,7 +46,7 @@ struct HostileBackendTests {
             fleet:
               users: 6
               devices_per_user: 2
-              platforms: { apns: 1, fcm: 1, wns: 1 }
+              platforms: { apns: 1, fcm: 1, wns: 1\(webPush ? ", webpush: 1" : "") }
             lifecycle: [login, register, connect, receive, fetch_secure, fetch_rich]
             traffic:
             \(traffic)
@@ -73,13 +74,16 @@ struct HostileBackendTests {
     /// Runs `runs` scenarios against one hostile backend in front of a fresh push service.
     static func run(
         _ behaviour: HostileBackend.Behaviour, seed: UInt64, runs: Int = 1, traffic: Traffic = .mixed, probes: Bool = false,
-        faults: FaultSettings? = nil, fetchTimeout: String = "3s"
+        faults: FaultSettings? = nil, fetchTimeout: String = "3s", webPush: Bool = false
     ) async throws -> [(RunResult, HostileBackend.Tally)] {
-        try await RunGate.exclusive { try await runUngated(behaviour, seed: seed, runs: runs, traffic: traffic, probes: probes, faults: faults, fetchTimeout: fetchTimeout) }
+        try await RunGate.exclusive {
+            try await runUngated(behaviour, seed: seed, runs: runs, traffic: traffic, probes: probes, faults: faults, fetchTimeout: fetchTimeout, webPush: webPush)
+        }
     }
 
     private static func runUngated(
-        _ behaviour: HostileBackend.Behaviour, seed: UInt64, runs: Int, traffic: Traffic, probes: Bool, faults: FaultSettings?, fetchTimeout: String
+        _ behaviour: HostileBackend.Behaviour, seed: UInt64, runs: Int, traffic: Traffic, probes: Bool, faults: FaultSettings?, fetchTimeout: String,
+        webPush: Bool
     ) async throws -> [(RunResult, HostileBackend.Tally)] {
         try await TestSystem.run { (system: TestSystem) async throws in
             if let faults { try await system.setFaults(faults) }
@@ -93,7 +97,7 @@ struct HostileBackendTests {
             var results: [(RunResult, HostileBackend.Tally)] = []
             for _ in 0..<runs {
                 backend.nextRun()
-                let yaml = scenario(backend: url, pns: system.pushService, seed: seed, traffic: traffic, probes: probes, fetchTimeout: fetchTimeout)
+                let yaml = scenario(backend: url, pns: system.pushService, seed: seed, traffic: traffic, probes: probes, fetchTimeout: fetchTimeout, webPush: webPush)
                 let parsed = try ScenarioLoader.parse(yaml, file: "hostile.yaml")
                 let result = try await FleetRunner(
                     scenario: parsed, options: .init(scenarioFile: "hostile.yaml", scenarioText: yaml, version: "test", logger: logger)
@@ -215,6 +219,36 @@ struct HostileBackendTests {
             #expect(tally.dropped > 0 && tally.duplicated > 0, "seed \(seed)")
             #expect(c.lost == tally.dropped && c.duplicates == tally.duplicated, "seed \(seed): \(c) vs \(tally)")
             #expect(c.misdelivered == 0 && !result.passed, "seed \(seed): \(c)")
+        }
+    }
+
+    @Test("browsers among the devices: a correct backend's Web Push, in both encodings, is delivered exactly and passes")
+    func webPushCorrect() async throws {
+        for seed in Self.seeds {
+            let (result, tally) = try await Self.run(.correct, seed: seed, webPush: true)[0]
+            let c = result.delivery
+            let browsers = try #require(result.deliveryByPlatform["webpush"], "seed \(seed)")
+            #expect(tally == .init(), "seed \(seed): \(tally)")
+            #expect(browsers.expected > 0 && browsers.delivered == browsers.expected, "seed \(seed): \(browsers)")
+            #expect(c.expected > 0 && c.delivered == c.expected && c.undecryptable == 0, "seed \(seed): \(c)")
+            #expect(result.passed, "seed \(seed): \(result.thresholds.filter { !$0.passed })")
+        }
+    }
+
+    @Test("Web Push encrypted for other keys: each such push is one undecryptable and its pair lost, exactly, and the run fails")
+    func webPushForeignKeys() async throws {
+        for seed in Self.seeds {
+            let (result, tally) = try await Self.run(.foreignWebPushKeys, seed: seed, webPush: true)[0]
+            let c = result.delivery
+            #expect(tally.undecryptable > 0, "seed \(seed)")
+            #expect(c.undecryptable == tally.undecryptable && c.lost == tally.undecryptable, "seed \(seed): \(c) vs \(tally)")
+            #expect(c.misdelivered + c.duplicates + c.stale + c.unverified == 0, "seed \(seed): \(c)")
+            #expect(result.deliveryByPlatform["webpush"]?.undecryptable == tally.undecryptable, "seed \(seed)")
+            #expect(!result.passed && result.thresholds.contains { $0.metric == "delivery.undecryptable" && !$0.passed }, "seed \(seed)")
+            #expect((result.incidents ?? []).contains { $0.outcome == "undecryptable" && $0.platform == "webpush" }, "seed \(seed)")
+            // Each lost pair is put where it went wrong: the browser could not decrypt it.
+            let lost = (result.incidents ?? []).filter { $0.outcome == "lost" }
+            #expect(!lost.isEmpty && lost.allSatisfy { $0.hop == "device" && $0.detail.contains("did not decrypt") }, "seed \(seed): \(lost.map(\.detail))")
         }
     }
 

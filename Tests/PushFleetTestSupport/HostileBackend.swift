@@ -38,6 +38,8 @@ package final class HostileBackend: Sendable {
         case refusesRegistration
         /// Pushes with credentials the push service does not accept, and answers every send 200.
         case wrongCredentials
+        /// Encrypts some Web Push messages for keys that are not the subscription's.
+        case foreignWebPushKeys
 
         package var description: String {
             switch self {
@@ -52,6 +54,7 @@ package final class HostileBackend: Sendable {
             case .failsAfter(let sends): "fails after \(sends) sends"
             case .refusesRegistration: "refuses registrations"
             case .wrongCredentials: "wrong push credentials"
+            case .foreignWebPushKeys: "encrypts Web Push for other keys"
             }
         }
     }
@@ -65,13 +68,15 @@ package final class HostileBackend: Sendable {
         package var unregistered = 0
         package var sentToDeadToken = 0
         package var foreignReadsServed = 0
+        /// Web Push messages encrypted for keys that are not the subscription's.
+        package var undecryptable = 0
         /// Pushes the push service refused, by `platform status` (`apns 403`).
         package var refused: [String: Int] = [:]
 
         package init() {}
 
         package var description: String {
-            "misdelivered \(misdelivered), duplicated \(duplicated), dropped \(dropped), replayed \(replayed), unregistered \(unregistered), sent to dead token \(sentToDeadToken), foreign reads served \(foreignReadsServed)"
+            "misdelivered \(misdelivered), duplicated \(duplicated), dropped \(dropped), replayed \(replayed), unregistered \(unregistered), sent to dead token \(sentToDeadToken), foreign reads served \(foreignReadsServed), undecryptable \(undecryptable)"
         }
     }
 
@@ -155,6 +160,7 @@ package final class HostileBackend: Sendable {
     package func makeService(logger: Logger) -> any Service {
         let router = Router()
         router.post("/api/register") { request, _ in try self.createRegistration(request) }
+        router.get("/api/webpush/vapid") { _, _ in self.json(["publicKey": self.sender.applicationServerKey]) }
         router.put("/api/register/:id") { request, context in try await self.updateRegistration(request, id: context.parameters.get("id") ?? "") }
         router.delete("/api/register/:id") { request, context in
             let user = try Self.user(request)
@@ -396,7 +402,13 @@ package final class HostileBackend: Sendable {
                     }
                     continue
                 }
-                let accepted = await push(raw: raw, platform: platform, handle: target.handle, pushType: pushType)
+                let accepted: Bool
+                if platform == .webpush, case .foreignWebPushKeys = behaviour, chance(0.3) {
+                    state.withLock { $0.tally.undecryptable += 1 }
+                    accepted = await sender.pushWebPush(raw: raw, subscription: target.handle, foreignKeys: true)
+                } else {
+                    accepted = await push(raw: raw, platform: platform, handle: target.handle, pushType: pushType)
+                }
                 if accepted { continue }
                 // Refused as a dead token: the first time the backend could not know.
                 let known = state.withLock { $0.knownDead[target.handle] }
@@ -424,6 +436,9 @@ package final class HostileBackend: Sendable {
             String(decoding: (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
         }
         switch (body, platform) {
+        case (.alert(let text), .webpush): return (object(["message": text]), "webpush")
+        case (.secure(let id), .webpush): return (object(["secureId": id]), "webpush")
+        case (.rich(let id, let message), .webpush): return (object(["richId": id, "richMessage": message, "richType": "img"]), "webpush")
         case (.alert(let text), .apns): return (object(["aps": ["alert": text]]), "alert")
         case (.alert(let text), .fcm): return (object(["data": ["message": text]]), "data")
         case (.alert(let text), _):

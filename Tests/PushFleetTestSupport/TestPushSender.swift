@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 package import PushFleetWire
+import PushFleetWebPush
 import Synchronization
 
 /// A test backend's way out to the mock push service: one provider request per push, as APNs,
@@ -38,6 +39,7 @@ package final class TestPushSender: Sendable {
     /// One provider request; true when the push service accepted it, false when it said the
     /// token is dead. `raw` is the APNs payload, FCM's message without its token, or WNS's body.
     package func push(raw: String, platform: Platform, handle: String, pushType: String) async -> Bool {
+        if platform == .webpush { return await pushWebPush(raw: raw, subscription: handle) }
         var request: HTTPClientRequest
         var body = raw
         switch platform {
@@ -68,6 +70,46 @@ package final class TestPushSender: Sendable {
         _ = try? await response.body.collect(upTo: 1 << 16)
         let dead = response.status.code == 410 || (response.status.code == 404 && platform != .apns)
         if response.status.code >= 400 && !dead { refusedCounts.withLock { $0["\(platform.rawValue) \(response.status.code)", default: 0] += 1 } }
+        return !dead
+    }
+
+    /// The key browsers subscribe with (`GET /api/webpush/vapid`).
+    private let vapid = VAPIDSigner(subject: "mailto:hostile@example.com")
+    package var applicationServerKey: String { vapid.applicationServerKey }
+    /// Web Push messages sent, to alternate the two encodings.
+    private let webPushCount = Atomic<Int>(0)
+
+    /// A Web Push message for the subscription JSON `handle`: every second one in the older
+    /// `aesgcm` encoding, as libraries of its time still send; with `foreignKeys`, encrypted for
+    /// keys that are not the subscription's, which no browser can decrypt.
+    package func pushWebPush(raw: String, subscription handle: String, foreignKeys: Bool = false) async -> Bool {
+        guard let (_, endpoint, recipient) = try? WebPushSubscription.parse(handle),
+            var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false)
+        else { return true }
+        let base = URLComponents(string: pushService)
+        components.scheme = base?.scheme
+        components.host = base?.host
+        components.port = base?.port
+        let stranger = WebPushKeys.generate()
+        guard let url = components.url,
+            let target = foreignKeys ? try? WebPushRecipient(publicKey: stranger.publicKey, authSecret: stranger.authSecret) : recipient
+        else { return true }
+        let encoding: WebPushContentEncoding = webPushCount.add(1, ordering: .relaxed).newValue % 2 == 0 ? .aesgcm : .aes128gcm
+        guard let sealed = try? WebPushEncryption.encrypt(Data(raw.utf8), for: target, encoding: encoding),
+            let authorization = try? vapid.authorization(for: url, now: Int64(Date().timeIntervalSince1970))
+        else { return true }
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = .POST
+        request.headers.add(name: "authorization", value: authorization)
+        request.headers.add(name: "ttl", value: "600")
+        request.headers.add(name: "content-encoding", value: sealed.encoding.rawValue)
+        if let encryption = sealed.encryption { request.headers.add(name: "encryption", value: encryption) }
+        if let cryptoKey = sealed.cryptoKey { request.headers.add(name: "crypto-key", value: cryptoKey) }
+        request.body = .bytes(ByteBuffer(bytes: sealed.body))
+        guard let response = try? await client.execute(request, timeout: .seconds(10)) else { return true }
+        _ = try? await response.body.collect(upTo: 1 << 16)
+        let dead = response.status.code == 410 || response.status.code == 404
+        if response.status.code >= 400 && !dead { refusedCounts.withLock { $0["webpush \(response.status.code)", default: 0] += 1 } }
         return !dead
     }
 }

@@ -1,0 +1,55 @@
+import Foundation
+import Logging
+import PushFleetCore
+import PushFleetEngine
+import PushFleetLauncher
+import PushFleetReport
+import PushFleetResults
+import PushFleetScenario
+import PushFleetTestSupport
+import Testing
+
+/// Virtual browsers beside phones against the embedded system: they subscribe at the push
+/// service with the backend's key, register their subscription, and decrypt every push.
+@Suite("Web Push fleet", .serialized)
+struct WebPushFleetTests {
+    @Test("four platforms against the embedded system: every browser subscribes, every push to each platform is delivered exactly")
+    func fourPlatforms() async throws {
+        let yaml = """
+            name: four
+            seed: 8030
+            target: embedded
+            fleet:
+              users: 16
+              devices_per_user: 2
+              platforms: { apns: 1, fcm: 1, wns: 1, webpush: 1 }
+            lifecycle: [login, register, connect, receive, fetch_secure, fetch_rich]
+            traffic:
+              - { name: plain, kind: plain, platforms: [apns, fcm, wns, webpush], rate: 15/s, duration: 3s }
+              - { name: secure, kind: secure, rate: 10/s, duration: 3s }
+              - { name: rich, kind: rich, rate: 5/s, duration: 3s }
+            deadline: 10s
+            grace: 1s
+            thresholds:
+              sends.late_start_ratio: []
+            """
+        let result = try await RunGate.exclusive {
+            let scenario = try ScenarioLoader.parse(yaml, file: "four.yaml")
+            return try await FleetRunner(scenario: scenario, options: .init(scenarioFile: "four.yaml", scenarioText: yaml, version: "test", logger: .init(label: "four")))
+                .run()
+        }
+        let browsers = try #require(result.deliveryByPlatform["webpush"])
+        #expect(result.devices.ready == result.devices.planned && result.devices.failed == 0)
+        for platform in ["apns", "fcm", "wns", "webpush"] {
+            let c = try #require(result.deliveryByPlatform[platform], "\(platform)")
+            #expect(c.expected > 0 && c.delivered == c.expected && c.lost == 0, "\(platform): \(c)")
+        }
+        #expect(browsers.undecryptable == 0 && result.delivery.misdelivered == 0 && result.delivery.unverified == 0)
+        let subscribes = try #require(result.operations.first { $0.name == "webpush.subscribe" })
+        let webPushDevices = try #require(result.devices.byPlatform["webpush"])
+        #expect(subscribes.count == webPushDevices && subscribes.failures == 0)
+        #expect(result.passed, "\(result.thresholds.filter { !$0.passed })")
+        let html = String(decoding: try ReportFiles.render(result).first { $0.name == "report.html" }!.data, as: UTF8.self)
+        #expect(html.contains(">webpush<"))
+    }
+}
