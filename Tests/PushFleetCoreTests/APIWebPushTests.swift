@@ -21,12 +21,7 @@ struct APIWebPushTests {
     }
 
     func issues(_ yaml: String) -> [String] {
-        do {
-            _ = try ScenarioLoader.parse(yaml, file: "api.yaml")
-            return []
-        } catch {
-            return error.issues.map(\.description)
-        }
+        APIDescriptionTests().issues(yaml)
     }
 
     @Test("a literal key, a key read from the backend, and the services in turn")
