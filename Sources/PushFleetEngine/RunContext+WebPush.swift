@@ -82,8 +82,13 @@ extension VirtualDevice {
             var token: String
             var applicationServerKey: String?
             var service: String
+            var `public`: Bool?
         }
-        let body = (try? JSONEncoder().encode(Asked(token: plan.token, applicationServerKey: key, service: browser.service.rawValue))) ?? Data()
+        let asked = Asked(
+            token: plan.token, applicationServerKey: key, service: browser.service.rawValue,
+            public: context.api.receive.webPush.endpoints == .public ? true : nil
+        )
+        let body = (try? JSONEncoder().encode(asked)) ?? Data()
         let result = await shared.pushService.exchange(
             .POST, "/webpush/subscriptions", headers: [("Content-Type", "application/json")], body: ByteBuffer(bytes: body),
             timeout: context.scenario.timeouts.connect

@@ -8,6 +8,7 @@ import NIOCore
 public import PushFleetHub
 public import PushFleetServerSupport
 public import ServiceLifecycle
+import Synchronization
 
 /// The mock push service as servers: HTTP/1.1 (provider endpoints, OAuth, admin, and the
 /// WebSocket device gateway); optionally HTTP/2 cleartext with prior knowledge; and optionally
@@ -167,7 +168,10 @@ public struct MockPushServer: Sendable {
         }
         if let tls = configuration.tls, let tlsDeviceSlots {
             services.append(
-                application(router, tls.listen, tls.limits, name: "pushfleet-mock-push-tls", bound: boundTLS, logger: logger) { responder, cap in
+                application(
+                    router, tls.listen, tls.limits, name: "pushfleet-mock-push-tls", bound: boundTLS, logger: logger,
+                    onBound: { [service] in service.tlsPort.store($0.port, ordering: .relaxed) }
+                ) { responder, cap in
                     let tracked = connections.tracking(responder)
                     var anyClient = false
                     if case .optional(nil) = tls.clientCertificates { anyClient = true }
@@ -220,6 +224,7 @@ public struct MockPushServer: Sendable {
         name: String,
         bound: Readiness<ListenAddress>,
         logger: Logger,
+        onBound: @escaping @Sendable (ListenAddress) -> Void = { _ in },
         channel: @escaping @Sendable (@escaping HTTPChannelHandler.Responder, ConnectionCap) throws -> any ServerChildChannel
     ) -> some Service {
         let cap = limits.connectionCap()
@@ -233,7 +238,9 @@ public struct MockPushServer: Sendable {
                 availableConnectionsDelegate: cap
             ),
             onServerRunning: { channel in
-                bound.succeed(Self.boundAddress(channel, fallback: listen))
+                let address = Self.boundAddress(channel, fallback: listen)
+                onBound(address)
+                bound.succeed(address)
             },
             logger: logger
         )

@@ -105,6 +105,8 @@ public final class PushService: Sendable {
     let watchers = PushWatchers()
     /// Web Push senders' VAPID headers, checked once each.
     let vapid = VAPIDVerifier()
+    /// The TLS listener's port once bound (0: none), for Web Push endpoints in public form.
+    let tlsPort = Atomic<Int>(0)
     private let nextPushNumber = Atomic<UInt64>(1)
     private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()

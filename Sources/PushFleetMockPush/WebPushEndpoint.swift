@@ -5,6 +5,7 @@ import PushFleetCore
 import PushFleetServerSupport
 import PushFleetWebPush
 import PushFleetWire
+import Synchronization
 
 /// Web Push (RFC 8030, with RFC 8291 payloads and RFC 8292 VAPID).
 ///
@@ -49,6 +50,16 @@ struct WebPushEndpoint {
     /// Which push service's form an endpoint takes.
     enum Service: String, Decodable {
         case fcm, mozilla, windows, apple
+
+        /// The host the real service's endpoints name (Edge's are on a WNS notify host).
+        var host: String {
+            switch self {
+            case .fcm: "fcm.googleapis.com"
+            case .mozilla: "updates.push.services.mozilla.com"
+            case .windows: "wns2-par02p.notify.windows.com"
+            case .apple: "web.push.apple.com"
+            }
+        }
     }
 
     private struct MintRequest: Decodable {
@@ -57,6 +68,10 @@ struct WebPushEndpoint {
         /// with it are taken (RFC 8292 §4).
         var applicationServerKey: String?
         var service: Service?
+        /// The endpoint on the real service's host over https (`https://fcm.googleapis.com/…`,
+        /// with this service's TLS port unless it is 443), as a browser gets it; reached by
+        /// hosts entries. Otherwise on the host and port the request was made to.
+        var `public`: Bool?
     }
 
     private struct Subscription: Encodable {
@@ -86,7 +101,14 @@ struct WebPushEndpoint {
             key = decoded
         }
         service.subscribeWebPush(token: token, applicationServerKey: key)
-        let endpoint = Self.endpoint(token: token, service: asked.service ?? .fcm, tls: ConnectionState.current?.isTLS ?? false, authority: request.head.authority)
+        let form = asked.service ?? .fcm
+        let endpoint: String
+        if asked.public == true {
+            let port = service.tlsPort.load(ordering: .relaxed)
+            endpoint = Self.endpoint(token: token, service: form, tls: true, authority: form.host + (port == 0 || port == 443 ? "" : ":\(port)"))
+        } else {
+            endpoint = Self.endpoint(token: token, service: form, tls: ConnectionState.current?.isTLS ?? false, authority: request.head.authority)
+        }
         return .done(.json(Subscription(endpoint: endpoint, token: token), status: .created))
     }
 

@@ -97,7 +97,7 @@ extension APILoader {
         for (key, value) in map {
             guard let platform = Scenario.PlatformName(rawValue: key) else { continue }
             let platformPath = "\(keyPath).\(key)"
-            let webPushKeys = platform == .webpush ? ["application_server_key", "services"] : []
+            let webPushKeys = platform == .webpush ? ["application_server_key", "services", "endpoints"] : []
             guard let fields = r.mapping(value, platformPath, allowed: ["token", "secure_id", "rich_id", "rich_message", "nonce"] + webPushKeys) else {
                 continue
             }
@@ -130,7 +130,8 @@ extension APILoader {
         return receive
     }
 
-    /// `application_server_key: KEY` or `{path: /…, json: /pointer}`; `services: [fcm, …]`.
+    /// `application_server_key: KEY` or `{path: /…, json: /pointer}`; `services: [fcm, …]`;
+    /// `endpoints: local | public`.
     private func readWebPush(_ fields: [String: Node], _ keyPath: String) -> WebPushReceive {
         var webPush = WebPushReceive()
         if let node = fields["application_server_key"] {
@@ -151,6 +152,9 @@ extension APILoader {
                     webPush.applicationServerKey = .fetch(path: target, location: location)
                 }
             }
+        }
+        if let node = fields["endpoints"], let endpoints = r.choice(node, "\(keyPath).endpoints", WebPushReceive.Endpoints.self) {
+            webPush.endpoints = endpoints
         }
         if let node = fields["services"] {
             let path = "\(keyPath).services"

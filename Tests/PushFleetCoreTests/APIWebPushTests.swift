@@ -29,11 +29,12 @@ struct APIWebPushTests {
         let literal = try ScenarioLoader.parse(Self.scenario("{ application_server_key: \(Self.key), services: [mozilla, apple] }"), file: "a.yaml")
         let receive = try #require(literal.api?.receive)
         #expect(receive.webPush.applicationServerKey == .literal(Self.key))
-        #expect(receive.webPush.services == [.mozilla, .apple])
+        #expect(receive.webPush.services == [.mozilla, .apple] && receive.webPush.endpoints == .local)
         #expect((0..<4).map { receive.webPush.service(device: $0) } == [.mozilla, .apple, .mozilla, .apple])
         #expect(receive.token(.webpush) == .subscription)
 
-        let fetched = try ScenarioLoader.parse(Self.scenario("{ application_server_key: { path: /vapid, json: /key } }"), file: "a.yaml")
+        let fetched = try ScenarioLoader.parse(Self.scenario("{ application_server_key: { path: /vapid, json: /key }, endpoints: public }"), file: "a.yaml")
+        #expect(fetched.api?.receive.webPush.endpoints == .public)
         #expect(fetched.api?.receive.webPush.applicationServerKey == .fetch(path: "/vapid", location: .json(try JSONPointer("/key"))))
         #expect(fetched.api?.receive.webPush.services == WebPushReceive.Service.allCases)
 
@@ -59,6 +60,7 @@ struct APIWebPushTests {
         #expect(issues(Self.scenario("{ application_server_key: { json: /k } }")).contains { $0.contains("give the path") })
         #expect(issues(Self.scenario("{ services: [fcm, aol] }")).contains { $0.contains("receive.webpush.services[1]") })
         #expect(issues(Self.scenario("{ services: [] }")).contains { $0.contains("name at least one") })
+        #expect(issues(Self.scenario("{ endpoints: remote }")).contains { $0.contains("receive.webpush.endpoints") })
         // Only browsers have these.
         let onFCM = APIDescriptionTests.scenario("register: { method: POST, path: /d }\nreceive:\n  fcm: { services: [fcm] }")
         #expect(issues(onFCM).contains { $0.contains("receive.fcm") })

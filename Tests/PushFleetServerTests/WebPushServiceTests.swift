@@ -145,6 +145,14 @@ struct WebPushServiceTests {
                         #expect(minted.status == 201)
                         let subscription = try JSONDecoder().decode(Minted.self, from: Data(minted.text.utf8))
                         #expect(subscription.endpoint == "\(base)\(path)\(subscription.token)", "\(host)")
+                        // Asked for the public form, the endpoint names the real service's host and this TLS port.
+                        let publicForm = try await client.send(
+                            .POST, "\(base)/webpush/subscriptions", headers: [("Content-Type", "application/json")],
+                            body: Data(#"{"service":"\#(service)","public":true}"#.utf8)
+                        )
+                        let publicHost = service == "windows" ? "wns2-par02p.notify.windows.com" : host
+                        let publicToken = try JSONDecoder().decode(Minted.self, from: Data(publicForm.text.utf8)).token
+                        #expect(try JSONDecoder().decode(Minted.self, from: Data(publicForm.text.utf8)).endpoint == "https://\(publicHost):\(tls.port)\(path)\(publicToken)")
                         let browser = WebPushKeys.generate()
                         let device = try await TestDevice.connect(
                             pushService: "https://localhost:\(tls.port)", platform: .webpush, token: subscription.token, tls: try tls.clientTLS()

@@ -16,12 +16,22 @@ public struct WebPushReceive: Sendable, Equatable {
         case fcm, mozilla, windows, apple
     }
 
+    /// Where endpoints point: `local`, the push service as the fleet reaches it
+    /// (`http://127.0.0.1:…/fcm/send/…`); `public`, the real service's host over https
+    /// (`https://fcm.googleapis.com/fcm/send/…`), for backends that take only https endpoints
+    /// and reach the push service's TLS port by hosts entries.
+    public enum Endpoints: String, Sendable, Equatable, CaseIterable {
+        case local, `public`
+    }
+
     public var applicationServerKey: KeySource
     public var services: [Service]
+    public var endpoints: Endpoints
 
-    public init(applicationServerKey: KeySource = .none, services: [Service] = Service.allCases) {
+    public init(applicationServerKey: KeySource = .none, services: [Service] = Service.allCases, endpoints: Endpoints = .local) {
         self.applicationServerKey = applicationServerKey
         self.services = services
+        self.endpoints = endpoints
     }
 
     /// The service of the browser at `index` in the plan.

@@ -30,6 +30,11 @@ PUSH_NOTIFICATIONS_SETTINGS = {
     "WNS_SECRET_KEY": "pushfleet-interop",
     "WNS_ACCESS_URL": os.environ["PFDPN_WNS_ACCESS_URL"],
 }
+# Web Push (pywebpush): the VAPID private key browsers' subscriptions are bound to, when the run
+# has browsers; the endpoints are the push services' own https hosts, reached by hosts entries.
+if os.environ.get("PFDPN_WP_PRIVATE_KEY"):
+    PUSH_NOTIFICATIONS_SETTINGS["WP_PRIVATE_KEY"] = os.environ["PFDPN_WP_PRIVATE_KEY"]
+    PUSH_NOTIFICATIONS_SETTINGS["WP_CLAIMS"] = {"sub": "mailto:interop@pushfleet.invalid"}
 LOGGING = {"version": 1, "disable_existing_loggers": False, "handlers": {}, "root": {"level": "ERROR"}}
 # Test users only: a cheap hasher, so a fleet's logins measure the backend, not PBKDF2.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,5 +1,5 @@
 from django.urls import include, path
-from push_notifications.api.rest_framework import WNSDeviceAuthorizedViewSet
+from push_notifications.api.rest_framework import WebPushDeviceAuthorizedViewSet, WNSDeviceAuthorizedViewSet
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
@@ -7,6 +7,7 @@ from . import views
 
 router = DefaultRouter()
 router.register(r"device/wns", WNSDeviceAuthorizedViewSet)
+router.register(r"device/wp", WebPushDeviceAuthorizedViewSet)
 
 urlpatterns = [
     path("api-token-auth/", obtain_auth_token),
