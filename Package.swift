@@ -166,6 +166,7 @@ let package = Package(
             dependencies: [
                 "PushFleetCore",
                 "PushFleetServerSupport",
+                "PushFleetWebPush",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -231,6 +232,8 @@ let package = Package(
                 "PushFleetHub",
                 "PushFleetMockPush",
                 "PushFleetServerSupport",
+                "PushFleetWebPush",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

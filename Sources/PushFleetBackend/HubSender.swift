@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import PushFleetHub
+import PushFleetWebPush
 import PushFleetWire
 import Synchronization
 
@@ -50,13 +51,18 @@ struct HubSender: Sendable {
     /// `PUT …/registrations/{id}` with the platform's description (mpns is never sent to: skipped).
     func createOrUpdate(id: String, platform: Platform, handle: String, tags: Set<String>) async throws {
         let base = try await hubBase()
-        let description: RegistrationXML.Description
+        var description: RegistrationXML.Description
         switch platform {
         case .apns: description = Self.description(.apple, "AppleRegistrationDescription", handle, tags)
         case .fcm: description = Self.description(.fcmv1, "FcmV1RegistrationDescription", handle, tags)
         case .wns:
             description = Self.description(.windows, "WindowsRegistrationDescription", try await channelURI(handle), tags)
-        case .mpns, .webpush: return
+        case .webpush:
+            // The handle is the subscription's JSON, checked when it was registered.
+            let (subscription, _, _) = try WebPushSubscription.parse(handle)
+            description = Self.description(.browser, "BrowserRegistrationDescription", subscription.endpoint, tags)
+            description.browserKeys = BrowserKeys(p256dh: subscription.keys.p256dh, auth: subscription.keys.auth)
+        case .mpns: return
         }
         let body = RegistrationXML.requestEntry(description)
         let status = try await execute(
@@ -84,7 +90,13 @@ struct HubSender: Sendable {
     /// The seed's `POST /api/register?handle=`: every registration of `handle` but `keep` goes.
     func deleteOthers(handle: String, keep: String) async throws {
         let base = try await hubBase()
-        let channel = try await channelURI(handle)
+        // A browser's registrations are found by its endpoint.
+        let channel: String
+        if let endpoint = try? WebPushSubscription.parse(handle).subscription.endpoint {
+            channel = endpoint
+        } else {
+            channel = try await channelURI(handle)
+        }
         for candidate in channel == handle ? [handle] : [handle, channel] {
             let filter = SharedAccessSignature.formEncode("ChannelUri eq '\(candidate.replacingOccurrences(of: "'", with: "''"))'")
             let response = try await execute(.GET, "\(base)/registrations", query: "&$filter=\(filter)&$top=100")
@@ -124,7 +136,11 @@ struct HubSender: Sendable {
             // Raw pushes are held for an offline device too, as the built-in sender asks.
             headers += [("ServiceBusNotification-Format", "windows"), ("X-WNS-Type", notification.pushType), ("X-WNS-Cache-Policy", "cache")]
             body = Data((notification.text ?? "").utf8)
-        case .mpns, .webpush:
+        case .webpush:
+            // The payload the hub encrypts for each browser.
+            headers += [("ServiceBusNotification-Format", "browser"), ("Urgency", "normal")]
+            body = (try? JSONEncoder().encode(notification.body ?? [:])) ?? Data()
+        case .mpns:
             return false
         }
         headers.append(("Content-Type", notification.platform == .wns ? "application/xml" : "application/json;charset=utf-8"))

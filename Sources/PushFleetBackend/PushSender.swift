@@ -36,7 +36,7 @@ struct PushSender: Sendable {
     let counters: BackendCounters
     /// The VAPID key Web Push requests are signed with (RFC 8292); browsers subscribe with its
     /// public half, which `GET /api/webpush/vapid` gives.
-    let vapid = VAPIDSigner(subject: "mailto:pushfleet@example.com")
+    let vapid: VAPIDSigner
 
     func send(_ notification: NativeNotification, to handle: String) async -> Result {
         var lastFailure = "no attempt"

@@ -198,8 +198,7 @@ extension ReferenceBackend {
         through hub: HubSender, to user: String, platforms: [Platform], _ build: @escaping @Sendable (Platform) -> NativeNotification?
     ) async -> SendOutcome {
         let taken = await withTaskGroup(of: Bool.self) { group in
-            // The hub is given no browser registrations (refused at PUT): nothing to send them.
-            for platform in platforms where platform != .webpush {
+            for platform in platforms {
                 guard let notification = build(platform) else { continue }
                 group.addTask { await hub.send(notification, tag: Self.userTag(user)) }
             }

@@ -62,9 +62,6 @@ extension ReferenceBackend {
                 do { _ = try WebPushSubscription.parse(update.handle) } catch {
                     throw HTTPError(.badRequest, message: "a webpush Handle is the subscription's JSON: \(error)")
                 }
-                guard self.hubSender == nil else {
-                    throw HTTPError(.badRequest, message: "this backend sends through a notification hub, which is given no browser registrations")
-                }
             }
             let tags = try self.validatedTags(update.tags ?? [], caller: user)
             let result = try await self.storing {

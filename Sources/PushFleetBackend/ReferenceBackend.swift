@@ -1,4 +1,6 @@
 import AsyncHTTPClient
+import Crypto
+import PushFleetWebPush
 import NIOSSL
 import Foundation
 import Hummingbird
@@ -81,7 +83,11 @@ public final class ReferenceBackend: Sendable {
                 baseURL: pushServiceURL
             ),
             baseURL: pushServiceURL,
-            counters: counters
+            counters: counters,
+            vapid: VAPIDSigner(
+                key: configuration.vapidPrivateKey.flatMap { try? P256.Signing.PrivateKey(rawRepresentation: $0) } ?? .init(),
+                subject: "mailto:pushfleet@example.com"
+            )
         )
         self.hubSender = configuration.hub.map { hub in
             HubSender(

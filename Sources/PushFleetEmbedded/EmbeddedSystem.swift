@@ -6,6 +6,8 @@ public import ServiceLifecycle
 public import PushFleetServerSupport
 import Foundation
 import Synchronization
+import Crypto
+import PushFleetWebPush
 
 /// The system under test that ships with pushfleet: the reference backend sending to the mock
 /// push service, both in this process on loopback ports.
@@ -68,8 +70,14 @@ public struct EmbeddedSystem: Sendable {
         let both = configuration.pushServer.http2Listen != nil && configuration.pushServer.tls != nil
         let h2Share = both ? 0.125 : 0.25
         configuration.pushServer.http2Limits = configuration.pushServer.http2Limits.resolved(share: h2Share)
+        // One VAPID key for every restart too: browsers stay subscribed with its public half.
+        if configuration.backend.vapidPrivateKey == nil { configuration.backend.vapidPrivateKey = P256.Signing.PrivateKey().rawRepresentation }
         if configuration.throughHub, embeddedPush {
-            let hub = configuration.pushServer.hub ?? NotificationHub.Settings(registrationTTL: configuration.backend.registrationTTL)
+            var hub = configuration.pushServer.hub ?? NotificationHub.Settings(registrationTTL: configuration.backend.registrationTTL)
+            // The hub signs browser pushes with the key the backend's pages subscribe with.
+            if let key = configuration.backend.vapidPrivateKey.flatMap({ try? P256.Signing.PrivateKey(rawRepresentation: $0) }) {
+                hub.browserCredential = VAPIDSigner(key: key, subject: hub.browserCredential.subject)
+            }
             configuration.pushServer.hub = hub
             configuration.backend.hub = hub.connectionString()
             configuration.backend.hubAtPushService = true

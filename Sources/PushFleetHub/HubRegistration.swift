@@ -1,3 +1,6 @@
+import Foundation
+import PushFleetWebPush
+
 /// The platform a registration or a native send is for, by its `ServiceBusNotification-Format` name.
 public enum HubPlatform: String, Sendable, Hashable, CaseIterable {
     case apple
@@ -5,6 +8,8 @@ public enum HubPlatform: String, Sendable, Hashable, CaseIterable {
     case gcm
     case fcmv1
     case windows
+    /// Web Push: the handle is the subscription's endpoint, with its keys beside it.
+    case browser
 
     /// The format header's value (case-insensitive; `fcmV1` and `FcmV1` are the same).
     public init?(format: some StringProtocol) {
@@ -18,6 +23,7 @@ public enum HubPlatform: String, Sendable, Hashable, CaseIterable {
         case "gcm", "fcm": self = .gcm
         case "fcmv1": self = .fcmv1
         case "wns": self = .windows
+        case "browser": self = .browser
         default: return nil
         }
     }
@@ -28,8 +34,26 @@ public enum HubPlatform: String, Sendable, Hashable, CaseIterable {
         case .gcm: "gcm"
         case .fcmv1: "fcmv1"
         case .windows: "wns"
+        case .browser: "browser"
         }
     }
+}
+
+/// A browser subscription's keys (`P256DH`, `Auth`), which the hub encrypts its pushes for.
+public struct BrowserKeys: Sendable, Equatable, Hashable {
+    public var p256dh: String
+    public var auth: String
+
+    /// Nil unless they are a P-256 point and a 16-byte secret (base64url), checked where they enter.
+    public init?(p256dh: String, auth: String) {
+        let p256dh = p256dh.trimmingCharacters(in: .whitespacesAndNewlines)
+        let auth = auth.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard p256dh.utf8.count <= 200, auth.utf8.count <= 100, (try? WebPushRecipient(p256dh: p256dh, auth: auth)) != nil else { return nil }
+        self.p256dh = p256dh
+        self.auth = auth
+    }
+
+    public static let requirement = "P256DH must be the subscription's P-256 public key and Auth its 16-byte secret, both base64url"
 }
 
 /// One registration as the hub keeps it: a native or template registration of one device
@@ -83,6 +107,8 @@ public struct HubRegistration: Sendable, Equatable {
     public var createdAt: Int64 = 0
     /// Set for the registrations an installation expands to.
     public var installationID: String?
+    /// A browser registration's keys (its handle is the endpoint).
+    public var browserKeys: BrowserKeys?
 
     public init(
         id: String,
@@ -91,7 +117,8 @@ public struct HubRegistration: Sendable, Equatable {
         tags: [String] = [],
         pushVariables: String? = nil,
         secondaryTileName: String? = nil,
-        template: Template? = nil
+        template: Template? = nil,
+        browserKeys: BrowserKeys? = nil
     ) {
         self.id = id
         self.platform = platform
@@ -100,6 +127,7 @@ public struct HubRegistration: Sendable, Equatable {
         self.pushVariables = pushVariables
         self.secondaryTileName = secondaryTileName
         self.template = template
+        self.browserKeys = browserKeys
     }
 
     public var tagSet: Set<String> { Set(tags) }

@@ -165,7 +165,8 @@ public final class HubStore: Sendable {
             }
             var registration = HubRegistration(
                 id: id, platform: description.platform, handle: description.handle, tags: description.tags,
-                pushVariables: description.pushVariables, secondaryTileName: description.secondaryTileName, template: description.template
+                pushVariables: description.pushVariables, secondaryTileName: description.secondaryTileName, template: description.template,
+                browserKeys: description.browserKeys
             )
             registration.etag = (existing?.etag ?? 0) + 1
             registration.createdAt = existing?.createdAt ?? now

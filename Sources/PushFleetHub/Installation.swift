@@ -15,7 +15,10 @@ public struct Installation: Sendable, Equatable {
 
     public var installationID: String
     public var platform: HubPlatform
+    /// The device token, registration token or channel URI; a browser's endpoint.
     public var pushChannel: String
+    /// A browser's keys: its `pushChannel` is `{endpoint, p256dh, auth}`.
+    public var browserKeys: BrowserKeys?
     public var pushChannelExpired = false
     public var userID: String?
     public var tags: [String] = []
@@ -44,14 +47,13 @@ public struct Installation: Sendable, Equatable {
             throw Failure(description: "installationId must be a string equal to the id in the URL")
         }
         guard let platformName = object["platform"] as? String, let platform = HubPlatform(installationPlatform: platformName) else {
-            throw Failure(description: "platform must be apns, gcm, fcmv1 or wns")
+            throw Failure(description: "platform must be apns, gcm, fcmv1, wns or browser")
         }
-        guard let channel = object["pushChannel"] as? String, !channel.isEmpty, channel.utf8.count <= 4096 else {
-            throw Failure(description: "pushChannel is required (a device token, registration token or channel URI)")
-        }
+        let (channel, keys) = try Self.pushChannel(object["pushChannel"], platform: platform)
         self.installationID = id
         self.platform = platform
-        self.pushChannel = HubRegistration.normalizedHandle(channel, platform: platform)
+        self.pushChannel = channel
+        self.browserKeys = keys
         self.userID = try Self.optionalString(object["userId"], "userId")
         self.tags = try Self.tagList(object["tags"] ?? [])
         if let templates = object["templates"] {
@@ -60,6 +62,24 @@ public struct Installation: Sendable, Equatable {
                 templatesSet(name, try Self.template(value, name: name))
             }
         }
+    }
+
+    /// A device token, registration token or channel URI; for a browser, the subscription
+    /// `{endpoint, p256dh, auth}`.
+    static func pushChannel(_ value: Any?, platform: HubPlatform) throws(Failure) -> (String, BrowserKeys?) {
+        if platform == .browser {
+            guard let object = value as? [String: Any], let endpoint = object["endpoint"] as? String, !endpoint.isEmpty,
+                endpoint.utf8.count <= 4096
+            else { throw Failure(description: "a browser's pushChannel is {endpoint, p256dh, auth}") }
+            guard let keys = BrowserKeys(p256dh: object["p256dh"] as? String ?? "", auth: object["auth"] as? String ?? "") else {
+                throw Failure(description: BrowserKeys.requirement)
+            }
+            return (endpoint, keys)
+        }
+        guard let channel = value as? String, !channel.isEmpty, channel.utf8.count <= 4096 else {
+            throw Failure(description: "pushChannel is required (a device token, registration token or channel URI)")
+        }
+        return (HubRegistration.normalizedHandle(channel, platform: platform), nil)
     }
 
     private mutating func templatesSet(_ name: String, _ template: Template) {
@@ -114,7 +134,12 @@ public struct Installation: Sendable, Equatable {
     public func json() -> Data {
         var text = "{\"installationId\":\(Self.quote(installationID))"
         if let userID { text += ",\"userId\":\(Self.quote(userID))" }
-        text += ",\"pushChannel\":\(Self.quote(pushChannel)),\"pushChannelExpired\":\(pushChannelExpired)"
+        if let browserKeys {
+            text += ",\"pushChannel\":{\"endpoint\":\(Self.quote(pushChannel)),\"p256dh\":\(Self.quote(browserKeys.p256dh)),\"auth\":\(Self.quote(browserKeys.auth))}"
+        } else {
+            text += ",\"pushChannel\":\(Self.quote(pushChannel))"
+        }
+        text += ",\"pushChannelExpired\":\(pushChannelExpired)"
         text += ",\"platform\":\(Self.quote(platform.installationName))"
         text += ",\"expirationTime\":\(Self.quote(expiresAt.map(RegistrationXML.timestamp) ?? RegistrationXML.never))"
         if !tags.isEmpty { text += ",\"tags\":[" + tags.map(Self.quote).joined(separator: ",") + "]" }
@@ -168,10 +193,7 @@ public struct Installation: Sendable, Equatable {
             case ("remove", "userId", 1):
                 result.userID = nil
             case ("add", "pushChannel", 1), ("replace", "pushChannel", 1):
-                guard let channel = value as? String, !channel.isEmpty, channel.utf8.count <= 4096 else {
-                    throw Failure(description: "pushChannel must be a non-empty string")
-                }
-                result.pushChannel = HubRegistration.normalizedHandle(channel, platform: result.platform)
+                (result.pushChannel, result.browserKeys) = try Self.pushChannel(value, platform: result.platform)
                 result.pushChannelExpired = false
             case ("add", "templates", 2), ("replace", "templates", 2):
                 result.templates[parts[1]] = try Self.template(value ?? NSNull(), name: parts[1])
@@ -205,7 +227,7 @@ public struct Installation: Sendable, Equatable {
         if let userID { implicit.append("$UserId:{\(userID)}") }
         let native = RegistrationXML.Description(
             platform: platform, handle: pushChannel, tags: implicit + tags, pushVariables: nil, secondaryTileName: nil, template: nil,
-            elementName: RegistrationXML.elementName(platform, template: false)
+            elementName: RegistrationXML.elementName(platform, template: false), browserKeys: browserKeys
         )
         let templated = templates.keys.sorted().map { name in
             let template = templates[name]!
@@ -214,7 +236,7 @@ public struct Installation: Sendable, Equatable {
             return RegistrationXML.Description(
                 platform: platform, handle: pushChannel, tags: tagSet, pushVariables: nil, secondaryTileName: nil,
                 template: .init(body: template.body, name: name, expiry: template.expiry, headers: template.headers),
-                elementName: RegistrationXML.elementName(platform, template: true)
+                elementName: RegistrationXML.elementName(platform, template: true), browserKeys: browserKeys
             )
         }
         return [native] + templated
@@ -246,7 +268,8 @@ extension HubStore {
                     state.serial += 1
                     let id = "\(installation.installationID.count <= 64 ? installation.installationID : "installation")-\(state.serial)"
                     var registration = HubRegistration(
-                        id: id, platform: description.platform, handle: description.handle, tags: description.tags, template: description.template
+                        id: id, platform: description.platform, handle: description.handle, tags: description.tags, template: description.template,
+                        browserKeys: description.browserKeys
                     )
                     registration.createdAt = now
                     registration.updatedAt = now

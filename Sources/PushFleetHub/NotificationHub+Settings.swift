@@ -1,4 +1,5 @@
 import Foundation
+public import PushFleetWebPush
 
 extension NotificationHub {
     /// A hub's settings: its namespace and name, the namespace's keys, its limits and its fan-out.
@@ -22,6 +23,9 @@ extension NotificationHub {
         public var backoff: Duration
         /// Pushes of one send in flight at once.
         public var fanOutConcurrency: Int
+        /// The browser (Web Push) credential: the VAPID key pair and subject the hub signs with;
+        /// browsers subscribe with its public half.
+        public var browserCredential: VAPIDSigner
 
         public static let fullAccessKeyName = "DefaultFullSharedAccessSignature"
         public static let listenKeyName = "DefaultListenSharedAccessSignature"
@@ -38,8 +42,10 @@ extension NotificationHub {
             maxMessageBytes: Int = 64 * 1024,
             maxAttempts: Int = 4,
             backoff: Duration = .milliseconds(20),
-            fanOutConcurrency: Int = 64
+            fanOutConcurrency: Int = 64,
+            browserCredential: VAPIDSigner = VAPIDSigner(subject: "mailto:hub@pushfleet.invalid")
         ) {
+            self.browserCredential = browserCredential
             self.namespace = namespace
             self.hubName = hubName
             self.rules = [

@@ -23,6 +23,8 @@ public struct NativePush: Sendable, Equatable {
     public var body: String
     /// When the hub took the send this push is part of.
     public var hubAt: Int64? = nil
+    /// A browser push's body: the payload encrypted for the subscription (`body` is then empty).
+    public var payload: Data? = nil
 }
 
 public enum DeliveryAnswer: Sendable, Equatable {

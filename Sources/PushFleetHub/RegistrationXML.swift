@@ -33,11 +33,14 @@ public enum RegistrationXML {
         public var template: HubRegistration.Template?
         /// The element name the client used (`FcmRegistrationDescription`, …).
         public var elementName: String
+        /// A browser registration's `P256DH` and `Auth` (its handle is the `Endpoint`).
+        public var browserKeys: BrowserKeys?
 
         public init(
             platform: HubPlatform, handle: String, tags: [String], pushVariables: String? = nil, secondaryTileName: String? = nil,
-            template: HubRegistration.Template? = nil, elementName: String
+            template: HubRegistration.Template? = nil, elementName: String, browserKeys: BrowserKeys? = nil
         ) {
+            self.browserKeys = browserKeys
             self.platform = platform
             self.handle = handle
             self.tags = tags
@@ -66,6 +69,8 @@ public enum RegistrationXML {
         case "FcmV1TemplateRegistrationDescription": Kind(platform: .fcmv1, template: true, handleElement: "FcmV1RegistrationId")
         case "WindowsRegistrationDescription": Kind(platform: .windows, template: false, handleElement: "ChannelUri")
         case "WindowsTemplateRegistrationDescription": Kind(platform: .windows, template: true, handleElement: "ChannelUri")
+        case "BrowserRegistrationDescription": Kind(platform: .browser, template: false, handleElement: "Endpoint")
+        case "BrowserTemplateRegistrationDescription": Kind(platform: .browser, template: true, handleElement: "Endpoint")
         default: nil
         }
     }
@@ -74,11 +79,12 @@ public enum RegistrationXML {
     private static func members(_ kind: Kind) -> [String] {
         var names = ["ETag", "ExpirationTime", "RegistrationId", "Tags", "PushVariables", kind.handleElement]
         if kind.platform == .windows { names.append("SecondaryTileName") }
+        if kind.platform == .browser { names += ["P256DH", "Auth"] }
         guard kind.template else { return names }
         switch kind.platform {
         case .apple: names += ["BodyTemplate", "Expiry", "TemplateName", "Priority", "ApnsHeaders"]
         case .windows: names += ["BodyTemplate", "WnsHeaders", "TemplateName"]
-        case .gcm, .fcmv1: names += ["BodyTemplate", "TemplateName"]
+        case .gcm, .fcmv1, .browser: names += ["BodyTemplate", "TemplateName"]
         }
         return names
     }
@@ -103,7 +109,7 @@ public enum RegistrationXML {
             throw ParseError(description: "no registration description (an Atom entry whose content is e.g. AppleRegistrationDescription)")
         }
         guard let kind = kind(of: element) else {
-            throw ParseError(description: "\(element) is not supported here (Apple, Gcm/Fcm, FcmV1 and Windows native and template registrations are)")
+            throw ParseError(description: "\(element) is not supported here (Apple, Gcm/Fcm, FcmV1, Windows and Browser native and template registrations are)")
         }
         let order = members(kind)
         var values: [String: Reader.Member] = [:]
@@ -124,6 +130,12 @@ public enum RegistrationXML {
             secondaryTileName: values["SecondaryTileName"].flatMap { $0.isNil || $0.text.isEmpty ? nil : $0.text },
             template: nil, elementName: element
         )
+        if kind.platform == .browser {
+            guard let keys = BrowserKeys(p256dh: values["P256DH"]?.text ?? "", auth: values["Auth"]?.text ?? "") else {
+                throw ParseError(description: BrowserKeys.requirement)
+            }
+            description.browserKeys = keys
+        }
         if kind.template {
             guard let body = values["BodyTemplate"], !body.isNil, !body.text.isEmpty else {
                 throw ParseError(description: "BodyTemplate is required in a template registration")
@@ -174,7 +186,8 @@ public enum RegistrationXML {
         xml += "<RegistrationId>\(escape(registration.id))</RegistrationId>"
         xml += body(
             platform: registration.platform, handle: registration.handle, tags: registration.tags,
-            pushVariables: registration.pushVariables, secondaryTileName: registration.secondaryTileName, template: registration.template
+            pushVariables: registration.pushVariables, secondaryTileName: registration.secondaryTileName, template: registration.template,
+            browserKeys: registration.browserKeys
         )
         return xml + "</\(element)>"
     }
@@ -188,7 +201,7 @@ public enum RegistrationXML {
         xml += body(
             platform: description.platform, handle: description.handle, tags: description.tags,
             pushVariables: description.pushVariables, secondaryTileName: description.secondaryTileName, template: description.template,
-            handleElement: kind(of: element)?.handleElement
+            browserKeys: description.browserKeys, handleElement: kind(of: element)?.handleElement
         )
         return xml + "</\(element)></content></entry>"
     }
@@ -200,13 +213,14 @@ public enum RegistrationXML {
             case .gcm: "Gcm"
             case .fcmv1: "FcmV1"
             case .windows: "Windows"
+            case .browser: "Browser"
             }
         return prefix + (template ? "Template" : "") + "RegistrationDescription"
     }
 
     private static func body(
         platform: HubPlatform, handle: String, tags: [String], pushVariables: String?, secondaryTileName: String?,
-        template: HubRegistration.Template?, handleElement: String? = nil
+        template: HubRegistration.Template?, browserKeys: BrowserKeys? = nil, handleElement: String? = nil
     ) -> String {
         var xml = ""
         if !tags.isEmpty { xml += "<Tags>\(escape(tags.joined(separator: ",")))</Tags>" }
@@ -219,9 +233,11 @@ public enum RegistrationXML {
                 case .gcm: "GcmRegistrationId"
                 case .fcmv1: "FcmV1RegistrationId"
                 case .windows: "ChannelUri"
+                case .browser: "Endpoint"
                 }
             }()
         xml += "<\(handleName)>\(escape(handle))</\(handleName)>"
+        if let browserKeys { xml += "<P256DH>\(escape(browserKeys.p256dh))</P256DH><Auth>\(escape(browserKeys.auth))</Auth>" }
         if platform == .windows, let secondaryTileName { xml += "<SecondaryTileName>\(escape(secondaryTileName))</SecondaryTileName>" }
         guard let template else { return xml }
         xml += "<BodyTemplate>\(cdata(template.body))</BodyTemplate>"
@@ -234,7 +250,7 @@ public enum RegistrationXML {
         case .windows:
             xml += headers("WnsHeader", template.headers)
             xml += template.name.map { "<TemplateName>\(escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
-        case .gcm, .fcmv1:
+        case .gcm, .fcmv1, .browser:
             xml += template.name.map { "<TemplateName>\(escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
         }
         return xml

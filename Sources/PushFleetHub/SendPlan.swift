@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetWebPush
 
 /// A validated send: which registrations it is for and how to make each one's native push.
 struct SendPlan: Sendable {
@@ -18,15 +19,27 @@ struct SendPlan: Sendable {
     /// without a token, as JSON, for the token to be spliced into.
     var applePushType: String?
     var fcmMessage: String?
+    /// A direct browser send's keys (the `P256DH` and `Auth` headers).
+    var directKeys: BrowserKeys?
 
     /// The push services' payload limits.
-    static func payloadLimit(_ platform: HubPlatform) -> Int { platform == .windows ? 5000 : 4096 }
+    static func payloadLimit(_ platform: HubPlatform) -> Int {
+        switch platform {
+        case .windows: 5000
+        // 4,096 bytes of ciphertext, of which aes128gcm's header, delimiter and tag take 103.
+        case .browser: 4096 - 103
+        default: 4096
+        }
+    }
+
+    /// A browser push's time to live at the push service, in seconds: a day.
+    static let browserTTL = 86_400
 
     static func make(_ request: NotificationHub.SendRequest, settings: NotificationHub.Settings) -> Result<SendPlan, NotificationHub.SendFailure> {
         let format = request.format.trimmingCharacters(in: .whitespaces)
         let platform = HubPlatform(format: format)
         guard platform != nil || format.lowercased() == "template" else {
-            return .failure(.badRequest("ServiceBusNotification-Format '\(format)' is not supported here: apple, gcm, fcmv1, windows or template"))
+            return .failure(.badRequest("ServiceBusNotification-Format '\(format)' is not supported here: apple, gcm, fcmv1, windows, browser or template"))
         }
         var expression: TagExpression?
         if let tags = request.tags?.trimmingCharacters(in: .whitespaces), !tags.isEmpty {
@@ -38,6 +51,7 @@ struct SendPlan: Sendable {
         let passthrough = request.headers.filter {
             let name = $0.name.lowercased()
             return name.hasPrefix("apns-") || name.hasPrefix("x-wns-") || name == "x-apns-priority" || name == "servicebusnotification-apns-expiry"
+                || name == "urgency" || name == "topic"
         }
         var plan = SendPlan(platform: platform, expression: expression, body: body, headers: passthrough)
         guard let platform else {
@@ -65,6 +79,14 @@ struct SendPlan: Sendable {
                     return .failure(.badRequest("X-WNS-Type is required for a windows notification that is not toast, tile or badge XML"))
                 }
                 plan.headers.append(.init("X-WNS-Type", type))
+            }
+        case .browser:
+            if request.directHandle != nil {
+                let p256dh = Self.header("P256DH", in: request.headers) ?? ""
+                guard let keys = BrowserKeys(p256dh: p256dh, auth: Self.header("Auth", in: request.headers) ?? "") else {
+                    return .failure(.badRequest("a direct browser send needs the P256DH and Auth headers: \(BrowserKeys.requirement)"))
+                }
+                plan.directKeys = keys
             }
         }
         return .success(plan)
@@ -122,8 +144,43 @@ struct SendPlan: Sendable {
             return .success(
                 NativePush(platform: .windows, handle: handle, headers: wns + [bearer, .init("content-type", raw ? "application/octet-stream" : "text/xml")], body: body)
             )
+        case .browser:
+            return browserPush(body, keys: registration?.browserKeys ?? directKeys, endpoint: handle, settings: settings)
         }
     }
+
+    /// Encrypted for the subscription's keys (RFC 8291, aes128gcm) and signed with the hub's
+    /// browser credential (RFC 8292), as the service sends it to the browser's push service.
+    private func browserPush(_ body: String, keys: BrowserKeys?, endpoint: String, settings: NotificationHub.Settings) -> Result<NativePush, BuildFailure> {
+        guard let keys, let recipient = try? WebPushRecipient(p256dh: keys.p256dh, auth: keys.auth) else {
+            return .failure(BuildFailure(reason: "the browser registration has no usable P256DH and Auth"))
+        }
+        guard let url = URL(string: endpoint), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+            return .failure(BuildFailure(reason: "the browser endpoint is not an http(s) URL"))
+        }
+        let plaintext = Data(body.utf8)
+        guard plaintext.count <= Self.payloadLimit(.browser) else {
+            return .failure(BuildFailure(reason: "the browser payload is \(plaintext.count) bytes, over \(Self.payloadLimit(.browser))"))
+        }
+        let sealed: WebPushCiphertext
+        let authorization: String
+        do {
+            sealed = try WebPushEncryption.encrypt(plaintext, for: recipient)
+            authorization = try settings.browserCredential.authorization(for: url, now: Int64(Date().timeIntervalSince1970))
+        } catch {
+            return .failure(BuildFailure(reason: "the browser push could not be made: \(error)"))
+        }
+        var headers: [HubRegistration.Header] = [
+            .init("authorization", authorization), .init("ttl", String(Self.browserTTL)), .init("content-encoding", sealed.encoding.rawValue),
+            .init("content-type", "application/octet-stream"),
+        ]
+        if let urgency = Self.header("Urgency", in: self.headers) { headers.append(.init("urgency", urgency)) }
+        if let topic = Self.header("Topic", in: self.headers) { headers.append(.init("topic", topic)) }
+        var push = NativePush(platform: .browser, handle: endpoint, headers: headers, body: "")
+        push.payload = sealed.body
+        return .success(push)
+    }
+
 
     // MARK: Helpers
 

@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import PushFleetCore
 import PushFleetHub
+import PushFleetServerSupport
 
 /// The hub's way to the push services: each push goes through the same APNs, FCM v1 and WNS
 /// endpoint code a backend's request would, in process, so every check, limit, fault and
@@ -14,6 +15,7 @@ struct HubDelivery: PushDelivery {
     let fcmProject: String
 
     func deliver(_ push: NativePush) async -> DeliveryAnswer {
+        if push.platform == .browser { return await deliverToBrowser(push) }
         var fields = HTTPFields()
         for header in push.headers where header.name.lowercased() != "authorization" {
             guard let name = HTTPField.Name(header.name) else { return .failed("invalid header name \(header.name)") }
@@ -30,6 +32,8 @@ struct HubDelivery: PushDelivery {
         case .windows:
             guard let channel = Self.channel(push.handle) else { return .failed("not a WNS channel URI of this push service") }
             path = "/wns/\(channel)"
+        case .browser:
+            return .failed("unreachable")
         }
         let head = HTTPRequest(method: .post, scheme: "http", authority: "hub.local", path: path, headerFields: fields)
         let request = Request(head: head, body: .init(buffer: ByteBuffer(string: push.body)))
@@ -38,8 +42,47 @@ struct HubDelivery: PushDelivery {
         case .apple: response = await APNsEndpoint(service: service).handle(request, token: push.handle, hubAt: push.hubAt)
         case .fcmv1, .gcm: response = await FCMEndpoint(service: service).handle(request, project: fcmProject, hubAt: push.hubAt)
         case .windows: response = await WNSEndpoint(service: service).handle(request, channel: String(path.dropFirst("/wns/".count)), hubAt: push.hubAt)
+        case .browser: return .failed("unreachable")
         }
         return Self.answer(response.status.code, platform: push.platform)
+    }
+
+    /// A Web Push message to the endpoint, as the hub signed and encrypted it: posted to the
+    /// endpoint's path with its host as the authority (the VAPID audience), on a connection as
+    /// secure as the endpoint's scheme says.
+    private func deliverToBrowser(_ push: NativePush) async -> DeliveryAnswer {
+        guard let url = URLComponents(string: push.handle), let scheme = url.scheme, scheme == "http" || scheme == "https", let host = url.host,
+            let token = Self.subscription(url)
+        else { return .failed("not a Web Push endpoint of this push service") }
+        var fields = HTTPFields()
+        for header in push.headers {
+            guard let name = HTTPField.Name(header.name) else { return .failed("invalid header name \(header.name)") }
+            fields.append(HTTPField(name: name, value: header.value))
+        }
+        let authority = host + (url.port.map { ":\($0)" } ?? "")
+        let path = url.percentEncodedPath + (url.percentEncodedQuery.map { "?" + $0 } ?? "")
+        let head = HTTPRequest(method: .post, scheme: scheme, authority: authority, path: path, headerFields: fields)
+        let request = Request(head: head, body: .init(buffer: ByteBuffer(bytes: push.payload ?? Data())))
+        let response = await ConnectionState.$current.withValue(ConnectionState(isTLS: scheme == "https")) {
+            await WebPushEndpoint(service: service).handle(request, token: token, hubAt: push.hubAt)
+        }
+        return Self.answer(response.status.code, platform: .browser)
+    }
+
+    /// The subscription id in an endpoint of any form the push service mints.
+    static func subscription(_ url: URLComponents) -> String? {
+        let parts = url.percentEncodedPath.split(separator: "/").map(String.init)
+        let token: String? =
+            switch parts.count {
+            case 1 where parts[0] == "w": url.queryItems?.first { $0.name == "token" }?.value
+            case 1: parts[0]
+            case 2 where parts[0] == "wp": parts[1]
+            case 3 where parts[0] == "fcm" && parts[1] == "send": parts[2]
+            case 3 where parts[0] == "wpush" && (parts[1] == "v1" || parts[1] == "v2"): parts[2]
+            default: nil
+            }
+        guard let token, TokenRules.isValidWebPush(token[...]) else { return nil }
+        return token
     }
 
     func took(_ note: HubNote) {
@@ -50,7 +93,7 @@ struct HubDelivery: PushDelivery {
     static func answer(_ status: Int, platform: HubPlatform) -> DeliveryAnswer {
         switch (platform, status) {
         case (_, 200...299): .accepted
-        case (.apple, 410), (.fcmv1, 404), (.gcm, 404), (.windows, 404), (.windows, 410): .handleExpired
+        case (.apple, 410), (.fcmv1, 404), (.gcm, 404), (.windows, 404), (.windows, 410), (.browser, 404), (.browser, 410): .handleExpired
         case (_, 429), (.windows, 406): .throttled
         default: .failed("status \(status)")
         }
