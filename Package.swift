@@ -282,6 +282,7 @@ let package = Package(
                 "PushFleetBackend",
                 "PushFleetMockPush",
                 "PushFleetHub",
+                "PushFleetWebPush",
                 "PushFleetBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

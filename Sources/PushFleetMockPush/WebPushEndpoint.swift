@@ -56,7 +56,7 @@ struct WebPushEndpoint {
             switch self {
             case .fcm: "fcm.googleapis.com"
             case .mozilla: "updates.push.services.mozilla.com"
-            case .windows: "wns2-par02p.notify.windows.com"
+            case .windows: "wns2-pf.notify.windows.com"
             case .apple: "web.push.apple.com"
             }
         }

@@ -4,6 +4,7 @@ import Logging
 import PushFleetBackend
 import PushFleetEmbedded
 import PushFleetHub
+import PushFleetWebPush
 import PushFleetLauncher
 import PushFleetMockPush
 import PushFleetServerSupport
@@ -115,6 +116,8 @@ struct Serve: AsyncParsableCommand {
                     lines.append(
                         "hub listen-only connection string: \(hub.connectionString(keyName: NotificationHub.Settings.listenKeyName).withoutEntityPath)"
                     )
+                    let browser = system.configuration.pushServer.hub?.browserCredential ?? hub.browserCredential
+                    lines.append("hub browser credential: VAPID public key \(browser.applicationServerKey), subject \(browser.subject)")
                 }
             }
             if let through = system.configuration.backend.hub {

@@ -13,12 +13,16 @@ import Testing
 /// service with the backend's key, register their subscription, and decrypt every push.
 @Suite("Web Push fleet", .serialized)
 struct WebPushFleetTests {
-    @Test("four platforms against the embedded system: every browser subscribes, every push to each platform is delivered exactly")
-    func fourPlatforms() async throws {
+    @Test(
+        "four platforms against the embedded system, directly and through the hub: every browser subscribes, every push to each platform is delivered exactly",
+        arguments: [false, true]
+    )
+    func fourPlatforms(hub: Bool) async throws {
         let yaml = """
             name: four
             seed: 8030
             target: embedded
+            embedded: { hub: \(hub) }
             fleet:
               users: 16
               devices_per_user: 2
@@ -51,5 +55,8 @@ struct WebPushFleetTests {
         #expect(result.passed, "\(result.thresholds.filter { !$0.passed })")
         let html = String(decoding: try ReportFiles.render(result).first { $0.name == "report.html" }!.data, as: UTF8.self)
         #expect(html.contains(">webpush<"))
+        // Through the hub, every delivery took the hub's hop, the browsers' too.
+        let hubHop = result.operations.first { $0.name == MetricName.hopHub }?.count ?? 0
+        #expect(hub ? hubHop == result.delivery.delivered : hubHop == 0, "\(hubHop) of \(result.delivery.delivered)")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import PropertyBased
 import PushFleetCore
 @testable import PushFleetHub
+import PushFleetWebPush
 import PushFleetTestSupport
 import Testing
 
@@ -106,15 +107,20 @@ struct HubUnitTests {
             written
                 == #"<WindowsTemplateRegistrationDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><ETag>3</ETag><ExpirationTime>9999-12-31T23:59:59.9999999Z</ExpirationTime><RegistrationId>r-1</RegistrationId><Tags>a,b</Tags><ChannelUri>https://db5.notify.windows.com/?token=x</ChannelUri><BodyTemplate><![CDATA[<toast><text>$(m)</text></toast>]]></BodyTemplate><WnsHeaders><WnsHeader><Header>X-WNS-Type</Header><Value>wns/toast</Value></WnsHeader></WnsHeaders><TemplateName>t</TemplateName></WindowsTemplateRegistrationDescription>"#
         )
-        // Each platform and template round-trips through the request writer and the reader.
+        // Each platform and template round-trips through the request writer and the reader; a
+        // browser's with its keys.
+        let browser = WebPushKeys.generate()
+        let keys = try #require(BrowserKeys(p256dh: browser.p256dh, auth: browser.auth))
         for platform in HubPlatform.allCases {
             for template in [nil, HubRegistration.Template(body: #"{"x":"$(y)"} ]]> end"#, name: "n", headers: platform == .windows ? [.init("X-WNS-Type", "wns/raw")] : [])] {
                 let original = RegistrationXML.Description(
                     platform: platform, handle: "h<&>\"", tags: ["t1", "a:b@c#d.e-f_g"], pushVariables: #"{"v":"1"}"#,
-                    template: template, elementName: RegistrationXML.elementName(platform, template: template != nil)
+                    template: template, elementName: RegistrationXML.elementName(platform, template: template != nil),
+                    browserKeys: platform == .browser ? keys : nil
                 )
                 let read = try RegistrationXML.parse(Data(RegistrationXML.requestEntry(original).utf8))
                 #expect(read.platform == platform && read.handle == original.handle && read.tags == original.tags && read.template?.body == template?.body)
+                #expect(read.browserKeys == original.browserKeys)
                 // The hub's own tags are never read from a registration.
                 var reserved = original
                 reserved.tags.append("$InstallationId:{i}")

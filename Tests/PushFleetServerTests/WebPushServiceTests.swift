@@ -150,7 +150,7 @@ struct WebPushServiceTests {
                             .POST, "\(base)/webpush/subscriptions", headers: [("Content-Type", "application/json")],
                             body: Data(#"{"service":"\#(service)","public":true}"#.utf8)
                         )
-                        let publicHost = service == "windows" ? "wns2-par02p.notify.windows.com" : host
+                        let publicHost = service == "windows" ? "wns2-pf.notify.windows.com" : host
                         let publicToken = try JSONDecoder().decode(Minted.self, from: Data(publicForm.text.utf8)).token
                         #expect(try JSONDecoder().decode(Minted.self, from: Data(publicForm.text.utf8)).endpoint == "https://\(publicHost):\(tls.port)\(path)\(publicToken)")
                         let browser = WebPushKeys.generate()

@@ -15,7 +15,7 @@ trap cleanup EXIT
 
 ip link set lo up
 cp /etc/hosts "$work/hosts"
-echo "127.0.0.1 fcm.googleapis.com updates.push.services.mozilla.com wns2-par02p.notify.windows.com web.push.apple.com" >>"$work/hosts"
+echo "127.0.0.1 fcm.googleapis.com updates.push.services.mozilla.com wns2-pf.notify.windows.com web.push.apple.com" >>"$work/hosts"
 mount --bind "$work/hosts" /etc/hosts
 
 "$pf" serve --backend-listen 127.0.0.1:8080 --pns-listen 127.0.0.1:8090 --pns-tls-listen 127.0.0.1:443 \
