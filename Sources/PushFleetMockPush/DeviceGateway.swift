@@ -58,7 +58,7 @@ struct DeviceGateway {
             if Self.address(from: request.uri) == nil {
                 throw HTTPError(
                     .badRequest,
-                    message: "platform (apns, fcm or wns) and a valid token are required: /device?platform=apns&token=<hex>"
+                    message: "platform (apns, fcm, wns or webpush) and a valid token are required: /device?platform=apns&token=<hex>"
                 )
             }
             throw HTTPError(.upgradeRequired, message: "open a WebSocket on this path")

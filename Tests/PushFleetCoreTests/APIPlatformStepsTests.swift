@@ -148,10 +148,10 @@ struct APIPlatformStepsTests {
         )
         let expected = [
             "api.login: login is the user's, made once for all of a user's devices: one request, not one per platform",
-            "api.register.method: a step keyed by platform has only apns, fcm, wns, each with its own requests; 'method' belongs inside them",
+            "api.register.method: a step keyed by platform has only apns, fcm, wns, webpush, each with its own requests; 'method' belongs inside them",
             "api.unregister.apns: a platform's requests are one request, a list or {requests: [...]}, not keyed by platform again",
             "api.send.plain.apns.per_platform: a send keyed by platform makes one call per targeted platform already; leave per_platform out",
-            "api.send.plain.fmc: a step keyed by platform has only apns, fcm, wns, each with its own requests; 'fmc' belongs inside them (did you mean 'fcm'?)",
+            "api.send.plain.fmc: a step keyed by platform has only apns, fcm, wns, webpush, each with its own requests; 'fmc' belongs inside them (did you mean 'fcm'?)",
         ]
         for message in expected { #expect(found.contains { $0.contains(message) }, "\(message)\n\(found.joined(separator: "\n"))") }
     }

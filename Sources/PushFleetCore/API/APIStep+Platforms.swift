@@ -22,7 +22,7 @@ extension APIStep {
     }
 
     /// Every request the step may make, whatever the platform (shared ones first, then each
-    /// platform's in the order apns, fcm, wns).
+    /// platform's in the order apns, fcm, wns, webpush).
     public var allRequests: [APIRequest] {
         requests + Scenario.PlatformName.allCases.flatMap { variants[$0]?.requests ?? [] }
     }
