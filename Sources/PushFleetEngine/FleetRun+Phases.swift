@@ -185,7 +185,7 @@ extension FleetRun {
             builder.judgedWindow = (timeline.trafficStart + span.lowerBound.nanoseconds)..<(timeline.trafficStart + span.upperBound.nanoseconds)
         }
         let result = builder.build(info: info)
-        options.metrics?.setOutcomes(result.delivery)
+        options.metrics?.setOutcomes(result.delivery, byPlatform: result.deliveryByPlatform)
         return result
     }
 

@@ -3,13 +3,15 @@ package import PushFleetCore
 
 /// Live OpenMetrics/Prometheus exposition of a run (`--metrics-listen`), through
 /// swift-prometheus. Labels are low-cardinality only: operation, kind, result, error class,
-/// outcome — never a user or a device.
+/// outcome, platform — never a user or a device.
 public final class LiveMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     let sendsOK: [Scenario.Traffic.Kind: Counter]
     let sendsFailed: [Scenario.Traffic.Kind: Counter]
     let sendsDropped: Counter
     let received: Counter
+    /// The same pushes by the receiving device's platform.
+    let receivedByPlatform: [Scenario.PlatformName: Counter]
     let devicesReady: Gauge
     let devicesFailed: Gauge
     let devicesPlanned: Gauge
@@ -25,6 +27,9 @@ public final class LiveMetrics: Sendable {
     static var errors: MetricNameDescriptor { name("errors", unit: "total", help: "Errors by class") }
     static var pairs: MetricNameDescriptor { name("delivery_pairs", unit: "", help: "Send-device pairs by outcome, final once the run ends") }
     static var devices: MetricNameDescriptor { name("devices", unit: "", help: "Devices by state") }
+    static var platformPairs: MetricNameDescriptor {
+        name("delivery_pairs_by_platform", unit: "", help: "Send-device pairs by the device's platform and outcome, final once the run ends")
+    }
 
     public init() {
         let registry = self.registry
@@ -37,6 +42,10 @@ public final class LiveMetrics: Sendable {
         sendsFailed = counters("failed")
         sendsDropped = registry.makeCounter(descriptor: Self.name("sends_dropped", unit: "total", help: "Sends due while max_in_flight were open"))
         received = registry.makeCounter(descriptor: Self.name("pushes_received", unit: "total", help: "Pushes received by devices"))
+        let byPlatform = Self.name("pushes_received_by_platform", unit: "total", help: "Pushes received by devices, by platform")
+        receivedByPlatform = Dictionary(uniqueKeysWithValues: Scenario.PlatformName.allCases.map {
+            ($0, registry.makeCounter(descriptor: byPlatform, labels: [("platform", $0.rawValue)]))
+        })
         devicesReady = registry.makeGauge(descriptor: Self.devices, labels: [("state", "ready")])
         devicesFailed = registry.makeGauge(descriptor: Self.devices, labels: [("state", "failed")])
         devicesPlanned = registry.makeGauge(descriptor: Self.name("devices_planned", unit: "", help: "Devices the scenario plans"))
@@ -55,12 +64,16 @@ public final class LiveMetrics: Sendable {
     }
 
     /// Final pair counts by outcome, set when the run's verdict is made.
-    package func setOutcomes(_ counts: DeliveryLedger.Counts) {
+    package func setOutcomes(_ counts: DeliveryLedger.Counts, byPlatform: [String: DeliveryLedger.Counts] = [:]) {
         // Singular outcome names, as the label values have always been.
         let singular = ["duplicates": "duplicate", "leaks": "leak"]
-        let values = DeliveryLedger.Counts.fields.map { (singular[$0.name] ?? $0.name, counts[keyPath: $0.path]) }
-        for (outcome, value) in values {
-            registry.makeGauge(descriptor: Self.pairs, labels: [("outcome", outcome)]).set(to: Double(value))
+        for field in DeliveryLedger.Counts.fields {
+            let outcome = singular[field.name] ?? field.name
+            registry.makeGauge(descriptor: Self.pairs, labels: [("outcome", outcome)]).set(to: Double(counts[keyPath: field.path]))
+            for (platform, platformCounts) in byPlatform {
+                registry.makeGauge(descriptor: Self.platformPairs, labels: [("platform", platform), ("outcome", outcome)])
+                    .set(to: Double(platformCounts[keyPath: field.path]))
+            }
         }
     }
 

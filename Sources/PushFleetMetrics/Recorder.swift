@@ -132,6 +132,7 @@ package final class Recorder: Sendable {
         case .sendDropped: metrics.sendsDropped.increment()
         case .receipt(let receipt, _):
             metrics.received.increment()
+            if receipt.device < state.ledger.devices.count { metrics.receivedByPlatform[state.ledger.devices[receipt.device].platform]?.increment() }
             if case .send(let id) = receipt.attribution, let send = state.ledger.sends[id] {
                 metrics.latency(MetricName.delivery).recordNanoseconds(receipt.time - send.intended)
             }

@@ -48,6 +48,10 @@ public enum ReportFiles {
             ("sends_late_start", number(r.counters["sends.late_start"])),
         ]
         for field in DeliveryLedger.Counts.fields { rows.append((field.name, String(c[keyPath: field.path]))) }
+        // Each platform's pairs, under `<platform>.<outcome>`.
+        for (platform, counts) in r.deliveryByPlatform.sorted(by: { $0.key < $1.key }) {
+            for field in DeliveryLedger.Counts.fields { rows.append(("\(platform).\(field.name)", String(counts[keyPath: field.path]))) }
+        }
         let failed = r.thresholds.filter { !$0.passed }.map { "\($0.metric): \($0.expression)" }
         rows += [
             ("errors", number(r.counters["errors"])),

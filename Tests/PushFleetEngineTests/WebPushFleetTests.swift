@@ -3,6 +3,8 @@ import Logging
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
+import Prometheus
+import PushFleetMetrics
 import PushFleetReport
 import PushFleetResults
 import PushFleetScenario
@@ -37,10 +39,12 @@ struct WebPushFleetTests {
             thresholds:
               sends.late_start_ratio: []
             """
+        let metrics = LiveMetrics()
         let result = try await RunGate.exclusive {
             let scenario = try ScenarioLoader.parse(yaml, file: "four.yaml")
-            return try await FleetRunner(scenario: scenario, options: .init(scenarioFile: "four.yaml", scenarioText: yaml, version: "test", logger: .init(label: "four")))
-                .run()
+            var options = FleetRunner.Options(scenarioFile: "four.yaml", scenarioText: yaml, version: "test", logger: .init(label: "four"))
+            options.metrics = metrics
+            return try await FleetRunner(scenario: scenario, options: options).run()
         }
         let browsers = try #require(result.deliveryByPlatform["webpush"])
         #expect(result.devices.ready == result.devices.planned && result.devices.failed == 0)
@@ -55,6 +59,12 @@ struct WebPushFleetTests {
         #expect(result.passed, "\(result.thresholds.filter { !$0.passed })")
         let html = String(decoding: try ReportFiles.render(result).first { $0.name == "report.html" }!.data, as: UTF8.self)
         #expect(html.contains(">webpush<"))
+        // Every platform has its rows: in summary.csv and in the live metrics.
+        let summary = String(decoding: try ReportFiles.render(result).first { $0.name == "summary.csv" }!.data, as: UTF8.self)
+        #expect(summary.contains("\nwebpush.delivered,\(browsers.delivered)\n") && summary.contains("\nwebpush.undecryptable,0\n"))
+        let exposition = metrics.registry.emitToString()
+        #expect(exposition.contains("pushfleet_delivery_pairs_by_platform{platform=\"webpush\",outcome=\"delivered\"} \(browsers.delivered)"), "\(exposition)")
+        #expect(exposition.contains("pushfleet_pushes_received_by_platform_total{platform=\"webpush\"} \(browsers.delivered)"))
         // Through the hub, every delivery took the hub's hop, the browsers' too.
         let hubHop = result.operations.first { $0.name == MetricName.hopHub }?.count ?? 0
         #expect(hub ? hubHop == result.delivery.delivered : hubHop == 0, "\(hubHop) of \(result.delivery.delivered)")
