@@ -111,5 +111,23 @@ extension VirtualDevice {
         }
     }
 
+    /// A departing browser's `subscription.unsubscribe()`: its endpoint answers 410 from now on,
+    /// so a backend that still pushes to it is told the subscription is gone.
+    func unsubscribe(_ context: RunContext) async {
+        guard let browser, browser.subscription != nil, let shared = context.webPush else { return }
+        let result = await shared.pushService.exchange(
+            .DELETE, "/webpush/subscriptions/\(plan.token)", headers: [], body: nil, timeout: context.scenario.timeouts.connect
+        )
+        switch result {
+        case .success(let exchange) where exchange.status == 204: break
+        case .success(let exchange):
+            context.emit(.error(.status(Self.unsubscribeOperation, exchange.status, answer: exchange.body.readableBytesView), at: exchange.end))
+        case .failure(let error):
+            context.emit(.error(.failed(Self.unsubscribeOperation, error.label), at: error.end))
+        }
+    }
+
+    static let unsubscribeOperation = "webpush.unsubscribe"
+
     private static let endpointPointer = try! JSONPointer("/endpoint")
 }

@@ -216,6 +216,7 @@ final class VirtualDevice: Sendable {
                 if let since { context.emit(.eligibility(device: plan.index, eligible: false, since: since, at: context.now())) }
                 retireChannel()
                 leaveSharedChannel()
+                await unsubscribe(context)
                 return
             }
         }
