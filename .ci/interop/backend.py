@@ -1,10 +1,11 @@
 """A seed-contract AppBackend that sends with real push libraries, unmodified: aioapns (APNs,
-token auth, HTTP/2 over TLS) and firebase-admin (FCM HTTP v1 with a service-account JSON).
+token auth, HTTP/2 over TLS), firebase-admin (FCM HTTP v1 with a service-account JSON) and
+pywebpush (Web Push to a browser's subscription, encrypted and VAPID-signed with py_vapid's key).
 
 Neither library can be told another host: they reach pushfleet's mock push service only through
 a hosts entry and the CA trust (SSL_CERT_FILE, REQUESTS_CA_BUNDLE) that the caller sets up.
 Implements what a plain-send scenario uses: Basic auth (user == password), register, update,
-delete, and POST /api/notifications?pns=apns|fcm&to_tag=U.
+delete, GET /api/webpush/vapid and POST /api/notifications?pns=apns|fcm|webpush&to_tag=U.
 """
 import argparse
 import asyncio
@@ -15,10 +16,14 @@ import uuid
 import firebase_admin
 from aiohttp import web
 from aioapns import APNs, NotificationRequest, PushType
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from firebase_admin import credentials, messaging
+from py_vapid import Vapid01
+from pywebpush import webpush
 
 registrations = {}  # id -> {"platform", "handle", "tags"}
-state = {"apns": None, "fcm_app": None, "sent": {"apns": 0, "fcm": 0}, "failed": []}
+state = {"apns": None, "fcm_app": None, "vapid": None, "sent": {"apns": 0, "fcm": 0, "webpush": 0}, "failed": []}
+PLATFORMS = ("apns", "fcm", "webpush")
 
 
 def caller(request):
@@ -55,8 +60,14 @@ async def update_registration(request):
         raise web.HTTPGone()
     body = await request.json()
     platform = body.get("Platform")
-    if platform not in ("apns", "fcm"):
-        raise web.HTTPBadRequest(text="this backend sends to apns and fcm only")
+    if platform not in PLATFORMS:
+        raise web.HTTPBadRequest(text="this backend sends to apns, fcm and webpush only")
+    if platform == "webpush":
+        try:
+            subscription = json.loads(body.get("Handle") or "")
+            assert subscription["endpoint"] and subscription["keys"]["p256dh"] and subscription["keys"]["auth"]
+        except Exception:
+            raise web.HTTPBadRequest(text="a webpush Handle is the subscription's JSON")
     tags = [t for t in body.get("Tags") or [] if not t.startswith("username:")]
     registrations[rid] = {"platform": platform, "handle": body.get("Handle"), "tags": tags + [f"username:{user}"]}
     return web.Response(status=200)
@@ -81,16 +92,30 @@ async def send_fcm(handle, text):
     await asyncio.get_running_loop().run_in_executor(None, lambda: messaging.send(message, app=state["fcm_app"]))
 
 
+def send_webpush_sync(handle, text):
+    webpush(subscription_info=json.loads(handle), data=text, vapid_private_key=state["vapid"],
+            vapid_claims={"sub": "mailto:interop@pushfleet.invalid"}, ttl=600)
+
+
+async def send_webpush(handle, text):
+    await asyncio.get_running_loop().run_in_executor(None, lambda: send_webpush_sync(handle, text))
+
+
+async def vapid_key(request):
+    point = state["vapid"].public_key.public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+    return web.json_response({"publicKey": base64.urlsafe_b64encode(point).decode().rstrip("=")})
+
+
 async def notify(request):
     user = caller(request)
     pns = request.query.get("pns")
     to = request.query.get("to_tag")
-    if pns not in ("apns", "fcm") or not to:
+    if pns not in PLATFORMS or not to:
         raise web.HTTPBadRequest()
     message = await request.json()
     text = f"From {user}: {message}"
     targets = [r["handle"] for r in registrations.values() if r["platform"] == pns and f"username:{to}" in r["tags"]]
-    send = send_apns if pns == "apns" else send_fcm
+    send = {"apns": send_apns, "fcm": send_fcm, "webpush": send_webpush}[pns]
     results = await asyncio.gather(*(send(handle, text) for handle in targets), return_exceptions=True)
     errors = [r for r in results if isinstance(r, Exception)]
     state["sent"][pns] += len(results) - len(errors)
@@ -124,6 +149,8 @@ def main():
         with open(args.apns_key) as key:
             state["apns"] = APNs(key=key.read(), key_id=args.apns_key_id, team_id=args.apns_team_id, topic=args.apns_topic)
         state["fcm_app"] = firebase_admin.initialize_app(credentials.Certificate(args.service_account))
+        state["vapid"] = Vapid01()
+        state["vapid"].generate_keys()
 
     app = web.Application()
     app.on_startup.append(start)
@@ -132,6 +159,7 @@ def main():
         web.put("/api/register/{id}", update_registration),
         web.delete("/api/register/{id}", delete_registration),
         web.post("/api/notifications", notify),
+        web.get("/api/webpush/vapid", vapid_key),
         web.get("/stats", stats),
         web.get("/health", health),
     ])
