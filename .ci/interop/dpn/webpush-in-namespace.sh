@@ -12,6 +12,7 @@ py="$venv/bin/python"
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
+source "$here/../django.sh"
 
 ip link set lo up
 cp /etc/hosts "$work/hosts"
@@ -51,19 +52,10 @@ for i in range(1, 21):
 "
   "$py" -m django runserver 127.0.0.1:8084 --noreload >"$PFDPN_STATE/backend.log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 1 100); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8084/api-token-auth/ || true)
-    [ "$code" = 405 ] && return 0
-    sleep 0.2
-  done
-  echo "django-push-notifications did not start" >&2; cat "$PFDPN_STATE/backend.log" >&2; return 1
+  wait_django 8084 /api-token-auth/ 405 django-push-notifications "$PFDPN_STATE/backend.log"
 }
 
-stop_backend() {
-  kill "${pids[-1]}" 2>/dev/null || true
-  wait "${pids[-1]}" 2>/dev/null || true
-  for _ in $(seq 1 50); do curl -s -o /dev/null http://127.0.0.1:8084/ || return 0; sleep 0.1; done
-}
+stop_backend() { stop_django 8084; }
 
 headline() {
   "$py" - "$1" <<'PY'

@@ -11,6 +11,7 @@ py="$venv/bin/python"
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
+source "$here/../django.sh"
 
 ip link set lo up
 cp /etc/hosts "$work/hosts"
@@ -42,19 +43,10 @@ for i in range(1, 25):
 "
   "$py" -m django runserver 127.0.0.1:8082 --noreload >"$PFFCM_STATE/backend.log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 1 100); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8082/api/token/ || true)
-    [ "$code" = 405 ] && return 0
-    sleep 0.2
-  done
-  echo "fcm-django did not start" >&2; cat "$PFFCM_STATE/backend.log" >&2; return 1
+  wait_django 8082 /api/token/ 405 fcm-django "$PFFCM_STATE/backend.log"
 }
 
-stop_backend() {
-  kill "${pids[-1]}" 2>/dev/null || true
-  wait "${pids[-1]}" 2>/dev/null || true
-  for _ in $(seq 1 50); do curl -s -o /dev/null http://127.0.0.1:8082/ || return 0; sleep 0.1; done
-}
+stop_backend() { stop_django 8082; }
 
 headline() {
   "$py" - "$1" <<'PY'
