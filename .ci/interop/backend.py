@@ -1,17 +1,22 @@
 """A seed-contract AppBackend that sends with real push libraries, unmodified: aioapns (APNs,
 token auth, HTTP/2 over TLS), firebase-admin (FCM HTTP v1 with a service-account JSON) and
-pywebpush (Web Push to a browser's subscription, encrypted and VAPID-signed with py_vapid's key).
+pywebpush (Web Push to a browser's subscription, encrypted and VAPID-signed with py_vapid's key);
+WNS as Microsoft documents it, with aiohttp: a client-credentials token from
+login.live.com/accesstoken.srf, then a toast POSTed to the channel URI the device registered.
 
 Neither library can be told another host: they reach pushfleet's mock push service only through
 a hosts entry and the CA trust (SSL_CERT_FILE, REQUESTS_CA_BUNDLE) that the caller sets up.
 Implements what a plain-send scenario uses: Basic auth (user == password), register, update,
-delete, GET /api/webpush/vapid and POST /api/notifications?pns=apns|fcm|webpush&to_tag=U.
+delete, GET /api/webpush/vapid and POST /api/notifications?pns=apns|fcm|wns|webpush&to_tag=U.
 """
 import argparse
 import asyncio
 import base64
 import json
 import uuid
+from xml.sax.saxutils import escape
+
+import aiohttp
 
 import firebase_admin
 from aiohttp import web
@@ -22,8 +27,8 @@ from py_vapid import Vapid01
 from pywebpush import webpush
 
 registrations = {}  # id -> {"platform", "handle", "tags"}
-state = {"apns": None, "fcm_app": None, "vapid": None, "sent": {"apns": 0, "fcm": 0, "webpush": 0}, "failed": []}
-PLATFORMS = ("apns", "fcm", "webpush")
+state = {"apns": None, "fcm_app": None, "vapid": None, "wns_token": None, "sent": {"apns": 0, "fcm": 0, "wns": 0, "webpush": 0}, "failed": []}
+PLATFORMS = ("apns", "fcm", "wns", "webpush")
 
 
 def caller(request):
@@ -61,7 +66,9 @@ async def update_registration(request):
     body = await request.json()
     platform = body.get("Platform")
     if platform not in PLATFORMS:
-        raise web.HTTPBadRequest(text="this backend sends to apns, fcm and webpush only")
+        raise web.HTTPBadRequest(text="this backend sends to apns, fcm, wns and webpush only")
+    if platform == "wns" and not (body.get("Handle") or "").startswith(("http://", "https://")):
+        raise web.HTTPBadRequest(text="a wns Handle is the channel URI")
     if platform == "webpush":
         try:
             subscription = json.loads(body.get("Handle") or "")
@@ -92,6 +99,26 @@ async def send_fcm(handle, text):
     await asyncio.get_running_loop().run_in_executor(None, lambda: messaging.send(message, app=state["fcm_app"]))
 
 
+async def wns_token(session):
+    if state["wns_token"] is None:
+        form = {"grant_type": "client_credentials", "client_id": "ms-app://s-1-15-2-interop", "client_secret": "interop-secret",
+                "scope": "notify.windows.com"}
+        async with session.post("https://login.live.com/accesstoken.srf", data=form) as answer:
+            if answer.status != 200:
+                raise RuntimeError(f"WNS OAuth {answer.status} {await answer.text()}")
+            state["wns_token"] = (await answer.json())["access_token"]
+    return state["wns_token"]
+
+
+async def send_wns(handle, text):
+    toast = f'<toast><visual><binding template="ToastText01"><text id="1">{escape(text)}</text></binding></visual></toast>'
+    async with aiohttp.ClientSession() as session:
+        headers = {"Authorization": f"Bearer {await wns_token(session)}", "X-WNS-Type": "wns/toast", "Content-Type": "text/xml"}
+        async with session.post(handle, data=toast.encode(), headers=headers) as answer:
+            if answer.status != 200:
+                raise RuntimeError(f"WNS {answer.status} {answer.headers.get('X-WNS-Error-Description', '')}")
+
+
 def send_webpush_sync(handle, text):
     webpush(subscription_info=json.loads(handle), data=text, vapid_private_key=state["vapid"],
             vapid_claims={"sub": "mailto:interop@pushfleet.invalid"}, ttl=600)
@@ -115,7 +142,7 @@ async def notify(request):
     message = await request.json()
     text = f"From {user}: {message}"
     targets = [r["handle"] for r in registrations.values() if r["platform"] == pns and f"username:{to}" in r["tags"]]
-    send = {"apns": send_apns, "fcm": send_fcm, "webpush": send_webpush}[pns]
+    send = {"apns": send_apns, "fcm": send_fcm, "wns": send_wns, "webpush": send_webpush}[pns]
     results = await asyncio.gather(*(send(handle, text) for handle in targets), return_exceptions=True)
     errors = [r for r in results if isinstance(r, Exception)]
     state["sent"][pns] += len(results) - len(errors)
