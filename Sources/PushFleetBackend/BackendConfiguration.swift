@@ -1,3 +1,4 @@
+public import Crypto
 public import Foundation
 public import PushFleetCore
 public import PushFleetHub
@@ -37,10 +38,9 @@ public struct BackendConfiguration: Sendable {
     public var apnsKeyID = "PFKEY00001"
     public var apnsTeamID = "PFTEAM0001"
     public var apnsKeyPEM: String?
-    /// The VAPID key (a raw P-256 private key, 32 bytes) Web Push is signed with, and whose
-    /// public half browsers subscribe with; made at start when nil. Behind a hub, the hub's
-    /// browser credential.
-    public var vapidPrivateKey: Data?
+    /// The VAPID key Web Push is signed with, and whose public half browsers subscribe with;
+    /// made at start when nil. Behind a hub, the hub's browser credential.
+    public var vapidKey: P256.Signing.PrivateKey?
     /// The WNS client (package SID and secret) the backend authenticates as.
     public var wnsClientID = "ms-app://s-1-15-2-pushfleet-backend"
     public var wnsClientSecret = "pushfleet-backend-secret"

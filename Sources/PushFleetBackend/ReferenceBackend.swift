@@ -84,10 +84,7 @@ public final class ReferenceBackend: Sendable {
             ),
             baseURL: pushServiceURL,
             counters: counters,
-            vapid: VAPIDSigner(
-                key: configuration.vapidPrivateKey.flatMap { try? P256.Signing.PrivateKey(rawRepresentation: $0) } ?? .init(),
-                subject: "mailto:pushfleet@example.com"
-            )
+            vapid: VAPIDSigner(key: configuration.vapidKey ?? .init(), subject: "mailto:pushfleet@example.com")
         )
         self.hubSender = configuration.hub.map { hub in
             HubSender(

@@ -71,13 +71,12 @@ public struct EmbeddedSystem: Sendable {
         let h2Share = both ? 0.125 : 0.25
         configuration.pushServer.http2Limits = configuration.pushServer.http2Limits.resolved(share: h2Share)
         // One VAPID key for every restart too: browsers stay subscribed with its public half.
-        if configuration.backend.vapidPrivateKey == nil { configuration.backend.vapidPrivateKey = P256.Signing.PrivateKey().rawRepresentation }
+        let vapidKey = configuration.backend.vapidKey ?? P256.Signing.PrivateKey()
+        configuration.backend.vapidKey = vapidKey
         if configuration.throughHub, embeddedPush {
             var hub = configuration.pushServer.hub ?? NotificationHub.Settings(registrationTTL: configuration.backend.registrationTTL)
             // The hub signs browser pushes with the key the backend's pages subscribe with.
-            if let key = configuration.backend.vapidPrivateKey.flatMap({ try? P256.Signing.PrivateKey(rawRepresentation: $0) }) {
-                hub.browserCredential = VAPIDSigner(key: key, subject: hub.browserCredential.subject)
-            }
+            hub.browserCredential = VAPIDSigner(key: vapidKey, subject: hub.browserCredential.subject)
             configuration.pushServer.hub = hub
             configuration.backend.hub = hub.connectionString()
             configuration.backend.hubAtPushService = true

@@ -6,13 +6,18 @@ import Synchronization
 
 /// What a browser hands its backend (W3C Push API `PushSubscription.toJSON()`), field by field.
 struct BrowserSubscription: Sendable {
-    var endpoint: String
-    var p256dh: String
-    var auth: String
+    let endpoint: String
+    let p256dh: String
+    let auth: String
+    /// `{"endpoint":…,"keys":{"auth":…,"p256dh":…}}`, as a page posts it: made once, as every
+    /// request a browser renders (a fetch per push too) may name it.
+    let json: String
 
-    /// `{"endpoint":…,"keys":{"auth":…,"p256dh":…}}`, as a page posts it.
-    var json: String {
-        WebPushSubscription(endpoint: endpoint, keys: .init(p256dh: p256dh, auth: auth)).json
+    init(endpoint: String, p256dh: String, auth: String) {
+        self.endpoint = endpoint
+        self.p256dh = p256dh
+        self.auth = auth
+        json = WebPushSubscription(endpoint: endpoint, keys: .init(p256dh: p256dh, auth: auth)).json
     }
 }
 
