@@ -54,6 +54,14 @@ public struct BrowserKeys: Sendable, Equatable, Hashable {
     }
 
     public static let requirement = "P256DH must be the subscription's P-256 public key and Auth its 16-byte secret, both base64url"
+
+    /// Whether `text` can be a subscription's endpoint: an absolute http(s) URL with a host.
+    public static func isEndpoint(_ text: String) -> Bool {
+        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host else { return false }
+        return (scheme == "https" || scheme == "http") && !host.isEmpty
+    }
+
+    public static let endpointRequirement = "a browser's endpoint must be an absolute http(s) URL"
 }
 
 /// One registration as the hub keeps it: a native or template registration of one device

@@ -71,6 +71,7 @@ public struct Installation: Sendable, Equatable {
             guard let object = value as? [String: Any], let endpoint = object["endpoint"] as? String, !endpoint.isEmpty,
                 endpoint.utf8.count <= 4096
             else { throw Failure(description: "a browser's pushChannel is {endpoint, p256dh, auth}") }
+            guard BrowserKeys.isEndpoint(endpoint) else { throw Failure(description: BrowserKeys.endpointRequirement) }
             guard let keys = BrowserKeys(p256dh: object["p256dh"] as? String ?? "", auth: object["auth"] as? String ?? "") else {
                 throw Failure(description: BrowserKeys.requirement)
             }

@@ -131,6 +131,7 @@ public enum RegistrationXML {
             template: nil, elementName: element
         )
         if kind.platform == .browser {
+            guard BrowserKeys.isEndpoint(handle) else { throw ParseError(description: BrowserKeys.endpointRequirement) }
             guard let keys = BrowserKeys(p256dh: values["P256DH"]?.text ?? "", auth: values["Auth"]?.text ?? "") else {
                 throw ParseError(description: BrowserKeys.requirement)
             }

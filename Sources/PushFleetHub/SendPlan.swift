@@ -81,7 +81,8 @@ struct SendPlan: Sendable {
                 plan.headers.append(.init("X-WNS-Type", type))
             }
         case .browser:
-            if request.directHandle != nil {
+            if let endpoint = request.directHandle {
+                guard BrowserKeys.isEndpoint(endpoint) else { return .failure(.badRequest(BrowserKeys.endpointRequirement)) }
                 let p256dh = Self.header("P256DH", in: request.headers) ?? ""
                 guard let keys = BrowserKeys(p256dh: p256dh, auth: Self.header("Auth", in: request.headers) ?? "") else {
                     return .failure(.badRequest("a direct browser send needs the P256DH and Auth headers: \(BrowserKeys.requirement)"))
@@ -155,9 +156,8 @@ struct SendPlan: Sendable {
         guard let keys, let recipient = try? WebPushRecipient(p256dh: keys.p256dh, auth: keys.auth) else {
             return .failure(BuildFailure(reason: "the browser registration has no usable P256DH and Auth"))
         }
-        guard let url = URL(string: endpoint), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-            return .failure(BuildFailure(reason: "the browser endpoint is not an http(s) URL"))
-        }
+        // Checked where it entered (a registration, an installation, a direct send's header).
+        guard let url = URL(string: endpoint) else { return .failure(BuildFailure(reason: BrowserKeys.endpointRequirement)) }
         let plaintext = Data(body.utf8)
         guard plaintext.count <= Self.payloadLimit(.browser) else {
             return .failure(BuildFailure(reason: "the browser payload is \(plaintext.count) bytes, over \(Self.payloadLimit(.browser))"))

@@ -52,7 +52,7 @@ struct HubDelivery: PushDelivery {
     /// secure as the endpoint's scheme says.
     private func deliverToBrowser(_ push: NativePush) async -> DeliveryAnswer {
         guard let url = URLComponents(string: push.handle), let scheme = url.scheme, scheme == "http" || scheme == "https", let host = url.host,
-            let token = Self.subscription(url)
+            let token = WebPushEndpoint.subscription(url)
         else { return .failed("not a Web Push endpoint of this push service") }
         var fields = HTTPFields()
         for header in push.headers {
@@ -67,22 +67,6 @@ struct HubDelivery: PushDelivery {
             await WebPushEndpoint(service: service).handle(request, token: token, hubAt: push.hubAt)
         }
         return Self.answer(response.status.code, platform: .browser)
-    }
-
-    /// The subscription id in an endpoint of any form the push service mints.
-    static func subscription(_ url: URLComponents) -> String? {
-        let parts = url.percentEncodedPath.split(separator: "/").map(String.init)
-        let token: String? =
-            switch parts.count {
-            case 1 where parts[0] == "w": url.queryItems?.first { $0.name == "token" }?.value
-            case 1: parts[0]
-            case 2 where parts[0] == "wp": parts[1]
-            case 3 where parts[0] == "fcm" && parts[1] == "send": parts[2]
-            case 3 where parts[0] == "wpush" && (parts[1] == "v1" || parts[1] == "v2"): parts[2]
-            default: nil
-            }
-        guard let token, TokenRules.isValidWebPush(token[...]) else { return nil }
-        return token
     }
 
     func took(_ note: HubNote) {

@@ -105,6 +105,8 @@ struct WebPushEndpoint {
         let endpoint: String
         if asked.public == true {
             let port = service.tlsPort.load(ordering: .relaxed)
+            // Https on the service's host reaches nothing without this push service's TLS port.
+            guard port != 0 else { return reject(.badRequest, "public endpoints need the push service's TLS listener (serve --pns-tls-listen)") }
             endpoint = Self.endpoint(token: token, service: form, tls: true, authority: form.host + (port == 0 || port == 443 ? "" : ":\(port)"))
         } else {
             endpoint = Self.endpoint(token: token, service: form, tls: ConnectionState.current?.isTLS ?? false, authority: request.head.authority)
@@ -126,6 +128,22 @@ struct WebPushEndpoint {
         case .windows: return "\(base)/w/?token=\(token)"
         case .apple: return "\(base)/\(token)"
         }
+    }
+
+    /// The subscription id in an endpoint of any form the push service mints.
+    static func subscription(_ url: URLComponents) -> String? {
+        let parts = url.percentEncodedPath.split(separator: "/").map(String.init)
+        let token: String? =
+            switch parts.count {
+            case 1 where parts[0] == "w": url.queryItems?.first { $0.name == "token" }?.value
+            case 1: parts[0]
+            case 2 where parts[0] == "wp": parts[1]
+            case 3 where parts[0] == "fcm" && parts[1] == "send": parts[2]
+            case 3 where parts[0] == "wpush" && (parts[1] == "v1" || parts[1] == "v2"): parts[2]
+            default: nil
+            }
+        guard let token, TokenRules.isValidWebPush(token[...]) else { return nil }
+        return token
     }
 
     private func unsubscribe(_ token: String) -> Response {

@@ -133,6 +133,26 @@ struct HubBrowserTests {
                 )
                 #expect(bad.status == 400 && bad.text.contains("P256DH"), "\(bad.text)")
             }
+            // An endpoint that is no http(s) URL, in a registration, an installation and a direct send.
+            for endpoint in ["not a url", "ftp://fcm.googleapis.com/fcm/send/x", "https://", "/fcm/send/relative"] {
+                let bad = try await sdk.request(
+                    .PUT, "registrations/bad",
+                    body: Self.entry("BrowserRegistrationDescription", endpoint: endpoint, p256dh: browser.keys.p256dh, auth: browser.keys.auth, tags: "t"),
+                    headers: type
+                )
+                #expect(bad.status == 400 && bad.text.contains("http(s) URL"), "\(endpoint): \(bad.text)")
+                let installation = #"{"platform":"browser","pushChannel":{"endpoint":"\#(endpoint)","p256dh":"\#(browser.keys.p256dh)","auth":"\#(browser.keys.auth)"}}"#
+                let refused = try await sdk.request(.PUT, "installations/bad", body: Data(installation.utf8), headers: [("Content-Type", "application/json")])
+                #expect(refused.status == 400 && refused.text.contains("http(s) URL"), "\(endpoint): \(refused.text)")
+                let direct = try await sdk.request(
+                    .POST, "messages", query: "&direct", body: Data("x".utf8),
+                    headers: [
+                        ("ServiceBusNotification-Format", "browser"), ("ServiceBusNotification-DeviceHandle", endpoint), ("P256DH", browser.keys.p256dh),
+                        ("Auth", browser.keys.auth),
+                    ]
+                )
+                #expect(direct.status == 400 && direct.text.contains("http(s) URL"), "\(endpoint): \(direct.text)")
+            }
             let good = Self.entry("BrowserRegistrationDescription", endpoint: browser.endpoint, p256dh: browser.keys.p256dh, auth: browser.keys.auth, tags: "username:cy")
             #expect(try await sdk.request(.PUT, "registrations/gone", body: good, headers: type).status == 200)
             let token = String(browser.endpoint.split(separator: "/").last!)

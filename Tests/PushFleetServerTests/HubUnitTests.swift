@@ -114,7 +114,7 @@ struct HubUnitTests {
         for platform in HubPlatform.allCases {
             for template in [nil, HubRegistration.Template(body: #"{"x":"$(y)"} ]]> end"#, name: "n", headers: platform == .windows ? [.init("X-WNS-Type", "wns/raw")] : [])] {
                 let original = RegistrationXML.Description(
-                    platform: platform, handle: "h<&>\"", tags: ["t1", "a:b@c#d.e-f_g"], pushVariables: #"{"v":"1"}"#,
+                    platform: platform, handle: platform == .browser ? "https://fcm.googleapis.com/fcm/send/h?a=1&b='2'" : "h<&>\"", tags: ["t1", "a:b@c#d.e-f_g"], pushVariables: #"{"v":"1"}"#,
                     template: template, elementName: RegistrationXML.elementName(platform, template: template != nil),
                     browserKeys: platform == .browser ? keys : nil
                 )

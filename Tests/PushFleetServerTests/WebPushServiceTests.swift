@@ -187,6 +187,9 @@ struct WebPushServiceTests {
                 ("a token with a slash", Data(#"{"token":"abcdefghijklmnop/q"}"#.utf8), 400),
                 ("a token of 600 characters", Data(#"{"token":"\#(String(repeating: "a", count: 600))"}"#.utf8), 400),
                 ("a body over 4 KB", Data(#"{"token":"\#(String(repeating: "a", count: 5000))"}"#.utf8), 413),
+                // No TLS listener here: an https endpoint on fcm.googleapis.com would reach nothing.
+                ("a public endpoint without TLS", Data(#"{"public":true}"#.utf8), 400),
+                ("public that is no boolean", Data(#"{"public":"yes"}"#.utf8), 400),
             ]
             for (name, body, status) in bodies {
                 #expect(try await TestHTTP.request(.POST, url, body: body).status == status, "\(name)")
