@@ -371,6 +371,7 @@ let package = Package(
                 "PushFleetCore",
                 "PushFleetWire",
                 "PushFleetScenario",
+                "PushFleetWebPush",
                 "PushFleetResults",
                 "PushFleetReport",
                 "PushFleetMetrics",

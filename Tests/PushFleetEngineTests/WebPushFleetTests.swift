@@ -9,6 +9,7 @@ import PushFleetReport
 import PushFleetResults
 import PushFleetScenario
 import PushFleetTestSupport
+import PushFleetWebPush
 import Testing
 
 /// Virtual browsers beside phones against the embedded system: they subscribe at the push
@@ -68,5 +69,62 @@ struct WebPushFleetTests {
         // Through the hub, every delivery took the hub's hop, the browsers' too.
         let hubHop = result.operations.first { $0.name == MetricName.hopHub }?.count ?? 0
         #expect(hub ? hubHop == result.delivery.delivered : hubHop == 0, "\(hubHop) of \(result.delivery.delivered)")
+    }
+
+    /// Browsers only, against the embedded backend, with the applicationServerKey from `source`.
+    static func browsers(keySource: String) -> String {
+        """
+        name: browsers
+        seed: 8292
+        target: embedded
+        fleet:
+          users: 6
+          devices_per_user: 2
+          platforms: { webpush: 1 }
+        lifecycle: [register, connect, receive]
+        traffic:
+          - { kind: plain, rate: 10/s, duration: 2s }
+        deadline: 5s
+        grace: 1s
+        thresholds:
+          sends.late_start_ratio: []
+        api:
+          headers: { Authorization: "{{basic_auth}}" }
+          register:
+            - { name: post, method: POST, path: /api/register, extract: { registration_id: "" } }
+            - name: put
+              method: PUT
+              path: /api/register/{{registration_id}}
+              json: { Platform: "{{device.platform}}", Handle: "{{device.push_token}}", Tags: [] }
+          send:
+            plain: { per_platform: true, method: POST, path: /api/notifications, query: { pns: "{{platform}}", to_tag: "{{to}}" }, json: "{{message}}" }
+          receive:
+            webpush: { application_server_key: \(keySource) }
+        """
+    }
+
+    @Test("a backend whose key page has no key, or browsers bound to a key the backend does not sign with: the run never passes")
+    func wrongKeys() async throws {
+        func run(_ yaml: String) async throws -> RunResult {
+            try await RunGate.exclusive {
+                let scenario = try ScenarioLoader.parse(yaml, file: "browsers.yaml")
+                return try await FleetRunner(
+                    scenario: scenario, options: .init(scenarioFile: "browsers.yaml", scenarioText: yaml, version: "test", logger: .init(label: "browsers"))
+                ).run()
+            }
+        }
+        // The key is looked for where the backend does not put it: no browser can subscribe.
+        let keyless = try await run(Self.browsers(keySource: "{ path: /api/webpush/vapid, json: /nope }"))
+        #expect(!keyless.passed && keyless.devices.failed == keyless.devices.planned, "\(keyless.devices)")
+        #expect(keyless.errors.contains { $0.errorClass == "webpush.vapid_key:no_key" }, "\(keyless.errors.map(\.errorClass))")
+        #expect(keyless.markers.contains { $0.label.contains("has no VAPID public key at json /nope") })
+        // Subscribed with another key: the push service refuses every push the backend signs (403).
+        let other = WebPushKeys.generate().p256dh
+        let foreign = try await run(Self.browsers(keySource: other))
+        #expect(!foreign.passed && foreign.devices.ready == foreign.devices.planned)
+        // The backend answers those sends as failed (its push service refused them): nobody is
+        // expected of a failed send, and the failures fail the run.
+        #expect(foreign.delivery.delivered == 0 && (foreign.counters["sends.failed"] ?? 0) > 0, "\(foreign.delivery) \(foreign.counters)")
+        #expect(foreign.thresholds.contains { $0.metric == "sends.failed_ratio" && !$0.passed })
     }
 }
