@@ -14,7 +14,7 @@ extension DeliveryJudge {
         for (device, indices) in byDevice {
             // Earliest knowledge first: the first tell that applies to a refusal is the one it counts from.
             let told: [(send: Int, start: Int64, known: Int64)] = indices.compactMap { index in
-                guard case .send(let send) = resolve(rejections[index].attribution) else { return nil }
+                guard case .send(let send) = resolve(rejections[index].attribution, at: rejections[index].time) else { return nil }
                 return (send.id, send.start, max(send.end, rejections[index].time))
             }.sorted { $0.known < $1.known }
             guard !told.isEmpty else { continue }
@@ -22,9 +22,9 @@ extension DeliveryJudge {
             for index in indices {
                 let rejection = rejections[index]
                 let own: (id: Int?, start: Int64, end: Int64)
-                switch resolve(rejection.attribution) {
+                switch resolve(rejection.attribution, at: rejection.time) {
                 case .send(let send): own = (send.id, send.start, send.end)
-                case .unknown: own = (nil, rejection.time - deadline, rejection.time)
+                case .unknown, .pastHorizon: own = (nil, rejection.time - deadline, rejection.time)
                 case .otherRun: continue
                 }
                 let known = told.first { tell in

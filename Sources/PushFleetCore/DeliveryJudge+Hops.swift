@@ -45,7 +45,16 @@ extension DeliveryJudge {
         trail.hubInPath = ledger.trail.viaHub || !ledger.trail.hubNotes.isEmpty
         for (_, record) in records {
             var send: Int?
-            if let attribution = record.attribution, case .send(let found) = resolve(attribution) { send = found.id }
+            if let attribution = record.attribution {
+                switch resolve(attribution, at: record.handedAt) {
+                case .send(let found): send = found.id
+                // Still its send's, however late; a folded send's explains nothing else.
+                case .pastHorizon(let id):
+                    guard ledger.sends[id] != nil else { continue }
+                    send = id
+                case .otherRun, .unknown: break
+                }
+            }
             guard let device = devices[record.token] else {
                 if let send, trail.otherTokens[send] == nil { trail.otherTokens[send] = record.token }
                 continue
@@ -60,7 +69,11 @@ extension DeliveryJudge {
         }
         for device in trail.unplaced.keys { trail.unplaced[device]!.sort { $0.record.handedAt < $1.record.handedAt } }
         for note in ledger.trail.hubNotes {
-            if case .send(let send) = resolve(note.attribution) { trail.hubSends.insert(send.id) }
+            switch resolve(note.attribution, at: note.at) {
+            case .send(let send): trail.hubSends.insert(send.id)
+            case .pastHorizon(let id): trail.hubSends.insert(id)
+            case .otherRun, .unknown: break
+            }
         }
     }
 

@@ -22,6 +22,8 @@ struct DeliveryJudge {
 
     enum Resolved {
         case send(Ledger.Send)
+        /// A send of this run whose horizon had passed when the push came (folded or not).
+        case pastHorizon(Int)
         case otherRun
         case unknown
     }
@@ -43,6 +45,8 @@ struct DeliveryJudge {
     private let incidentLimit: Int
     private let listeningEnded: Int64?
     private let window: Range<Int64>?
+    /// A push this long after its send's answer is never credited (nil: no bound).
+    private let horizon: Int64?
     private let history: [[Ledger.Transition]]
     var verdict: Ledger.Verdict
     private var owners: [String: Int] = [:]
@@ -79,6 +83,7 @@ struct DeliveryJudge {
         self.incidentLimit = incidentLimit
         self.listeningEnded = listeningEnded
         self.window = window
+        horizon = ledger.horizon?.nanoseconds
         history = ledger.transitions.map(Ledger.ordered)
         verdict = Ledger.Verdict(byUser: Array(repeating: Ledger.Counts(), count: ledger.devicesOfUser.count))
     }
@@ -129,7 +134,9 @@ struct DeliveryJudge {
     /// Expected pairs that nothing settled, the indeterminate ones, and probe leaks.
     private mutating func closeOut() {
         for pair in unsure where !unsureRefused.contains(pair) { count(pair.device, \.indeterminate) }
-        for pair in expected where !settled.contains(pair) {
+        // In send order: evidence about a device (an unreadable push, a report matched by token)
+        // explains its earliest lost pair, the same on every run.
+        for pair in expected.filter({ !settled.contains($0) }).sorted(by: { ($0.send, $0.device) < ($1.send, $1.device) }) {
             if let listeningEnded, let send = ledger.sends[pair.send], send.start + deadline > listeningEnded {
                 count(pair.device, \.indeterminate)
                 continue
@@ -157,7 +164,12 @@ struct DeliveryJudge {
             return
         }
         let send: Ledger.Send
-        switch resolve(receipt.attribution) {
+        switch resolve(receipt.attribution, at: receipt.time) {
+        case .pastHorizon(let id):
+            guard inWindow(receipt.time) else { return }
+            count(device, \.stale)
+            incident(.stale, send: id, device: device, time: receipt.time, "arrived past the ledger's horizon for its send")
+            return
         case .otherRun:
             guard inWindow(receipt.time) else { return }
             count(device, \.stale)
@@ -228,12 +240,12 @@ struct DeliveryJudge {
     /// doing; before, it could not know.
     private mutating func judge(_ rejection: Ledger.Rejection, knownAt: Int64?) {
         let device = rejection.device
-        switch resolve(rejection.attribution) {
+        switch resolve(rejection.attribution, at: rejection.time) {
         case .otherRun:
             guard inWindow(rejection.time) else { return }
             count(device, \.stale)
             incident(.stale, send: nil, device: device, time: rejection.time, "refused push names a send of another run")
-        case .unknown:
+        case .unknown, .pastHorizon:
             guard inWindow(rejection.time) else { return }
             deadToken(device, send: nil, at: rejection.time, knownAt: knownAt)
         case .send(let send):
@@ -281,15 +293,25 @@ struct DeliveryJudge {
         window?.contains(time) ?? true
     }
 
-    func resolve(_ attribution: Ledger.Attribution) -> Resolved {
-        let id: Int?
+    /// What a push that came at `time` names. Past the horizon, a push that names its send is
+    /// never credited, and one that names only content is taken as content the run does not
+    /// know: once a send is folded, its content ids are forgotten.
+    func resolve(_ attribution: Ledger.Attribution, at time: Int64) -> Resolved {
         switch attribution {
-        case .send(let send): id = send
-        case .content(let content): id = owners[content]
+        case .send(let id):
+            guard let send = ledger.sends[id] else { return ledger.sends.isFolded(id) ? .pastHorizon(id) : .unknown }
+            return past(send, time) ? .pastHorizon(id) : .send(send)
+        case .content(let content):
+            guard let send = owners[content].flatMap({ ledger.sends[$0] }), !past(send, time) else { return .unknown }
+            return .send(send)
         case .otherRun: return .otherRun
-        case .unattributable, .undecryptable: id = nil
+        case .unattributable, .undecryptable: return .unknown
         }
-        return id.flatMap { ledger.sends[$0] }.map(Resolved.send) ?? .unknown
+    }
+
+    private func past(_ send: Ledger.Send, _ time: Int64) -> Bool {
+        guard let horizon else { return false }
+        return time > Saturating.add(send.end, horizon)
     }
 
     mutating func count(_ device: Int, _ path: WritableKeyPath<Ledger.Counts, Int>) {

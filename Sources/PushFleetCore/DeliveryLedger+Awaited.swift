@@ -89,6 +89,8 @@ extension DeliveryLedger {
 
     private mutating func settle(send id: Int, device: Int, at time: Int64) {
         guard let send = sends[id] else {
+            // A folded send awaits nothing.
+            if sends.isFolded(id) { return }
             awaiting.early[id, default: [:]][device] = max(awaiting.early[id]?[device] ?? .min, time)
             return
         }

@@ -100,7 +100,11 @@ extension DeliveryLedger {
         public var total = Counts()
         public var byUser: [Counts]
         public var byPlatform: [Scenario.PlatformName: Counts] = [:]
+        /// The delivered and late pairs of the sends still held; see ``foldedDeliveries``.
         public var deliveries: [Delivery] = []
+        /// Delivered and late pairs of sends folded during the run, not in ``deliveries`` (their
+        /// latencies went to the folding caller's summaries).
+        public var foldedDeliveries = 0
         /// Times of misdelivered receipts, for the timeseries.
         public var misdeliveredAt: [Int64] = []
         /// The first incidents of each outcome, up to the limit per outcome.

@@ -212,6 +212,16 @@ extension DeliveryLedger {
         record.body = nil
     }
 
+    /// The pushes still kept that were handed to the push service before `time`, read.
+    func trailRecords(handedBefore time: Int64) -> [(push: UInt64, record: PushRecord)] {
+        trail.open.compactMap { push, record in
+            guard record.handedAt < time else { return nil }
+            var record = record
+            read(&record)
+            return (push, record)
+        }
+    }
+
     /// Every push still kept, read.
     func trailRecords() -> [(push: UInt64, record: PushRecord)] {
         trail.open.map { push, record in

@@ -7,18 +7,25 @@ extension DeliveryLedger {
     public func verdict(
         deadline: Duration, incidentLimit: Int = 1000, listeningEnded: Int64? = nil, window: Range<Int64>? = nil
     ) -> Verdict {
-        DeliveryJudge.judge(self, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window)
+        let rest = DeliveryJudge.judge(self, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window)
+        // A window judges what is still held; runs judged in windows do not fold.
+        return window == nil ? withFolds(rest, incidentLimit: incidentLimit) : rest
     }
 
     /// Which send each stored content id belongs to: the backend's answer says, or a device that
-    /// fetched it found the send's nonce inside (an answer wins over a fetch).
+    /// fetched it found the send's nonce inside (an answer wins over a fetch). A fetch past its
+    /// send's horizon teaches nothing: by then the send may have been folded.
     func contentOwners() -> [String: Int] {
         var owners: [String: Int] = [:]
         for send in sends.values { if let id = send.contentID { owners[id] = send.id } }
+        let horizon = horizon?.nanoseconds
         for receipt in receipts {
-            if case .send(let id) = receipt.attribution, case .fetched = receipt.content, let content = receipt.contentID {
-                owners[content] = owners[content] ?? id
+            guard case .send(let id) = receipt.attribution, case .fetched = receipt.content, let content = receipt.contentID else { continue }
+            if let horizon {
+                if sends.isFolded(id) { continue }
+                if let send = sends[id], receipt.time > Saturating.add(send.end, horizon) { continue }
             }
+            owners[content] = owners[content] ?? id
         }
         return owners
     }

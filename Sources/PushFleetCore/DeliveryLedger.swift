@@ -184,16 +184,21 @@ public struct DeliveryLedger: Sendable {
         var eligible: Bool
     }
 
-    public private(set) var devices: [Device] = []
-    public private(set) var devicesOfUser: [[Int]]
+    public internal(set) var devices: [Device] = []
+    public internal(set) var devicesOfUser: [[Int]]
     var transitions: [[Transition]] = []
-    public private(set) var sends = SendTable()
-    public private(set) var receipts: [Receipt] = []
+    public internal(set) var sends = SendTable()
+    public internal(set) var receipts: [Receipt] = []
     public internal(set) var rejections: [Rejection] = []
     public private(set) var probeLeaks: [ProbeLeak] = []
     var awaiting = Awaited()
     /// What the push service reported of the run's pushes (``PushTrail``).
     public internal(set) var trail = PushTrail()
+    /// A push that arrives this long after its send's answer is never credited (nil: no bound).
+    /// Sends settled for good are judged and let go once it has passed (``fold(now:deadline:incidentLimit:)``).
+    public var horizon: Duration?
+    /// What folding judged and let go of.
+    var folds = Folds()
 
     public init(users: Int) {
         devicesOfUser = Array(repeating: [], count: users)

@@ -1,0 +1,160 @@
+extension DeliveryLedger {
+    /// What folding judged and let go of: the verdict of the folded sends (without their
+    /// deliveries, which went to the caller), and the sends the kept incidents name.
+    struct Folds: Sendable {
+        var verdict: Verdict?
+        var sends = 0
+        var deliveries = 0
+        /// Sends named by the folded verdict's incidents, for their rows.
+        var incidentSends: [Int: Send] = [:]
+    }
+
+    /// Sends recorded, folded ones included.
+    public var sendsRecorded: Int { sends.count + folds.sends }
+
+    /// Sends judged and let go of so far.
+    public var foldedSends: Int { folds.sends }
+
+    /// A send by id, also when it was folded and an incident names it.
+    public func knownSend(_ id: Int) -> Send? {
+        sends[id] ?? folds.incidentSends[id]
+    }
+
+    /// Judges and lets go of the sends that are settled for good, so that a long run keeps only
+    /// what is open (docs/design.md, "Folding"). A send is settled for good when its answer came
+    /// more than the horizon before `now`, so nothing more can be credited to it, and nothing
+    /// about it needs the rest of the ledger: every pair it expected was received, and no refusal
+    /// or unreceived push of the push service names it. Anything else stays for the end's
+    /// judgement, with its evidence.
+    ///
+    /// Judging the folded sends apart gives what judging them with everything else would give:
+    /// the judge decides such a send from its own receipts alone (duplicates, misdeliveries and
+    /// leaks included). Returns their deliveries, which
+    /// the caller keeps in summary form; the counts, incidents and funnels stay here and are
+    /// added to the final verdict. Without a horizon nothing is folded.
+    public mutating func fold(now: Int64, deadline: Duration, incidentLimit: Int) -> [Delivery] {
+        guard let horizon = horizon?.nanoseconds else { return [] }
+        let cutoff = Saturating.subtract(now, horizon)
+        var candidates: [Int: Send] = [:]
+        for send in sends.values where send.end < cutoff { candidates[send.id] = send }
+        guard !candidates.isEmpty else { return [] }
+        let owners = contentOwners()
+        func named(_ attribution: Attribution) -> Int? {
+            switch attribution {
+            case .send(let id): id
+            case .content(let content): owners[content]
+            case .otherRun, .unattributable, .undecryptable: nil
+            }
+        }
+        var receiptsOf: [Int: [Int]] = [:]
+        for (index, receipt) in receipts.enumerated() {
+            if let id = named(receipt.attribution), candidates[id] != nil { receiptsOf[id, default: []].append(index) }
+        }
+        var spoiled = Set<Int>()
+        for rejection in rejections { if let id = named(rejection.attribution) { spoiled.insert(id) } }
+        // A push of the send the push service took and the device never received.
+        for (_, record) in trailRecords(handedBefore: cutoff) { if let attribution = record.attribution, let id = named(attribution) { spoiled.insert(id) } }
+        var clean: [Int] = []
+        for (id, send) in candidates where !spoiled.contains(id) {
+            if settledForGood(send, receipts: receiptsOf[id] ?? [], horizon: horizon) { clean.append(id) }
+        }
+        guard !clean.isEmpty else { return [] }
+        clean.sort()
+        let folding = Set(clean)
+        var part = DeliveryLedger(users: devicesOfUser.count)
+        part.devices = devices
+        part.devicesOfUser = devicesOfUser
+        part.transitions = transitions
+        part.horizon = self.horizon
+        part.trail.view = trail.view
+        part.trail.viaHub = trail.viaHub
+        for id in clean { part.sends[id] = candidates[id] }
+        var kept: [Receipt] = []
+        kept.reserveCapacity(receipts.count)
+        for receipt in receipts {
+            if let id = named(receipt.attribution), folding.contains(id) { part.receipts.append(receipt) } else { kept.append(receipt) }
+        }
+        receipts = kept
+        var judged = part.verdict(deadline: deadline, incidentLimit: incidentLimit)
+        let deliveries = judged.deliveries
+        judged.deliveries = []
+        for incident in judged.incidents { if let id = incident.send, let send = candidates[id] { folds.incidentSends[id] = send } }
+        folds.verdict = folds.verdict.map { $0.adding(judged, incidentLimit: incidentLimit) } ?? judged
+        folds.sends += clean.count
+        folds.deliveries += deliveries.count
+        sends.fold(clean)
+        trail.hubNotes.removeAll { note in named(note.attribution).map(folding.contains) ?? false }
+        if awaiting.owners != nil {
+            for receipt in part.receipts { if let content = receipt.contentID { awaiting.owners?[content] = nil } }
+            for id in clean { if let content = candidates[id]?.contentID { awaiting.owners?[content] = nil } }
+        }
+        return deliveries
+    }
+
+    /// Whether `send` is decided by `indices` (the receipts naming it) alone: every pair it
+    /// expected was received in time to count. A lost pair is explained by evidence about its
+    /// device (unreadable pushes, reports matched by token), which other sends share.
+    private func settledForGood(_ send: Send, receipts indices: [Int], horizon: Int64) -> Bool {
+        guard send.succeeded else { return true }
+        var received = Set<Int>()
+        for index in indices {
+            let receipt = receipts[index]
+            if receipt.time >= send.start && receipt.time <= send.end + horizon { received.insert(receipt.device) }
+        }
+        for device in devicesOfUser[send.to] where send.targets(devices[device].platform) && !received.contains(device) {
+            let history = Self.ordered(transitions[device])
+            if !Self.changed(history, within: send.start, send.end) && Self.eligible(history, at: send.start) { return false }
+        }
+        return true
+    }
+
+    /// The folded verdict added to the rest's, or the rest's alone.
+    func withFolds(_ rest: Verdict, incidentLimit: Int) -> Verdict {
+        guard let folded = folds.verdict else { return rest }
+        var verdict = folded.adding(rest, incidentLimit: incidentLimit)
+        verdict.deliveries = rest.deliveries
+        verdict.foldedDeliveries = folds.deliveries
+        verdict.pushServiceView = rest.pushServiceView
+        return verdict
+    }
+}
+
+extension DeliveryLedger.Verdict {
+    /// Two verdicts of disjoint sends added: counts, funnels and explanations summed, incidents
+    /// kept up to the limit per outcome (this one's first), deliveries joined.
+    func adding(_ other: Self, incidentLimit: Int) -> Self {
+        var sum = self
+        sum.total = total + other.total
+        for (user, counts) in other.byUser.enumerated() where user < sum.byUser.count { sum.byUser[user] = sum.byUser[user] + counts }
+        for (platform, counts) in other.byPlatform { sum.byPlatform[platform] = (sum.byPlatform[platform] ?? .init()) + counts }
+        sum.deliveries += other.deliveries
+        sum.misdeliveredAt += other.misdeliveredAt
+        var kept: [DeliveryLedger.Outcome: Int] = [:]
+        for incident in incidents { kept[incident.outcome, default: 0] += 1 }
+        for incident in other.incidents where kept[incident.outcome, default: 0] < incidentLimit {
+            kept[incident.outcome, default: 0] += 1
+            sum.incidents.append(incident)
+        }
+        sum.incidents.sort { ($0.time ?? .max, $0.send ?? 0, $0.device ?? 0) < ($1.time ?? .max, $1.send ?? 0, $1.device ?? 0) }
+        for (outcome, count) in other.incidentTotals { sum.incidentTotals[outcome, default: 0] += count }
+        for (explanation, count) in other.explanations { sum.explanations[explanation, default: 0] += count }
+        for (platform, funnel) in other.funnel { sum.funnel[platform] = (sum.funnel[platform] ?? .init()) + funnel }
+        return sum
+    }
+}
+
+extension DeliveryLedger.Funnel {
+    static func + (a: Self, b: Self) -> Self {
+        var sum = a
+        sum.sends += b.sends
+        sum.sendsAccepted += b.sendsAccepted
+        sum.expected += b.expected
+        func add(_ x: Int?, _ y: Int?) -> Int? { x == nil && y == nil ? nil : (x ?? 0) + (y ?? 0) }
+        sum.handed = add(a.handed, b.handed)
+        sum.accepted = add(a.accepted, b.accepted)
+        sum.written = add(a.written, b.written)
+        sum.received += b.received
+        sum.inHand += b.inHand
+        return sum
+    }
+}
