@@ -22,6 +22,8 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
     @Option(help: "Secure sends per second.") var rate = 1000
     @Option(help: "Sending time.") var duration = "60s"
     @Option(help: "Share of the sending time left out of the slope as warm-up (0–0.9).") var warmup = 0.25
+    @Option(help: "The scenario's horizon: sends settled for good are judged and let go of once it has passed (over 5s).")
+    var horizon = "20s"
 
     public init() {}
 
@@ -31,12 +33,15 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
         guard (0...0.9).contains(warmup) else { throw ValidationError("--warmup must be 0 to 0.9") }
         let seconds = try Bench.duration(duration, flag: "--duration").seconds
         guard seconds >= 10, seconds <= 86_400 else { throw ValidationError("--duration must be 10s to 24h") }
+        let horizon = try Bench.duration(horizon, flag: "--horizon")
+        guard horizon > .seconds(5), horizon <= .seconds(86_400) else { throw ValidationError("--horizon must be over 5s (the deadline) and at most 24h") }
     }
 
     struct Sample: Sendable {
         var time: Double
         var resident: Double
         var heap: Double
+        var obtained: Double
     }
 
     public func run() async throws {
@@ -62,6 +67,7 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
             traffic:
               - { name: secure, kind: secure, rate: \(rate)/s, duration: \(duration), max_in_flight: 512 }
             deadline: 5s
+            horizon: \(horizon)
             grace: 2s
             """
         let scenario = try ScenarioLoader.parse(yaml, file: "bench-soak")
@@ -71,7 +77,10 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
         var options = FleetRunner.Options.bench(yaml)
         let sampler = Task {
             while !done.load(ordering: .relaxed) {
-                let sample = Sample(time: Self.now(), resident: Double(ProcessMemory.resident() ?? 0), heap: Double(HeapUsage.inUse() ?? 0))
+                let heap = HeapUsage.report()
+                let sample = Sample(
+                    time: Self.now(), resident: Double(ProcessMemory.resident() ?? 0), heap: Double(heap?.inUse ?? 0), obtained: Double(heap?.obtained ?? 0)
+                )
                 samples.withLock { $0.append(sample) }
                 try? await Task.sleep(for: .milliseconds(250))
             }
@@ -99,8 +108,10 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
             ("samples in the slope", "\(window.count), from \(String(format: "%.0f", seconds * warmup)) s to \(String(format: "%.0f", seconds)) s of sending"),
             ("resident", String(format: "%.1f → %.1f MiB", (first?.resident ?? 0) / 1_048_576, (last?.resident ?? 0) / 1_048_576)),
             ("heap in use", String(format: "%.1f → %.1f MiB", (first?.heap ?? 0) / 1_048_576, (last?.heap ?? 0) / 1_048_576)),
+            ("heap from the system", String(format: "%.1f → %.1f MiB (the rest is free memory glibc keeps)", (first?.obtained ?? 0) / 1_048_576, (last?.obtained ?? 0) / 1_048_576)),
             ("resident growth after the warm-up", String(format: "%+.1f%%", ((last?.resident ?? 0) / max(1, first?.resident ?? 0) - 1) * 100)),
             ("resident bytes per send", String(format: "%.0f B", residentSlope)),
+            ("… in the window's last half", String(format: "%.0f B", Self.slope(window.suffix(window.count / 2).map { ($0.time, $0.resident) }) / sendsIn)),
             ("heap bytes per send", String(format: "%.0f B", heapSlope)),
         ]
         Bench.printFigures("bench soak (fleet in this process, servers in a child process)", rows)

@@ -38,7 +38,12 @@ extension DeliveryLedger {
         var candidates: [Int: Send] = [:]
         for send in sends.values where send.end < cutoff { candidates[send.id] = send }
         guard !candidates.isEmpty else { return [] }
-        let owners = contentOwners()
+        // Content ids are indexed only when a push names content alone (rare: a healthy run's
+        // pushes name their send), so a fold does not rebuild an index of every held send's id.
+        let byContent = receipts.contains { if case .content = $0.attribution { true } else { false } }
+            || rejections.contains { if case .content = $0.attribution { true } else { false } }
+            || !trail.open.isEmpty || !trail.hubNotes.isEmpty
+        let owners = byContent ? contentOwners() : [:]
         func named(_ attribution: Attribution) -> Int? {
             switch attribution {
             case .send(let id): id
@@ -69,12 +74,12 @@ extension DeliveryLedger {
         part.trail.view = trail.view
         part.trail.viaHub = trail.viaHub
         for id in clean { part.sends[id] = candidates[id] }
-        var kept: [Receipt] = []
-        kept.reserveCapacity(receipts.count)
-        for receipt in receipts {
-            if let id = named(receipt.attribution), folding.contains(id) { part.receipts.append(receipt) } else { kept.append(receipt) }
+        // In place: a new array of every held receipt at each fold would churn the allocator.
+        receipts.removeAll { receipt in
+            guard let id = named(receipt.attribution), folding.contains(id) else { return false }
+            part.receipts.append(receipt)
+            return true
         }
-        receipts = kept
         var judged = part.verdict(deadline: deadline, incidentLimit: incidentLimit)
         let deliveries = judged.deliveries
         judged.deliveries = []

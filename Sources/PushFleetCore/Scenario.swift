@@ -14,6 +14,10 @@ public struct Scenario: Sendable, Equatable {
     /// How long after the last send the run keeps listening for late pushes before calling the
     /// rest lost.
     public var grace: Duration
+    /// A push this long after its send's answer is never credited: its pair is lost and the push
+    /// stale. Sends settled for good are judged and let go of once it has passed, so a long run's
+    /// memory stays flat (docs/design.md, "Folding").
+    public var horizon: Duration = .seconds(600)
     /// Share of devices that also probe for leaks.
     public var leakProbeShare: Double
     public var thresholds: [Threshold]

@@ -57,7 +57,13 @@ struct FleetRun: Sendable {
         startedWall = clock.wallNow()
         let start = clock.now()
         options.tape?.begin(originMonotonic: start, originWall: startedWall)
-        recorder = Recorder(users: plan.users, start: start, metrics: options.metrics, tape: options.tape, shard: options.shard)
+        // A shard's material is judged only when merged, and a run judged in windows judges what it
+        // holds: neither folds.
+        let folds = options.shard.isWhole && options.judgedWindow == nil
+        recorder = Recorder(
+            users: plan.users, start: start, metrics: options.metrics, tape: options.tape, shard: options.shard, horizon: scenario.horizon,
+            folding: folds ? .init(deadline: scenario.deadline, horizon: scenario.horizon) : nil
+        )
         options.metrics?.setDevicesPlanned(plan.devices.count)
         // The token as the push service knows it (a WNS channel's id), to match its reports.
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform, token: device.token)) }

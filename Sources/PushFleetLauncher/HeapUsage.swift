@@ -9,6 +9,12 @@ import Glibc
 /// multithreaded process allocates mostly elsewhere.
 public enum HeapUsage {
     public static func inUse() -> UInt64? {
+        report().map(\.inUse)
+    }
+
+    /// What the heap holds from the system (every arena, mmapped chunks included) and, of it,
+    /// what is in use: the difference is free memory glibc keeps.
+    public static func report() -> (obtained: UInt64, inUse: UInt64)? {
         #if canImport(Glibc)
         // malloc.h is not in Glibc's module map.
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_info") else { return nil }
@@ -21,7 +27,7 @@ public enum HeapUsage {
         guard let buffer else { return nil }
         defer { free(buffer) }
         guard status == 0 else { return nil }
-        return totals(String(cString: buffer))
+        return split(String(cString: buffer))
         #else
         return nil
         #endif
@@ -29,6 +35,10 @@ public enum HeapUsage {
 
     /// The totals after the last arena's `</heap>`.
     static func totals(_ xml: String) -> UInt64? {
+        split(xml)?.inUse
+    }
+
+    static func split(_ xml: String) -> (obtained: UInt64, inUse: UInt64)? {
         guard let end = xml.range(of: "</heap>", options: .backwards) else { return nil }
         var sizes: [String: Int64] = [:]
         for line in xml[end.upperBound...].split(separator: "\n") {
@@ -38,7 +48,8 @@ public enum HeapUsage {
             sizes[kind] = Int64(line[sizeRange.upperBound...].prefix { $0 != "\"" })
         }
         guard let current = sizes["system.current"] else { return nil }
-        let used = current + (sizes["total.mmap"] ?? 0) - (sizes["total.fast"] ?? 0) - (sizes["total.rest"] ?? 0)
-        return UInt64(max(0, used))
+        let obtained = current + (sizes["total.mmap"] ?? 0)
+        let used = obtained - (sizes["total.fast"] ?? 0) - (sizes["total.rest"] ?? 0)
+        return (UInt64(max(0, obtained)), UInt64(max(0, used)))
     }
 }

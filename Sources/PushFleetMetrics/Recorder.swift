@@ -77,6 +77,36 @@ package final class Recorder: Sendable {
         var dropsDue: [Int64] = []
         /// Events applied so far.
         package var applied = 0
+        /// The latest instant an applied receipt, send or refusal carried, and when to fold next.
+        var latest = Int64.min
+        var nextFold = Int64.min
+        /// The deliveries of folded sends, summarised.
+        var folded = DeliveryDigest()
+
+        /// The folded deliveries with the verdict's own, when the run folded; nil when every
+        /// delivery is still in the verdict (the exact tables are built from it then).
+        func digest(with verdict: DeliveryLedger.Verdict, user: (Int) -> Int, second: (Int64) -> Int) -> DeliveryDigest? {
+            guard verdict.foldedDeliveries > 0 else { return nil }
+            var digest = folded
+            digest.add(verdict.deliveries, user: user, second: second)
+            return digest
+        }
+    }
+
+    /// When and how a run judges settled sends as it goes (``DeliveryLedger/fold(now:deadline:incidentLimit:)``).
+    package struct Folding: Sendable {
+        package var deadline: Duration
+        /// Folds at most this often, by the run's clock.
+        package var every: Duration
+        /// Events may be applied this much after their instant (a batch waiting for the
+        /// recorder): folding stays this far behind the latest one.
+        package var slack: Duration
+
+        package init(deadline: Duration, horizon: Duration) {
+            self.deadline = deadline
+            every = max(.seconds(1), horizon / 10)
+            slack = min(.seconds(10), horizon)
+        }
     }
 
     package let start: Int64
@@ -84,13 +114,24 @@ package final class Recorder: Sendable {
     let metrics: LiveMetrics?
     /// Where every applied event is also written (a shard's raw material), if anywhere.
     package let tape: EventTapeWriter?
+    /// Folding, when the run folds (not a shard's, whose material only the merge judges, and not
+    /// a run judged in windows).
+    let folding: Folding?
 
     /// `shard`: the part of the run whose sends this recorder holds (their ids are spaced by it).
-    package init(users: Int, start: Int64, metrics: LiveMetrics? = nil, tape: EventTapeWriter? = nil, shard: Shard = .whole) {
+    /// `horizon`: the ledger's (``DeliveryLedger/horizon``); `folding`: whether and how the run
+    /// folds settled sends.
+    package init(
+        users: Int, start: Int64, metrics: LiveMetrics? = nil, tape: EventTapeWriter? = nil, shard: Shard = .whole, horizon: Duration? = nil,
+        folding: Folding? = nil
+    ) {
         self.start = start
         self.metrics = metrics
         self.tape = tape
-        self.state = Mutex(State(ledger: DeliveryLedger(users: users, sendStride: shard.count, offset: shard.index)))
+        self.folding = horizon == nil ? nil : folding
+        var ledger = DeliveryLedger(users: users, sendStride: shard.count, offset: shard.index)
+        ledger.horizon = horizon
+        self.state = Mutex(State(ledger: ledger))
     }
 
     package func addDevice(_ device: DeliveryLedger.Device) {
@@ -112,11 +153,26 @@ package final class Recorder: Sendable {
 
     /// Applies a batch of events under one lock acquisition.
     package func apply(_ events: [RunEvent]) {
-        state.withLock { state in
+        let folded = state.withLock { state in
             for event in events { apply(event, to: &state) }
             state.applied += events.count
             tape?.append(events)
+            guard let folding, state.latest >= state.nextFold else { return false }
+            return fold(&state, folding)
         }
+        // Outside the lock: it walks every arena.
+        if folded { HeapTrim.releaseFreePages() }
+    }
+
+    /// Folds what has settled for good; whether anything was.
+    private func fold(_ state: inout State, _ folding: Folding) -> Bool {
+        let now = Saturating.subtract(state.latest, folding.slack.nanoseconds)
+        state.nextFold = Saturating.add(state.latest, folding.every.nanoseconds)
+        let before = state.ledger.foldedSends
+        let deliveries = state.ledger.fold(now: now, deadline: folding.deadline, incidentLimit: ResultBuilder.incidentLimit)
+        let devices = state.ledger.devices
+        state.folded.add(deliveries, user: { devices[$0].user }, second: second)
+        return state.ledger.foldedSends > before
     }
 
     private func publish(_ event: RunEvent, state: State, to metrics: LiveMetrics) {
@@ -175,6 +231,7 @@ package final class Recorder: Sendable {
         case .eligibility(let device, let eligible, let since, let at):
             state.ledger.setEligible(device, eligible, at: at, since: since)
         case .send(let send):
+            state.latest = max(state.latest, send.end)
             state.ledger.record(send)
             // As for every operation: answers in the histograms, transport failures in errors.
             if send.answered {
@@ -198,6 +255,7 @@ package final class Recorder: Sendable {
             state.lateWakes += 1
             state.longestWakeLag = max(state.longestWakeLag, lag)
         case .receipt(let receipt, let push):
+            state.latest = max(state.latest, receipt.time)
             state.ledger.record(receipt, push: push)
             state.live.received += 1
             bucket(&state, receipt.time) { $0.received += 1 }

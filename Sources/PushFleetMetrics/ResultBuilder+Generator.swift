@@ -34,7 +34,7 @@ extension ResultBuilder {
     func generator(_ state: Recorder.State, load: GeneratorLoad, histograms: [String: LatencyHistogram], trafficSeconds: Double)
         -> RunResult.Generator
     {
-        let sends = state.ledger.sends.count
+        let sends = state.ledger.sendsRecorded
         let lateShare = Self.ratio(state.lateWakes, sends)
         var limits: [String] = []
         let lateRule = scenario.effectiveThresholds.first { $0.metric == "sends.late_start_ratio" }
@@ -72,7 +72,7 @@ extension ResultBuilder {
         guard dropped > 0, state.unanswered == 0, trafficSeconds > 0, let limit = scenario.traffic.map(\.maxInFlight).min(),
             let slowest = histograms[MetricName.send + ".raw"]?.max
         else { return 0 }
-        let offered = Double(state.ledger.sends.count + dropped) / trafficSeconds
+        let offered = Double(state.ledger.sendsRecorded + dropped) / trafficSeconds
         return offered * Double(slowest) / 1e9 < Double(limit) / 2 ? dropped : 0
     }
 

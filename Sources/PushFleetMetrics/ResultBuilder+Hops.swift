@@ -5,14 +5,14 @@ import PushFleetResults
 /// explanations of lost, late and unverified pairs.
 extension ResultBuilder {
     /// Each hop of every delivered push that says where it went; `hop.backend` also raw.
-    static func hopHistograms(_ verdict: DeliveryLedger.Verdict) -> [String: LatencyHistogram] {
+    static func hopHistograms(_ deliveries: [DeliveryLedger.Delivery]) -> [String: LatencyHistogram] {
         var backend = LatencyHistogram()
         var backendRaw = LatencyHistogram()
         var hub = LatencyHistogram()
         var pushService = LatencyHistogram()
         var device = LatencyHistogram()
         var fetch = LatencyHistogram()
-        for item in verdict.deliveries {
+        for item in deliveries {
             guard let hops = item.hops else { continue }
             backend.record(nanoseconds: hops.backendCorrected)
             backendRaw.record(nanoseconds: hops.backend)
@@ -31,7 +31,7 @@ extension ResultBuilder {
         return histograms
     }
 
-    static func hops(_ verdict: DeliveryLedger.Verdict) -> RunResult.Hops {
+    static func hops(_ verdict: DeliveryLedger.Verdict, digest: DeliveryDigest? = nil) -> RunResult.Hops {
         let view: String
         var note: String?
         switch verdict.pushServiceView {
@@ -51,7 +51,7 @@ extension ResultBuilder {
         }.sorted { ($1.count, $0.outcome, $0.hop, $0.cause, $0.detail) < ($0.count, $1.outcome, $1.hop, $1.cause, $1.detail) }
         return RunResult.Hops(
             view: view, note: note, funnel: Dictionary(uniqueKeysWithValues: verdict.funnel.map { ($0.key.rawValue, $0.value) }), why: why,
-            breakdown: breakdown(verdict)
+            breakdown: digest?.breakdown(breakdownPercentiles) ?? breakdown(verdict)
         )
     }
 

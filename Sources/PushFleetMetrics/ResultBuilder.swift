@@ -33,7 +33,9 @@ package struct ResultBuilder {
                 judgesLedger
                 ? state.ledger.verdict(deadline: scenario.deadline, incidentLimit: Self.incidentLimit, listeningEnded: listeningEnded)
                 : DeliveryLedger(users: 0).verdict(deadline: scenario.deadline, incidentLimit: 0)
-            let histograms = Self.histograms(state, verdict)
+            // A run that folded keeps its deliveries' latencies in summaries (DeliveryDigest).
+            let digest = state.digest(with: verdict, user: { plan.devices[$0].user }, second: second)
+            let histograms = Self.histograms(state, verdict, digest: digest)
             var failures = state.failures
             failures[MetricName.delivery] = verdict.total.lost
             let operations = Self.operations(histograms, failures: failures, duration: max(info.durationSeconds, 0.001))
@@ -50,8 +52,8 @@ package struct ResultBuilder {
                 delivery: verdict.total,
                 deliveryByPlatform: Dictionary(uniqueKeysWithValues: verdict.byPlatform.map { ($0.key.rawValue, $0.value) }),
                 counters: counters,
-                users: judgesLedger ? users(verdict) : [],
-                timeseries: timeseries(state, verdict),
+                users: judgesLedger ? users(verdict, digest: digest) : [],
+                timeseries: timeseries(state, verdict, digest: digest),
                 errors: state.errors.map { label, value in
                     RunResult.ErrorRow(errorClass: label, count: value.count, firstSecond: second(value.first), lastSecond: second(value.last))
                 }.sorted { $0.count > $1.count },
@@ -59,7 +61,7 @@ package struct ResultBuilder {
                 markers: state.markers.map { RunResult.Marker(second: Double($0.0 - recorder.start) / 1e9, label: $0.1) },
                 incidents: verdict.incidents.map { incident($0, ledger: state.ledger) },
                 incidentTotals: Dictionary(uniqueKeysWithValues: verdict.incidentTotals.map { ($0.key.rawValue, $0.value) }),
-                hops: Self.hops(verdict),
+                hops: Self.hops(verdict, digest: digest),
                 generator: generator(
                     state, load: generatorLoad ?? .init(eventLag: 0, cpuCores: nil, cores: 0), histograms: histograms,
                     trafficSeconds: info.trafficEndSecond - info.trafficStartSecond
@@ -71,15 +73,30 @@ package struct ResultBuilder {
 
     /// The closed operations' histograms as recorded, the sends' from the recorder, and the
     /// deliveries' and end-to-end ones from the verdict (only judged pairs count).
-    static func histograms(_ state: Recorder.State, _ verdict: DeliveryLedger.Verdict) -> [String: LatencyHistogram] {
+    static func histograms(_ state: Recorder.State, _ verdict: DeliveryLedger.Verdict, digest: DeliveryDigest? = nil) -> [String: LatencyHistogram] {
         var histograms: [String: LatencyHistogram] = state.closed
         histograms[MetricName.send] = state.sendCorrected
         histograms[MetricName.send + ".raw"] = state.sendRaw
+        if let digest {
+            // As deliveryHistograms makes them: the delivery and end-to-end ones even when empty.
+            for name in [MetricName.delivery, MetricName.delivery + ".raw", MetricName.endToEnd, MetricName.endToEnd + ".raw"] {
+                histograms[name] = LatencyHistogram()
+            }
+            histograms.merge(digest.histograms) { $1 }
+        } else {
+            histograms.merge(deliveryHistograms(verdict.deliveries)) { $1 }
+        }
+        return histograms
+    }
+
+    /// The delivery, end-to-end and hop histograms of some deliveries.
+    static func deliveryHistograms(_ deliveries: [DeliveryLedger.Delivery]) -> [String: LatencyHistogram] {
+        var histograms: [String: LatencyHistogram] = [:]
         var delivery = LatencyHistogram()
         var deliveryRaw = LatencyHistogram()
         var endToEnd = LatencyHistogram()
         var endToEndRaw = LatencyHistogram()
-        for item in verdict.deliveries {
+        for item in deliveries {
             delivery.record(nanoseconds: item.corrected)
             deliveryRaw.record(nanoseconds: item.raw)
             if let corrected = item.endToEndCorrected, let raw = item.endToEndRaw {
@@ -91,7 +108,7 @@ package struct ResultBuilder {
         histograms[MetricName.delivery + ".raw"] = deliveryRaw
         histograms[MetricName.endToEnd] = endToEnd
         histograms[MetricName.endToEnd + ".raw"] = endToEndRaw
-        histograms.merge(hopHistograms(verdict)) { $1 }
+        histograms.merge(hopHistograms(deliveries)) { $1 }
         return histograms
     }
 
@@ -112,14 +129,16 @@ package struct ResultBuilder {
     /// Every counter a threshold can name.
     private func counters(_ state: Recorder.State, _ counts: DeliveryLedger.Counts) -> [String: Double] {
         counters(
-            counts, sends: state.ledger.sends.count, sendFailures: state.live.sendFailures, dropped: state.live.sendsDropped,
-            lateStarts: state.live.sendsLateStart, errors: state.errors.values.reduce(0) { $0 + $1.count }, devicesReady: state.live.devicesReady
+            counts, sends: state.ledger.sendsRecorded, sendFailures: state.live.sendFailures, dropped: state.live.sendsDropped,
+            lateStarts: state.live.sendsLateStart, errors: state.errors.values.reduce(0) { $0 + $1.count }, devicesReady: state.live.devicesReady,
+            folded: state.ledger.foldedSends
         )
     }
 
     /// The counters from their parts, for the whole run or a window of it.
     func counters(
-        _ counts: DeliveryLedger.Counts, sends: Int, sendFailures: Int, dropped: Int, lateStarts: Int, errors: Int, devicesReady: Int
+        _ counts: DeliveryLedger.Counts, sends: Int, sendFailures: Int, dropped: Int, lateStarts: Int, errors: Int, devicesReady: Int,
+        folded: Int = 0
     ) -> [String: Double] {
         let failedDevices = plan.devices.count - devicesReady
         return [
@@ -131,7 +150,7 @@ package struct ResultBuilder {
             "delivery.undecryptable": Double(counts.undecryptable),
             "delivery.sent_to_dead_token": Double(counts.sentToDeadToken), "leaks": Double(counts.leaks), "sends": Double(sends),
             "sends.failed": Double(sendFailures), "sends.dropped": Double(dropped),
-            "sends.late_start": Double(lateStarts),
+            "sends.late_start": Double(lateStarts), "sends.folded": Double(folded),
             "errors": Double(errors), "devices.ready": Double(devicesReady),
             "devices.failed": Double(failedDevices),
             "delivery.lost_ratio": Self.ratio(counts.lost, counts.expected),
@@ -166,7 +185,7 @@ package struct ResultBuilder {
 
     private func incident(_ incident: DeliveryLedger.Incident, ledger: DeliveryLedger) -> RunResult.Incident {
         let names = scenario.fleet.names
-        let send = incident.send.flatMap { ledger.sends[$0] }
+        let send = incident.send.flatMap { ledger.knownSend($0) }
         let device = incident.device.map { plan.devices[$0] }
         func seconds(_ time: Int64) -> Double { (Double(time - recorder.start) / 1e6).rounded() / 1e3 }
         return RunResult.Incident(
@@ -206,7 +225,16 @@ package struct ResultBuilder {
         return counters[threshold.metric]
     }
 
-    private func users(_ verdict: DeliveryLedger.Verdict) -> [RunResult.UserRow] {
+    private func users(_ verdict: DeliveryLedger.Verdict, digest: DeliveryDigest?) -> [RunResult.UserRow] {
+        if let digest {
+            return (0..<plan.users).map { user in
+                let sketch = digest.byUser[user]
+                return RunResult.UserRow(
+                    user: scenario.fleet.names.user(user), devices: plan.devicesOfUser[user].count, counts: verdict.byUser[user],
+                    p50Ms: sketch?.percentile(50).map { Double($0) / 1e6 }, p99Ms: sketch?.percentile(99).map { Double($0) / 1e6 }
+                )
+            }
+        }
         var latencies = Array(repeating: [Int64](), count: plan.users)
         for item in verdict.deliveries { latencies[plan.devices[item.device].user].append(item.raw) }
         return (0..<plan.users).map { user in
@@ -225,16 +253,27 @@ package struct ResultBuilder {
         return sorted[min(max(rank, 1), sorted.count) - 1]
     }
 
-    private func timeseries(_ state: Recorder.State, _ verdict: DeliveryLedger.Verdict) -> [RunResult.Second] {
+    private func timeseries(_ state: Recorder.State, _ verdict: DeliveryLedger.Verdict, digest: DeliveryDigest?) -> [RunResult.Second] {
         var latencyBySecond: [Int: [Int64]] = [:]
-        for item in verdict.deliveries { latencyBySecond[second(item.receivedAt), default: []].append(item.raw) }
+        if digest == nil {
+            for item in verdict.deliveries { latencyBySecond[second(item.receivedAt), default: []].append(item.raw) }
+        }
         var misdelivered: [Int: Int] = [:]
         for time in verdict.misdeliveredAt { misdelivered[second(time), default: 0] += 1 }
-        let last = max(state.seconds.count - 1, latencyBySecond.keys.max() ?? 0, misdelivered.keys.max() ?? 0)
-        guard last >= 0, !(state.seconds.isEmpty && latencyBySecond.isEmpty) else { return [] }
+        let latest = max(latencyBySecond.keys.max() ?? 0, digest?.bySecond.keys.max() ?? 0)
+        let last = max(state.seconds.count - 1, latest, misdelivered.keys.max() ?? 0)
+        guard last >= 0, !(state.seconds.isEmpty && latencyBySecond.isEmpty && digest == nil) else { return [] }
         return (0...last).map { index in
             let bucket = index < state.seconds.count ? state.seconds[index] : Recorder.SecondBucket()
             let sorted = (latencyBySecond[index] ?? []).sorted()
+            if let sketch = digest?.bySecond[index] {
+                return RunResult.Second(
+                    second: index, devicesReady: bucket.devicesReady, sends: bucket.sends, sendFailures: bucket.sendFailures,
+                    sendsDropped: bucket.sendsDropped, received: bucket.received, misdelivered: misdelivered[index] ?? 0, errors: bucket.errors,
+                    errorsByClass: bucket.errorsByClass.isEmpty ? nil : bucket.errorsByClass,
+                    deliveryP50Ms: sketch.percentile(50).map { Double($0) / 1e6 }, deliveryP99Ms: sketch.percentile(99).map { Double($0) / 1e6 }
+                )
+            }
             return RunResult.Second(
                 second: index, devicesReady: bucket.devicesReady, sends: bucket.sends, sendFailures: bucket.sendFailures,
                 sendsDropped: bucket.sendsDropped, received: bucket.received, misdelivered: misdelivered[index] ?? 0, errors: bucket.errors,

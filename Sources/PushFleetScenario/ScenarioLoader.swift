@@ -6,7 +6,7 @@ import Yams
 public enum ScenarioLoader {
     static let topKeys = [
         "name", "seed", "target", "auth", "fleet", "lifecycle", "timeouts", "traffic", "deadline", "grace", "leak_probes",
-        "thresholds", "faults", "embedded", "rich_content", "quiet_period", "api", "capacity",
+        "horizon", "thresholds", "faults", "embedded", "rich_content", "quiet_period", "api", "capacity",
     ]
 
     /// Loads and validates a scenario file.
@@ -142,6 +142,13 @@ public enum ScenarioLoader {
         }
         if let node = top["deadline"], let value = r.duration(node, "deadline") { scenario.deadline = value }
         if let node = top["grace"], let value = r.duration(node, "grace", allowZero: true) { scenario.grace = value }
+        if let node = top["horizon"], let value = r.duration(node, "horizon") {
+            if value <= scenario.deadline || value > .seconds(7 * 86_400) {
+                r.report(node, "horizon", "must be longer than the deadline (\(DurationText.format(scenario.deadline))) and at most 7d")
+            } else {
+                scenario.horizon = value
+            }
+        }
         if let node = top["leak_probes"], let value = r.ratio(node, "leak_probes") { scenario.leakProbeShare = value }
         scenario.api = readAPI(top["api"], auth: top["auth"], mode: scenario.auth, fleetPlatforms: fleet.platforms.keys.sorted(), r)
         if let node = top["thresholds"] {

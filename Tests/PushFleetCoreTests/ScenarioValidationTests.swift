@@ -67,6 +67,16 @@ struct ScenarioValidationTests {
         #expect(try only(Self.valid + "\nrich_content: bytes").contains("rich_content"))
     }
 
+    @Test("the horizon is read, and refused when it is not past the deadline or over a week")
+    func horizon() throws {
+        #expect(try ScenarioLoader.parse(Self.valid, file: "ok.yaml").horizon == .seconds(600))
+        #expect(try ScenarioLoader.parse(Self.valid + "\nhorizon: 90s", file: "ok.yaml").horizon == .seconds(90))
+        #expect(try only(Self.valid + "\ndeadline: 10s\nhorizon: 10s").contains("horizon: must be longer than the deadline (10s)"))
+        #expect(try only(Self.valid + "\nhorizon: 8d").contains("horizon"))
+        #expect(try only(Self.valid + "\nhorizon: 0s").contains("horizon"))
+        #expect(try only(Self.valid + "\nhorizon: soon").contains("horizon"))
+    }
+
     @Test("a fault latency past an hour is refused where it is written")
     func faultLatencyBound() throws {
         let yaml = Self.valid + "\nfaults:\n  - { at: 1s, pns: { latency: { normal: { mean: 2000000h, stddev: 1000000h } } } }"

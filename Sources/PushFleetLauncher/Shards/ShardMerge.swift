@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 public import PushFleetCore
 package import PushFleetMetrics
@@ -163,6 +164,7 @@ public enum ShardMerge {
             usable.compactMap(\.tape), plan: plan, layouts: scenario.api?.receive.layouts ?? [:], wallStart: wallStart,
             sendMissing: { id in !replayedShards.contains(Shard.index(ofSend: id, count: count)) }
         )
+        recorder.state.withLock { $0.ledger.horizon = scenario.horizon }
         if replayedShards.count < count {
             problems.append("pairs of the sends and devices of shards not replayed are not judged")
         }
