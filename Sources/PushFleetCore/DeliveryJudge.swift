@@ -47,7 +47,9 @@ struct DeliveryJudge {
     private let window: Range<Int64>?
     /// A push this long after its send's answer is never credited (nil: no bound).
     private let horizon: Int64?
-    private let history: [[Ledger.Transition]]
+    /// Each device's changes in time order, made when a send first asks: a fold judges a few
+    /// thousand sends of a fleet that may hold a million devices.
+    private var history: [Int: [Ledger.Transition]] = [:]
     var verdict: Ledger.Verdict
     private var owners: [String: Int] = [:]
     /// The push service's reports, placed by pair (``placeTrail()``).
@@ -67,26 +69,44 @@ struct DeliveryJudge {
     static func judge(
         _ ledger: Ledger, deadline: Duration, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>? = nil
     ) -> Ledger.Verdict {
-        var judge = DeliveryJudge(ledger, deadline: deadline.nanoseconds, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window)
+        judged(ledger, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window, sparse: false).verdict
+    }
+
+    /// As ``judge(_:deadline:incidentLimit:listeningEnded:window:)``, with the per-user counts
+    /// apart and only for the users counted (the verdict's `byUser` left empty): a fold judges
+    /// a few thousand sends, not a row for every user of the fleet.
+    static func judgeSparse(_ ledger: Ledger, deadline: Duration, incidentLimit: Int) -> (verdict: Ledger.Verdict, byUser: [Int: Ledger.Counts]) {
+        judged(ledger, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: nil, window: nil, sparse: true)
+    }
+
+    private static func judged(
+        _ ledger: Ledger, deadline: Duration, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>?, sparse: Bool
+    ) -> (verdict: Ledger.Verdict, byUser: [Int: Ledger.Counts]) {
+        var judge = DeliveryJudge(
+            ledger, deadline: deadline.nanoseconds, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window, sparse: sparse
+        )
         judge.findContentOwners()
         judge.placeTrail()
         judge.expectations()
         judge.receiptsAndRejections()
         judge.closeOut()
         judge.verdict.incidents.sort { ($0.time ?? .max, $0.send ?? 0, $0.device ?? 0) < ($1.time ?? .max, $1.send ?? 0, $1.device ?? 0) }
-        return judge.verdict
+        return (judge.verdict, judge.sparseByUser ?? [:])
     }
 
-    private init(_ ledger: Ledger, deadline: Int64, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>?) {
+    private init(_ ledger: Ledger, deadline: Int64, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>?, sparse: Bool) {
         self.ledger = ledger
         self.deadline = deadline
         self.incidentLimit = incidentLimit
         self.listeningEnded = listeningEnded
         self.window = window
         horizon = ledger.horizon?.nanoseconds
-        history = ledger.transitions.map(Ledger.ordered)
-        verdict = Ledger.Verdict(byUser: Array(repeating: Ledger.Counts(), count: ledger.devicesOfUser.count))
+        verdict = Ledger.Verdict(byUser: sparse ? [] : Array(repeating: Ledger.Counts(), count: ledger.devicesOfUser.count))
+        sparseByUser = sparse ? [:] : nil
     }
+
+    /// Per-user counts when judging sparsely.
+    private var sparseByUser: [Int: Ledger.Counts]?
 
     // MARK: Steps
 
@@ -101,9 +121,10 @@ struct DeliveryJudge {
             countSend(send)
             for device in ledger.devicesOfUser[send.to] where send.targets(ledger.devices[device].platform) {
                 let pair = Pair(send: send.id, device: device)
-                if !send.succeeded || Ledger.changed(history[device], within: send.start, send.end) {
+                let changes = orderedChanges(device)
+                if !send.succeeded || Ledger.changed(changes, within: send.start, send.end) {
                     unsure.insert(pair)
-                } else if Ledger.eligible(history[device], at: send.start) {
+                } else if Ledger.eligible(changes, at: send.start) {
                     expected.insert(pair)
                     count(device, \.expected)
                     reached(device, .expected)
@@ -284,6 +305,13 @@ struct DeliveryJudge {
 
     // MARK: Helpers
 
+    private mutating func orderedChanges(_ device: Int) -> [Ledger.Transition] {
+        if let known = history[device] { return known }
+        let ordered = Ledger.ordered(ledger.transitions[device])
+        history[device] = ordered
+        return ordered
+    }
+
     /// Whether the send is judged here (every send, without a window).
     func judged(_ send: Ledger.Send) -> Bool {
         window?.contains(send.start) ?? true
@@ -316,7 +344,12 @@ struct DeliveryJudge {
 
     mutating func count(_ device: Int, _ path: WritableKeyPath<Ledger.Counts, Int>) {
         verdict.total[keyPath: path] += 1
-        verdict.byUser[ledger.devices[device].user][keyPath: path] += 1
+        let user = ledger.devices[device].user
+        if sparseByUser != nil {
+            sparseByUser![user, default: Ledger.Counts()][keyPath: path] += 1
+        } else {
+            verdict.byUser[user][keyPath: path] += 1
+        }
         verdict.byPlatform[ledger.devices[device].platform, default: Ledger.Counts()][keyPath: path] += 1
     }
 

@@ -9,6 +9,15 @@ extension DeliveryLedger {
         var incidentSends: [Int: Send] = [:]
     }
 
+    /// A ledger with this one's fleet, registration history and horizon (shared, not copied) and
+    /// no material of its own.
+    init(fleetOf other: DeliveryLedger) {
+        devicesOfUser = other.devicesOfUser
+        devices = other.devices
+        transitions = other.transitions
+        horizon = other.horizon
+    }
+
     /// Sends recorded, folded ones included.
     public var sendsRecorded: Int { sends.count + folds.sends }
 
@@ -40,9 +49,12 @@ extension DeliveryLedger {
         guard !candidates.isEmpty else { return [] }
         // Content ids are indexed only when a push names content alone (rare: a healthy run's
         // pushes name their send), so a fold does not rebuild an index of every held send's id.
-        let byContent = receipts.contains { if case .content = $0.attribution { true } else { false } }
-            || rejections.contains { if case .content = $0.attribution { true } else { false } }
-            || !trail.open.isEmpty || !trail.hubNotes.isEmpty
+        func isContent(_ attribution: Attribution?) -> Bool { if case .content = attribution { true } else { false } }
+        // Pushes the push service took before the cutoff and no device received (yet).
+        let unreceived = trailRecords(handedBefore: cutoff)
+        let byContent =
+            receipts.contains { isContent($0.attribution) } || rejections.contains { isContent($0.attribution) }
+            || unreceived.contains { isContent($0.record.attribution) } || trail.hubNotes.contains { isContent($0.attribution) }
         let owners = byContent ? contentOwners() : [:]
         func named(_ attribution: Attribution) -> Int? {
             switch attribution {
@@ -58,7 +70,7 @@ extension DeliveryLedger {
         var spoiled = Set<Int>()
         for rejection in rejections { if let id = named(rejection.attribution) { spoiled.insert(id) } }
         // A push of the send the push service took and the device never received.
-        for (_, record) in trailRecords(handedBefore: cutoff) { if let attribution = record.attribution, let id = named(attribution) { spoiled.insert(id) } }
+        for (_, record) in unreceived { if let attribution = record.attribution, let id = named(attribution) { spoiled.insert(id) } }
         var clean: [Int] = []
         for (id, send) in candidates where !spoiled.contains(id) {
             if settledForGood(send, receipts: receiptsOf[id] ?? [], horizon: horizon) { clean.append(id) }
@@ -66,11 +78,7 @@ extension DeliveryLedger {
         guard !clean.isEmpty else { return [] }
         clean.sort()
         let folding = Set(clean)
-        var part = DeliveryLedger(users: devicesOfUser.count)
-        part.devices = devices
-        part.devicesOfUser = devicesOfUser
-        part.transitions = transitions
-        part.horizon = self.horizon
+        var part = DeliveryLedger(fleetOf: self)
         part.trail.view = trail.view
         part.trail.viaHub = trail.viaHub
         for id in clean { part.sends[id] = candidates[id] }
@@ -80,11 +88,20 @@ extension DeliveryLedger {
             part.receipts.append(receipt)
             return true
         }
-        var judged = part.verdict(deadline: deadline, incidentLimit: incidentLimit)
+        let sparse = DeliveryJudge.judgeSparse(part, deadline: deadline, incidentLimit: incidentLimit)
+        var judged = sparse.verdict
         let deliveries = judged.deliveries
         judged.deliveries = []
-        for incident in judged.incidents { if let id = incident.send, let send = candidates[id] { folds.incidentSends[id] = send } }
-        folds.verdict = folds.verdict.map { $0.adding(judged, incidentLimit: incidentLimit) } ?? judged
+        var merged = folds.verdict.map { $0.adding(judged, incidentLimit: incidentLimit) } ?? judged
+        if merged.byUser.isEmpty { merged.byUser = Array(repeating: Counts(), count: devicesOfUser.count) }
+        for (user, counts) in sparse.byUser { merged.byUser[user] = merged.byUser[user] + counts }
+        // Only the sends the kept incidents name, however many folds there were.
+        var incidentSends = [Int: Send]()
+        for incident in merged.incidents {
+            if let id = incident.send, let send = folds.incidentSends[id] ?? candidates[id] { incidentSends[id] = send }
+        }
+        folds.incidentSends = incidentSends
+        folds.verdict = merged
         folds.sends += clean.count
         folds.deliveries += deliveries.count
         sends.fold(clean)
