@@ -126,6 +126,14 @@ struct LedgerFoldTests {
         return ledger
     }
 
+    /// A ledger with the horizon and these devices, each registered from instant 0.
+    static func registered(_ devices: [(user: Int, platform: Scenario.PlatformName)]) -> DeliveryLedger {
+        var ledger = DeliveryLedger(users: (devices.map(\.user).max() ?? 0) + 1)
+        ledger.horizon = horizon
+        for device in devices { ledger.setEligible(ledger.addDevice(.init(user: device.user, platform: device.platform)), true, at: 0) }
+        return ledger
+    }
+
     static func key(_ delivery: DeliveryLedger.Delivery) -> String {
         "\(delivery.send)/\(delivery.device)/\(delivery.raw)/\(delivery.corrected)/\(delivery.endToEndRaw ?? -1)/\(delivery.late)/\(delivery.hops?.device ?? -1)"
     }
@@ -172,12 +180,7 @@ struct LedgerFoldTests {
     @Test("a push past the horizon is stale and its pair lost, whether or not its send was folded")
     func pastHorizon() {
         for fold in [false, true] {
-            var ledger = DeliveryLedger(users: 1)
-            _ = ledger.addDevice(.init(user: 0, platform: .apns))
-            _ = ledger.addDevice(.init(user: 0, platform: .fcm))
-            ledger.horizon = Self.horizon
-            ledger.setEligible(0, true, at: 0)
-            ledger.setEligible(1, true, at: 0)
+            var ledger = Self.registered([(0, .apns), (0, .fcm)])
             let ms = Self.ms
             ledger.record(.init(id: 1, from: 0, to: 0, kind: .plain, platforms: [.apns, .fcm], intended: 10 * ms, start: 10 * ms, end: 20 * ms, succeeded: true))
             ledger.record(.init(device: 0, attribution: .send(1), time: 200 * ms))
@@ -194,10 +197,7 @@ struct LedgerFoldTests {
             #expect(verdict.incidents.filter { $0.outcome == .stale }.allSatisfy { $0.detail.contains("horizon") })
         }
         // Without another receipt, a pair whose only push came past the horizon is lost.
-        var ledger = DeliveryLedger(users: 1)
-        _ = ledger.addDevice(.init(user: 0, platform: .apns))
-        ledger.horizon = Self.horizon
-        ledger.setEligible(0, true, at: 0)
+        var ledger = Self.registered([(0, .apns)])
         ledger.record(.init(id: 1, from: 0, to: 0, kind: .plain, platforms: [.apns], intended: 10 * Self.ms, start: 10 * Self.ms, end: 11 * Self.ms, succeeded: true))
         ledger.record(.init(device: 0, attribution: .send(1), time: 3_012 * Self.ms))
         let verdict = ledger.verdict(deadline: Self.deadline)
@@ -208,12 +208,7 @@ struct LedgerFoldTests {
 
     @Test("a send with a lost pair or a refusal is kept for the end, with its evidence; duplicates and misdeliveries fold")
     func unsettledKept() {
-        var ledger = DeliveryLedger(users: 2)
-        _ = ledger.addDevice(.init(user: 0, platform: .apns))
-        _ = ledger.addDevice(.init(user: 1, platform: .apns))
-        ledger.horizon = Self.horizon
-        ledger.setEligible(0, true, at: 0)
-        ledger.setEligible(1, true, at: 0)
+        var ledger = Self.registered([(0, .apns), (1, .apns)])
         let ms = Self.ms
         for id in 1...5 {
             let start = Int64(id) * 100 * ms

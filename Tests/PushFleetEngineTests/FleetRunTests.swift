@@ -64,19 +64,28 @@ struct FleetRunTests {
         return try await FleetRunner(scenario: scenario, options: options).run()
     }
 
+    /// Runs `body` with a ``FaultyBackend`` in front of the system's backend (its URL given),
+    /// and stops it after.
+    static func behindFaultyBackend<T>(
+        _ system: TestSystem, misdeliver: Int, drop: Int, duplicate: Int, _ body: (FaultyBackend, String) async throws -> T
+    ) async throws -> T {
+        let faulty = FaultyBackend(upstream: system.backend, misdeliver: misdeliver, drop: drop, duplicate: duplicate)
+        var logger = Logger(label: "faulty")
+        logger.logLevel = .critical
+        let group = ServiceGroup(configuration: .init(services: [.init(service: faulty.makeService(logger: logger))], logger: logger))
+        let server = Task { try await group.run() }
+        defer { server.cancel() }
+        let result = try await body(faulty, try await faulty.bound.value().httpURL)
+        await group.triggerGracefulShutdown()
+        return result
+    }
+
     @Test("a backend that misdelivers 3, drops 2, duplicates 4 and leaks 1 is caught exactly")
     func faultyBackend() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
-            let faulty = FaultyBackend(upstream: system.backend, misdeliver: 3, drop: 2, duplicate: 4)
-            var logger = Logger(label: "faulty")
-            logger.logLevel = .critical
-            let group = ServiceGroup(configuration: .init(services: [.init(service: faulty.makeService(logger: logger))], logger: logger))
-            let server = Task { try await group.run() }
-            defer { server.cancel() }
-            let proxy = try await faulty.bound.value().httpURL
-
-            let result = try await Self.run(Self.scenario(backend: proxy, pushService: system.pushService))
-            await group.triggerGracefulShutdown()
+            let (faulty, result) = try await Self.behindFaultyBackend(system, misdeliver: 3, drop: 2, duplicate: 4) { faulty, proxy in
+                (faulty, try await Self.run(Self.scenario(backend: proxy, pushService: system.pushService)))
+            }
             #expect(faulty.tally.withLock { $0 } == .init(misdelivered: 3, dropped: 2, duplicated: 4, leaked: 1))
             #expect(result.delivery.misdelivered == 3)
             #expect(result.delivery.lost == 2)

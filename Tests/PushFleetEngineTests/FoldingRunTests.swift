@@ -1,10 +1,7 @@
 import Foundation
-import Logging
 import PushFleetCore
 import PushFleetResults
-import PushFleetServerSupport
 import PushFleetTestSupport
-import ServiceLifecycle
 import Testing
 
 /// A run long enough to fold (judge settled sends as it goes and let them go): nothing a broken
@@ -35,16 +32,9 @@ struct FoldingRunTests {
     @Test("a backend that misdelivers 3, drops 2 and duplicates 4 is caught exactly while the run folds its settled sends")
     func faultsSurviveFolding() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
-            let faulty = FaultyBackend(upstream: system.backend, misdeliver: 3, drop: 2, duplicate: 4)
-            var logger = Logger(label: "faulty")
-            logger.logLevel = .critical
-            let group = ServiceGroup(configuration: .init(services: [.init(service: faulty.makeService(logger: logger))], logger: logger))
-            let server = Task { try await group.run() }
-            defer { server.cancel() }
-            let proxy = try await faulty.bound.value().httpURL
-
-            let result = try await FleetRunTests.run(Self.scenario(backend: proxy, pushService: system.pushService))
-            await group.triggerGracefulShutdown()
+            let result = try await FleetRunTests.behindFaultyBackend(system, misdeliver: 3, drop: 2, duplicate: 4) { _, proxy in
+                try await FleetRunTests.run(Self.scenario(backend: proxy, pushService: system.pushService))
+            }
             let folded = result.counters["sends.folded"] ?? 0
             #expect(folded > 0, "nothing was folded")
             #expect(folded < result.counters["sends"] ?? 0)
