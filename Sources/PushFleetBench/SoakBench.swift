@@ -109,6 +109,7 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
             ("resident", String(format: "%.1f → %.1f MiB", (first?.resident ?? 0) / 1_048_576, (last?.resident ?? 0) / 1_048_576)),
             ("heap in use", String(format: "%.1f → %.1f MiB", (first?.heap ?? 0) / 1_048_576, (last?.heap ?? 0) / 1_048_576)),
             ("heap from the system", String(format: "%.1f → %.1f MiB (the rest is free memory glibc keeps)", (first?.obtained ?? 0) / 1_048_576, (last?.obtained ?? 0) / 1_048_576)),
+            ("peak resident (VmHWM)", String(format: "%.1f MiB", Double(ProcessMemory.peakResident() ?? 0) / 1_048_576)),
             ("resident growth after the warm-up", String(format: "%+.1f%%", ((last?.resident ?? 0) / max(1, first?.resident ?? 0) - 1) * 100)),
             ("resident bytes per send", String(format: "%.0f B", residentSlope)),
             ("… in the window's last half", String(format: "%.0f B", Self.slope(window.suffix(window.count / 2).map { ($0.time, $0.resident) }) / sendsIn)),

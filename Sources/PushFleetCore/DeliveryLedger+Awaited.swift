@@ -35,10 +35,8 @@ extension DeliveryLedger {
     mutating func awaitSend(_ send: Send) {
         let early = awaiting.early.removeValue(forKey: send.id) ?? [:]
         if send.succeeded {
-            for device in devicesOfUser[send.to] where send.targets(devices[device].platform) {
+            for device in devicesOfUser[send.to] where expects(send, device) {
                 if let time = early[device], time >= send.start { continue }
-                let history = Self.ordered(transitions[device])
-                guard !Self.changed(history, within: send.start, send.end), Self.eligible(history, at: send.start) else { continue }
                 if awaiting.byDevice[device, default: []].insert(send.id).inserted { awaiting.count += 1 }
             }
         }

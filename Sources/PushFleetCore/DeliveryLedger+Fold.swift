@@ -63,18 +63,18 @@ extension DeliveryLedger {
             case .otherRun, .unattributable, .undecryptable: nil
             }
         }
-        var receiptsOf: [Int: [Int]] = [:]
-        for (index, receipt) in receipts.enumerated() {
-            if let id = named(receipt.attribution), candidates[id] != nil { receiptsOf[id, default: []].append(index) }
+        // Who received each candidate in time to count.
+        var received: [Int: Set<Int>] = [:]
+        for receipt in receipts {
+            guard let id = named(receipt.attribution), let send = candidates[id] else { continue }
+            if receipt.time >= send.start && receipt.time <= send.end + horizon { received[id, default: []].insert(receipt.device) }
         }
         var spoiled = Set<Int>()
         for rejection in rejections { if let id = named(rejection.attribution) { spoiled.insert(id) } }
         // A push of the send the push service took and the device never received.
         for (_, record) in unreceived { if let attribution = record.attribution, let id = named(attribution) { spoiled.insert(id) } }
         var clean: [Int] = []
-        for (id, send) in candidates where !spoiled.contains(id) {
-            if settledForGood(send, receipts: receiptsOf[id] ?? [], horizon: horizon) { clean.append(id) }
-        }
+        for (id, send) in candidates where !spoiled.contains(id) && everyExpectedReceived(send, received[id] ?? []) { clean.append(id) }
         guard !clean.isEmpty else { return [] }
         clean.sort()
         let folding = Set(clean)
@@ -113,21 +113,13 @@ extension DeliveryLedger {
         return deliveries
     }
 
-    /// Whether `send` is decided by `indices` (the receipts naming it) alone: every pair it
-    /// expected was received in time to count. A lost pair is explained by evidence about its
-    /// device (unreadable pushes, reports matched by token), which other sends share.
-    private func settledForGood(_ send: Send, receipts indices: [Int], horizon: Int64) -> Bool {
-        guard send.succeeded else { return true }
-        var received = Set<Int>()
-        for index in indices {
-            let receipt = receipts[index]
-            if receipt.time >= send.start && receipt.time <= send.end + horizon { received.insert(receipt.device) }
+    /// Whether every pair `send` expected is among `received`: then nothing but its own receipts
+    /// decides it. A lost pair is explained by evidence about its device (unreadable pushes,
+    /// reports matched by token), which other sends share.
+    private func everyExpectedReceived(_ send: Send, _ received: Set<Int>) -> Bool {
+        devicesOfUser[send.to].allSatisfy { device in
+            received.contains(device) || !expects(send, device)
         }
-        for device in devicesOfUser[send.to] where send.targets(devices[device].platform) && !received.contains(device) {
-            let history = Self.ordered(transitions[device])
-            if !Self.changed(history, within: send.start, send.end) && Self.eligible(history, at: send.start) { return false }
-        }
-        return true
     }
 
     /// The folded verdict added to the rest's, or the rest's alone.

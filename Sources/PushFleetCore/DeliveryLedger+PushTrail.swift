@@ -215,7 +215,7 @@ extension DeliveryLedger {
     /// The pushes still kept that were handed to the push service before `time`, read.
     func trailRecords(handedBefore time: Int64) -> [(push: UInt64, record: PushRecord)] {
         trail.open.compactMap { push, record in
-            guard record.handedAt < time else { return nil }
+            guard record.handedAt < time || time == .max else { return nil }
             var record = record
             read(&record)
             return (push, record)
@@ -224,10 +224,6 @@ extension DeliveryLedger {
 
     /// Every push still kept, read.
     func trailRecords() -> [(push: UInt64, record: PushRecord)] {
-        trail.open.map { push, record in
-            var record = record
-            read(&record)
-            return (push, record)
-        }
+        trailRecords(handedBefore: .max)
     }
 }

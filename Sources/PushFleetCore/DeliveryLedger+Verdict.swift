@@ -30,6 +30,14 @@ extension DeliveryLedger {
         return owners
     }
 
+    /// Whether a succeeded `send` expects `device`, by what is recorded: a targeted platform, and
+    /// the device eligible when the send started and unchanged while it was open.
+    func expects(_ send: Send, _ device: Int) -> Bool {
+        guard send.succeeded, send.targets(devices[device].platform) else { return false }
+        let history = Self.ordered(transitions[device])
+        return !Self.changed(history, within: send.start, send.end) && Self.eligible(history, at: send.start)
+    }
+
     /// A device's changes in time order, each one a real change of state.
     static func ordered(_ changes: [Transition]) -> [Transition] {
         var result: [Transition] = []

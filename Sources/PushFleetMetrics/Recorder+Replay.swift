@@ -32,10 +32,10 @@ extension Recorder {
     /// `sendMissing` names send ids whose shard's tape is not replayed (a shard missing or
     /// left out): pushes attributed to them are not judged, rather than counted misdelivered.
     package static func replaying(
-        _ tapes: [[UInt8]], plan: FleetPlan, layouts: [Scenario.PlatformName: PushLayout], wallStart: Int64,
+        _ tapes: [[UInt8]], plan: FleetPlan, layouts: [Scenario.PlatformName: PushLayout], wallStart: Int64, horizon: Duration? = nil,
         sendMissing: @Sendable (Int) -> Bool = { _ in false }
     ) -> (Recorder, [ReplayedTape]) {
-        let recorder = Recorder(users: plan.users, start: 0)
+        let recorder = Recorder(users: plan.users, start: 0, horizon: horizon)
         let tokens = plan.devices.map(\.token)
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform, token: device.token)) }
         recorder.state.withLock { state in

@@ -1,4 +1,3 @@
-import Synchronization
 import Foundation
 public import PushFleetCore
 package import PushFleetMetrics
@@ -161,10 +160,9 @@ public enum ShardMerge {
         // Pushes of sends whose shard is not replayed cannot be judged: not misdelivered, unknown.
         let replayedShards = Set(usable.map(\.manifest.index))
         let (recorder, replayed) = Recorder.replaying(
-            usable.compactMap(\.tape), plan: plan, layouts: scenario.api?.receive.layouts ?? [:], wallStart: wallStart,
+            usable.compactMap(\.tape), plan: plan, layouts: scenario.api?.receive.layouts ?? [:], wallStart: wallStart, horizon: scenario.horizon,
             sendMissing: { id in !replayedShards.contains(Shard.index(ofSend: id, count: count)) }
         )
-        recorder.state.withLock { $0.ledger.horizon = scenario.horizon }
         if replayedShards.count < count {
             problems.append("pairs of the sends and devices of shards not replayed are not judged")
         }
