@@ -125,10 +125,16 @@ package final class FleetHTTPClient: Sendable {
         case wait
     }
 
+    /// An idle connection, one on the caller's event loop first: a request made on the loop its
+    /// connection reads on is written and answered without waking another thread.
     private func acquire() async throws -> Connection {
+        let here = EventLoopExecutor.current
         while true {
             let next: Next = try state.withLock { state in
                 if state.shutDown { throw FleetHTTPError.shutDown }
+                if let here, let index = state.idle.lastIndex(where: { $0.channel.eventLoop === here }) {
+                    return .use(state.idle.remove(at: index))
+                }
                 if let connection = state.idle.popLast() { return .use(connection) }
                 if state.open < maxConnections {
                     state.open += 1
@@ -139,7 +145,7 @@ package final class FleetHTTPClient: Sendable {
             }
             switch next {
             case .use(let connection): return connection
-            case .connect(let ordinal): return try await connect(ordinal)
+            case .connect(let ordinal): return try await connect(ordinal, on: here)
             case .wait:
                 let handed: Connection? = try await withUnsafeThrowingContinuation { continuation in
                     let immediate: Next? = state.withLock { state in
@@ -161,8 +167,9 @@ package final class FleetHTTPClient: Sendable {
         }
     }
 
-    private func connect(_ ordinal: Int) async throws -> Connection {
-        var bootstrap = ClientBootstrap(group: group)
+    /// Opens a connection, on `loop` when the caller runs on one.
+    private func connect(_ ordinal: Int, on loop: (any EventLoop)?) async throws -> Connection {
+        var bootstrap = ClientBootstrap(group: loop ?? group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in

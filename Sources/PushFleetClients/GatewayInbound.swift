@@ -14,6 +14,16 @@ package enum GatewayInbound: Sendable {
     /// notice, with no failed decode in between (a thrown decoding error costs more than the
     /// decode); the other is tried only if the first does not fit.
     package init(_ text: String) {
+        var text = text
+        if let frame = text.withUTF8({ PushFrame(fastJSON: $0) }), frame.type == "push" || frame.type == PushFrame.refusedType {
+            self = .push(frame)
+            return
+        }
+        self.init(decoding: text)
+    }
+
+    /// The same, all through `JSONDecoder` (what the fast path must agree with).
+    package init(decoding text: String) {
         let data = Data(text.utf8)
         let decoder = JSONDecoder()
         func push() -> PushFrame? {

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import PushFleetCore
 import PushFleetWire
 import PushFleetClients
@@ -37,32 +38,56 @@ extension VirtualDevice {
     }
 }
 
-/// Work that per-device sockets' NIO callbacks hand to the fleet's task group: pushes to handle
-/// and reconnections.
+/// Work that per-device sockets' NIO callbacks hand to the fleet's tasks: pushes to handle and
+/// reconnections. One queue per event loop, its items handled by a task on that loop: a push
+/// read on a loop is handled there, and its fetch goes out on a connection of the same loop, so
+/// no other thread is woken between the frame and the fetch's answer.
 final class DeviceWork: Sendable {
     enum Item: Sendable {
         case push(VirtualDevice, PushFrame, Int64)
         case reconnect(VirtualDevice)
     }
 
-    private let stream: AsyncStream<Item>
-    private let sink: AsyncStream<Item>.Continuation
-
-    init() {
-        (stream, sink) = AsyncStream<Item>.makeStream()
+    private struct Queue: Sendable {
+        var loop: any EventLoop
+        var stream: AsyncStream<Item>
+        var sink: AsyncStream<Item>.Continuation
     }
 
-    func submit(_ item: Item) { sink.yield(item) }
+    private let queues: [Queue]
 
-    /// Runs each item as a child task until cancelled.
+    init(loops: any EventLoopGroup) {
+        queues = loops.makeIterator().map { loop in
+            let (stream, sink) = AsyncStream<Item>.makeStream()
+            return Queue(loop: loop, stream: stream, sink: sink)
+        }
+    }
+
+    /// Queues an item on the queue of the loop it comes from (the first queue from elsewhere).
+    func submit(_ item: Item) {
+        let here = EventLoopExecutor.current
+        let queue = queues.first { $0.loop === here } ?? queues[0]
+        queue.sink.yield(item)
+    }
+
+    /// Runs each item as a child task, on its queue's loop, until cancelled.
     func run(_ context: RunContext) async {
-        await withDiscardingTaskGroup { group in
-            for await item in stream {
-                switch item {
-                case .push(let device, let frame, let receivedAt):
-                    group.addTask { await device.receive(frame, at: receivedAt, context: context) }
-                case .reconnect(let device):
-                    group.addTask { await device.reconnect(context) }
+        await withDiscardingTaskGroup { loops in
+            for queue in queues {
+                loops.addTask(executorPreference: EventLoopExecutor(queue.loop)) {
+                    await withDiscardingTaskGroup { group in
+                        for await item in queue.stream {
+                            switch item {
+                            case .push(let device, let frame, let receivedAt):
+                                // Runs here until its first wait (the fetch).
+                                group.addImmediateTask { await device.receive(frame, at: receivedAt, context: context) }
+                            case .reconnect(let device):
+                                // Reconnections come in storms (a restarted push service):
+                                // on Swift's pool, where they cannot hold up the loops' I/O.
+                                group.addTask(executorPreference: globalConcurrentExecutor) { await device.reconnect(context) }
+                            }
+                        }
+                    }
                 }
             }
         }

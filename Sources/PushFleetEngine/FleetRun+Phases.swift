@@ -96,7 +96,9 @@ extension FleetRun {
                 }
             }
             for (index, traffic) in scenario.traffic.enumerated() {
-                group.addTask {
+                // On an event loop: its sends wait on the loop's timer and are written and
+                // answered on the loop's connections, without waking another thread.
+                group.addTask(executorPreference: EventLoopExecutor(context.eventLoops.next())) {
                     await TrafficSender(traffic: traffic, index: index, names: scenario.fleet.names, shard: options.shard)
                         .run(context, trafficStart: trafficStart)
                     return true

@@ -203,7 +203,8 @@ final class MuxChannel: Sendable {
                 case .push(let frame):
                     guard let device = self.state.withLock({ $0.devices[frame.token] }) else { continue }
                     context.pushArrived(at: receivedAt)
-                    group.addTask { await device.receive(frame, at: receivedAt, context: context) }
+                    // Runs here until its first wait (the fetch): no other thread is woken for it.
+                    group.addImmediateTask { await device.receive(frame, at: receivedAt, context: context) }
                 case .notice(let notice):
                     self.handle(notice, group: &group, context: context)
                 case .garbage:

@@ -50,7 +50,7 @@ final class RunContext: Sendable {
     /// The push service's host and port, for devices' own sockets.
     let gateway: Origin
     let eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
-    let deviceWork = DeviceWork()
+    let deviceWork = DeviceWork(loops: MultiThreadedEventLoopGroup.singleton)
     let sourceAddresses: [SocketAddress]
     let trace: (@Sendable (RequestTrace) -> Void)?
     /// What the run's browsers share; nil when the fleet has none.
@@ -187,8 +187,14 @@ final class RunContext: Sendable {
             if isStopping || Task.isCancelled { return false }
             let now = now()
             if instant <= now { return true }
+            let until = min(instant, now + 50_000_000)
             do {
-                try await clock.sleep(until: min(instant, now + 50_000_000))
+                // A task on an event loop waits on the loop's timer (the run's clock is the system's).
+                if clock is SystemRunClock, let loop = EventLoopExecutor.current {
+                    try await EventLoopExecutor.sleep(for: until - now, on: loop)
+                } else {
+                    try await clock.sleep(until: until)
+                }
             } catch {
                 return false
             }

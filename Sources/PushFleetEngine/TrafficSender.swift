@@ -63,7 +63,8 @@ struct TrafficSender: Sendable {
                     context.emit(.sendDropped(at: intended))
                     continue
                 }
-                group.addTask {
+                // Runs here until the request is written: no other thread is woken for it.
+                group.addImmediateTask {
                     await send(calls, from: from, to: to, intended: intended, context: context)
                     inFlight.leave()
                 }

@@ -8,7 +8,7 @@ import Glibc
 enum HeapTrim {
     #if canImport(Glibc)
     // malloc.h is not in Glibc's module map.
-    private nonisolated(unsafe) static let trim: (@convention(c) (Int) -> Int32)? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim").map {
+    private static let trim: (@convention(c) (Int) -> Int32)? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim").map {
         unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self)
     }
     #endif

@@ -151,18 +151,30 @@ package final class Recorder: Sendable {
         max(0, Int((time - start) / 1_000_000_000))
     }
 
-    /// Applies a batch of events under one lock acquisition.
-    package func apply(_ events: [RunEvent]) {
-        let folded = state.withLock { state in
+    /// Applies a batch of events under one lock acquisition. With `mayFold` false a fold that is
+    /// due is left for ``foldIfDue()`` (an event loop's thread must not stall on one); returns
+    /// whether one is due.
+    @discardableResult
+    package func apply(_ events: [RunEvent], mayFold: Bool = true) -> Bool {
+        let (folded, due) = state.withLock { state in
             for event in events { apply(event, to: &state) }
             state.applied += events.count
             tape?.append(events)
-            guard let folding, state.latest >= state.nextFold else { return false }
-            return fold(&state, folding)
+            guard let folding, state.latest >= state.nextFold else { return (false, false) }
+            return mayFold ? (fold(&state, folding), false) : (false, true)
         }
         // Outside the lock: it walks every arena.
         if folded { HeapTrim.releaseFreePages() }
+        return due
     }
+
+    /// Folds, if a fold is due.
+    package func foldIfDue() {
+        apply([])
+    }
+
+    /// Whether applying events writes them to a file.
+    package var writesTape: Bool { tape != nil }
 
     /// Folds what has settled for good; whether anything was.
     private func fold(_ state: inout State, _ folding: Folding) -> Bool {

@@ -1,6 +1,7 @@
 import Foundation
 import PushFleetClients
 import PushFleetWire
+import PushFleetCore
 import Testing
 
 @Suite("Gateway frames, decoded")
@@ -46,5 +47,102 @@ struct GatewayInboundTests {
         // A push whose first "type" is a nested one still decodes as the push it is.
         let mislabelled = #"{"x":{"type":"subscribed"},"token":"t","platform":"apns","id":"i","acceptedAt":1,"pushType":"alert","body":"b","stored":false,"type":"push"}"#
         guard case .push = GatewayInbound(mislabelled) else { Issue.record("mislabelled push"); return }
+    }
+}
+
+/// The one-pass push decoder against `JSONDecoder`, over frames as the gateway writes them and
+/// over frames bent every way a foreign gateway or a broken one might.
+@Suite("Push frames, the fast decoder")
+struct PushFrameFastDecodingTests {
+    /// What a frame decodes to, comparable.
+    static func outcome(_ inbound: GatewayInbound) -> String {
+        switch inbound {
+        case .push(let frame): "push \(frame)"
+        case .notice(let notice): "notice \(notice)"
+        case .garbage: "garbage"
+        }
+    }
+
+    static func randomString(_ rng: inout SplitMix64) -> String {
+        let pieces = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{1}", "\u{1F}", "é", "漢", "🚀", "\u{7F}", "{", "}", ":", ","]
+        return (0..<Int(rng.next() % 12)).map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }.joined()
+    }
+
+    static func randomFrame(_ rng: inout SplitMix64) -> PushFrame {
+        var frame = PushFrame(
+            platform: Platform.allCases[Int(rng.next() % UInt64(Platform.allCases.count))], token: randomString(&rng), id: randomString(&rng),
+            acceptedAt: Int64(bitPattern: rng.next()) >> Int64(rng.next() % 64), pushType: randomString(&rng),
+            body: #"{"aps":{"alert":"\#(randomString(&rng))"},"pf":"pf:run:\#(rng.next() % 1000)"}"#,
+            bodyEncoding: rng.next() % 3 == 0 ? "base64" : nil, stored: rng.next() % 2 == 0
+        )
+        if rng.next() % 4 == 0 { frame.type = PushFrame.refusedType }
+        if rng.next() % 2 == 0 { frame.reason = randomString(&rng) }
+        if rng.next() % 2 == 0 { frame.push = rng.next() }
+        if rng.next() % 2 == 0 { frame.writtenAt = Int64(bitPattern: rng.next()) }
+        if rng.next() % 3 == 0 { frame.hubAt = Int64(rng.next() % 1_000_000) }
+        if rng.next() % 3 == 0 { frame.delay = -Int64(rng.next() % 1_000) }
+        if rng.next() % 5 == 0 { frame.webPush = WebPushHeaders(contentEncoding: "aes128gcm", ttl: 60) }
+        return frame
+    }
+
+    /// A frame's text bent one way: spaces, keys it does not know, a repeated key, numbers
+    /// JSON spells otherwise, nulls, escapes, a wrong type, a cut, a stray byte.
+    static func bend(_ text: String, _ rng: inout SplitMix64) -> String {
+        var text = text
+        func replaceFirst(_ pattern: String, with replacement: String) {
+            if let range = text.range(of: pattern) { text.replaceSubrange(range, with: replacement) }
+        }
+        switch rng.next() % 14 {
+        case 0: text = text.replacingOccurrences(of: ",", with: " ,\n\t").replacingOccurrences(of: ":", with: " : ")
+        case 1: replaceFirst("{", with: #"{"extra":"x\"y","n":-12,"b":true,"z":null,"#)
+        case 2: replaceFirst("{", with: #"{"nested":{"type":"subscribed"},"#)
+        case 3: replaceFirst("{", with: #"{"list":[1,2],"#)
+        case 4: replaceFirst("{", with: #"{"token":"dup","#)
+        case 5: replaceFirst(#""acceptedAt":"#, with: #""acceptedAt":1.5e3,"x":"#)
+        case 6: replaceFirst(#""stored":"#, with: #""stored":null,"x":"#)
+        case 7: replaceFirst(#""platform":""#, with: #""platform":"\u0061"#)
+        case 8: replaceFirst(#""id":"#, with: #""id":12,"x":"#)
+        case 9: text = String(text.prefix(Int(rng.next() % UInt64(max(1, text.count)))))
+        case 10:
+            var bytes = Array(text.utf8)
+            if !bytes.isEmpty { bytes[Int(rng.next() % UInt64(bytes.count))] = UInt8(rng.next() % 128) }
+            text = String(decoding: bytes, as: UTF8.self)
+        case 11: replaceFirst(#""acceptedAt":"#, with: #""acceptedAt":007,"x":"#)
+        case 12: replaceFirst(#""acceptedAt":"#, with: #""acceptedAt":99999999999999999999,"x":"#)
+        default: replaceFirst(#""token":""#, with: #""token":"\ud83d\ude80\ud800"#)
+        }
+        return text
+    }
+
+    @Test("a frame as the gateway writes it is read by the fast decoder, and to the same frame")
+    func plainFrames() throws {
+        var rng = SplitMix64(seed: 0xF4A5)
+        var fast = 0
+        for _ in 0..<2_000 {
+            let frame = Self.randomFrame(&rng)
+            var text = String(decoding: try JSONEncoder().encode(frame), as: UTF8.self)
+            let read = text.withUTF8 { PushFrame(fastJSON: $0) }
+            if frame.webPush == nil {
+                #expect(read == frame, "\(text)")
+                if read != nil { fast += 1 }
+            } else {
+                #expect(read == nil, "Web Push headers are JSONDecoder's")
+            }
+            #expect(Self.outcome(GatewayInbound(text)) == Self.outcome(GatewayInbound(decoding: text)))
+        }
+        #expect(fast > 1_000)
+    }
+
+    @Test("a bent frame decodes to what JSONDecoder makes of it, whichever way it goes")
+    func bentFrames() throws {
+        var rng = SplitMix64(seed: 0xB3E7)
+        var kinds = Set<String>()
+        for _ in 0..<6_000 {
+            let text = Self.bend(String(decoding: try JSONEncoder().encode(Self.randomFrame(&rng)), as: UTF8.self), &rng)
+            let outcome = Self.outcome(GatewayInbound(text))
+            #expect(outcome == Self.outcome(GatewayInbound(decoding: text)), "\(text)")
+            kinds.insert(String(outcome.prefix(4)))
+        }
+        #expect(kinds == ["push", "garb"], "both pushes and garbage were made")
     }
 }
