@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdWSClient
+package import NIOCore
 package import Logging
 package import PushFleetWire
 
@@ -14,12 +15,13 @@ package struct GatewayMuxSocket: Sendable {
     private let inbound: WebSocketInboundStream
     private let outbound: WebSocketOutboundWriter
 
-    /// Connects to `url` and runs `session` while the connection is open; the connection closes
-    /// when `session` returns or throws, and its error is rethrown.
+    /// Connects to `url` on `loop` and runs `session` while the connection is open; the
+    /// connection closes when `session` returns or throws, and its error is rethrown.
     package static func connect(
-        url: String, logger: Logger, _ session: @escaping @Sendable (GatewayMuxSocket) async throws -> Void
+        url: String, on loop: any EventLoop, logger: Logger, _ session: @escaping @Sendable (GatewayMuxSocket) async throws -> Void
     ) async throws {
-        try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: maxFrame), logger: logger) { inbound, outbound, _ in
+        try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: maxFrame), eventLoopGroup: loop, logger: logger) {
+            inbound, outbound, _ in
             try await session(GatewayMuxSocket(inbound: inbound, outbound: outbound))
         }
     }

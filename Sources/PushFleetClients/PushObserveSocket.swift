@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdWSClient
+package import NIOCore
 package import Logging
 package import PushFleetCore
 
@@ -10,12 +11,14 @@ package struct PushObserveSocket: Sendable {
 
     private let inbound: WebSocketInboundStream
 
-    /// Connects to `url` (`ws://…/observe?run=…`) and runs `session` while the connection is open;
-    /// the connection closes when `session` returns or throws, and its error is rethrown.
+    /// Connects to `url` (`ws://…/observe?run=…`) on `loop` and runs `session` while the
+    /// connection is open; the connection closes when `session` returns or throws, and its error
+    /// is rethrown.
     package static func connect(
-        url: String, logger: Logger, _ session: @escaping @Sendable (PushObserveSocket) async throws -> Void
+        url: String, on loop: any EventLoop, logger: Logger, _ session: @escaping @Sendable (PushObserveSocket) async throws -> Void
     ) async throws {
-        try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: maxFrame), logger: logger) { inbound, _, _ in
+        try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: maxFrame), eventLoopGroup: loop, logger: logger) {
+            inbound, _, _ in
             try await session(PushObserveSocket(inbound: inbound))
         }
     }

@@ -24,8 +24,10 @@ extension FleetRun {
         await withDiscardingTaskGroup { group in
             let count = max(1, min(16, (devices.count + 4999) / 5000))
             let channels = scenario.fleet.pushChannel == .multiplexed
-                ? (0..<count).map { MuxChannel(pushServiceURL: context.pushServiceURL, seed: scenario.seed ^ 0x6A7E ^ UInt64($0)) } : []
-            for channel in channels { group.addTask { await channel.run(context) } }
+                ? (0..<count).map {
+                    MuxChannel(pushServiceURL: context.pushServiceURL, loop: context.eventLoops.next(), seed: scenario.seed ^ 0x6A7E ^ UInt64($0))
+                } : []
+            for channel in channels { group.addTask(executorPreference: EventLoopExecutor(channel.loop)) { await channel.run(context) } }
             if channels.isEmpty { group.addTask { await context.deviceWork.run(context) } }
             if let every = scenario.fleet.reregisterEvery {
                 group.addTask { await renewPeriodically(every: every) }

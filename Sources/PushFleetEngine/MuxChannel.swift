@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import PushFleetClients
 import PushFleetCore
 import PushFleetMetrics
@@ -54,9 +55,13 @@ final class MuxChannel: Sendable {
 
     private let state: Mutex<State>
     let url: String
+    /// The event loop the connection lives on; ``run(_:)`` runs there, so a push is read,
+    /// handled and fetched on one thread.
+    let loop: any EventLoop
 
     /// `seed` draws the reconnect jitter; channels of one run differ so they do not retry in step.
-    init(pushServiceURL: String, seed: UInt64 = .random(in: .min ... .max)) {
+    init(pushServiceURL: String, loop: any EventLoop, seed: UInt64 = .random(in: .min ... .max)) {
+        self.loop = loop
         url = pushServiceURL.replacingOccurrences(of: "http", with: "ws", options: .anchored) + GatewayFrame.multiplexPath
         state = Mutex(State(machine: GatewayMux(backoff: Backoff(seed: seed))))
     }
@@ -148,7 +153,7 @@ final class MuxChannel: Sendable {
     /// One connection, from the attempt until it ends; returns what the machine says next.
     private func connection(_ context: RunContext) async -> GatewayMux.Action {
         do {
-            try await GatewayMuxSocket.connect(url: url, logger: context.logger) { socket in
+            try await GatewayMuxSocket.connect(url: url, on: loop, logger: context.logger) { socket in
                 try await self.session(socket, context)
             }
             return state.withLock { $0.machine.dropped(nil, now: context.now()) }
@@ -185,8 +190,9 @@ final class MuxChannel: Sendable {
         try await withThrowingDiscardingTaskGroup { group in
             // Back after a drop: every device renews its registration, spread over a second so a
             // restarted backend is not hit by all of them at once.
+            // On Swift's pool: a storm of renewals must not hold up the loop's pushes.
             if renewing && !carried.isEmpty {
-                group.addTask { await Self.renew(carried, over: 1_000_000_000, context) }
+                group.addTask(executorPreference: globalConcurrentExecutor) { await Self.renew(carried, over: 1_000_000_000, context) }
             }
             group.addTask {
                 for await _ in wakes {

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import PushFleetClients
 import PushFleetCore
 import PushFleetMetrics
@@ -31,8 +32,10 @@ struct PushServiceWatcher: Sendable {
         }
         // A push service that takes the connection and never answers does not hold the run up.
         await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await watchOverSocket(ready: ready)
+            // On the loop its connection reads on: a batch of reports wakes no other thread.
+            let loop = context.eventLoops.next()
+            group.addTask(executorPreference: EventLoopExecutor(loop)) {
+                await watchOverSocket(on: loop, ready: ready)
                 return true
             }
             group.addTask {
@@ -60,7 +63,7 @@ struct PushServiceWatcher: Sendable {
         let values = Mutex(Values())
     }
 
-    private func watchOverSocket(ready: @escaping @Sendable () -> Void) async {
+    private func watchOverSocket(on loop: any EventLoop, ready: @escaping @Sendable () -> Void) async {
         let context = context
         let url = Self.observeURL(pushService: context.pushServiceURL, run: context.runID)
         let state = SocketState()
@@ -68,7 +71,7 @@ struct PushServiceWatcher: Sendable {
         var attempts = 0
         while !Task.isCancelled && !context.isStopping {
             do {
-                try await PushObserveSocket.connect(url: url, logger: context.logger) { socket in
+                try await PushObserveSocket.connect(url: url, on: loop, logger: context.logger) { socket in
                     var first = true
                     for try await report in socket.reports {
                         let now = context.now()
