@@ -46,7 +46,8 @@ public struct HTTPBench: AsyncParsableCommand, Sendable {
     }
 
     /// pushfleet's request path: the BackendClient every device and sender uses, its loops on
-    /// the client's event loop, then on Swift's pool as a run's tasks are.
+    /// the client's event loop (as a run's sends and fetches are), then on Swift's pool (as
+    /// device setup is).
     private func measurePushfleet(port: Int, seconds: Double) async -> [HTTPMeasurement] {
         var rows: [HTTPMeasurement] = []
         for (onEventLoop, label) in [(true, "pushfleet (fleet HTTP client)"), (false, "pushfleet, tasks on Swift's pool")] {

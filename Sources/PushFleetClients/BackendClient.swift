@@ -172,8 +172,8 @@ package struct BackendClient: Sendable {
 public enum HTTPLoad {
     /// GETs `path` on `baseURL` from `connections` concurrent loops for `duration`, through the
     /// client devices and senders use, with one event loop thread; returns how many answers came
-    /// back. `onEventLoop` runs the loops on that thread too (as `wrk -t1` does); otherwise they
-    /// run on Swift's pool, as a fleet's tasks do.
+    /// back. `onEventLoop` runs the loops on that thread too (as `wrk -t1` does, and as a run's
+    /// sends and push fetches do); otherwise they run on Swift's pool, as device setup does.
     public static func run(baseURL: String, path: String, connections: Int, duration: Duration, onEventLoop: Bool = true) async -> Int {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let executor: (any TaskExecutor)? = onEventLoop ? EventLoopExecutor(group.next()) : nil
