@@ -189,8 +189,8 @@ final class MuxChannel: Sendable {
         }
         try await withThrowingDiscardingTaskGroup { group in
             // Back after a drop: every device renews its registration, spread over a second so a
-            // restarted backend is not hit by all of them at once.
-            // On Swift's pool: a storm of renewals must not hold up the loop's pushes.
+            // restarted backend is not hit by all of them at once, and on Swift's pool so that
+            // the storm does not hold up the loop's pushes.
             if renewing && !carried.isEmpty {
                 group.addTask(executorPreference: globalConcurrentExecutor) { await Self.renew(carried, over: 1_000_000_000, context) }
             }
