@@ -53,13 +53,30 @@ package final class FleetHTTPClient: Sendable {
     private let state = Mutex(PoolState())
 
     private struct PoolState {
-        var idle: [Connection] = []
+        /// Idle connections by the event loop they read on.
+        var idle: [ObjectIdentifier: [Connection]] = [:]
         var open = 0
         var connectsStarted = 0
         /// Callers waiting for a connection; resumed with one, or with nil when a slot frees.
         var waiters = CircularBuffer<UnsafeContinuation<Connection?, any Error>>()
         var all: [ObjectIdentifier: Connection] = [:]
         var shutDown = false
+
+        /// An idle connection, one of `loop` first.
+        mutating func takeIdle(preferring loop: (any EventLoop)?) -> Connection? {
+            if let loop, let connection = idle[ObjectIdentifier(loop)]?.popLast() { return connection }
+            guard let key = idle.first(where: { !$0.value.isEmpty })?.key else { return nil }
+            return idle[key]?.popLast()
+        }
+
+        mutating func putIdle(_ connection: Connection) {
+            idle[ObjectIdentifier(connection.channel.eventLoop), default: []].append(connection)
+        }
+
+        mutating func removeIdle(_ connection: Connection) {
+            let key = ObjectIdentifier(connection.channel.eventLoop)
+            if let index = idle[key]?.firstIndex(where: { $0 === connection }) { idle[key]?.remove(at: index) }
+        }
     }
 
     /// - Parameter sourceAddresses: local addresses to bind connections to in turn, so that one
@@ -132,10 +149,7 @@ package final class FleetHTTPClient: Sendable {
         while true {
             let next: Next = try state.withLock { state in
                 if state.shutDown { throw FleetHTTPError.shutDown }
-                if let here, let index = state.idle.lastIndex(where: { $0.channel.eventLoop === here }) {
-                    return .use(state.idle.remove(at: index))
-                }
-                if let connection = state.idle.popLast() { return .use(connection) }
+                if let connection = state.takeIdle(preferring: here) { return .use(connection) }
                 if state.open < maxConnections {
                     state.open += 1
                     state.connectsStarted += 1
@@ -150,7 +164,7 @@ package final class FleetHTTPClient: Sendable {
                 let handed: Connection? = try await withUnsafeThrowingContinuation { continuation in
                     let immediate: Next? = state.withLock { state in
                         if state.shutDown { return .wait }
-                        if let connection = state.idle.popLast() { return .use(connection) }
+                        if let connection = state.takeIdle(preferring: here) { return .use(connection) }
                         if state.open < maxConnections { return .connect(0) }
                         state.waiters.append(continuation)
                         return nil
@@ -209,7 +223,7 @@ package final class FleetHTTPClient: Sendable {
     fileprivate func release(_ connection: Connection) {
         let waiter: UnsafeContinuation<Connection?, any Error>? = state.withLock { state in
             if let waiter = state.waiters.popFirst() { return waiter }
-            state.idle.append(connection)
+            state.putIdle(connection)
             return nil
         }
         waiter?.resume(returning: connection)
@@ -218,7 +232,7 @@ package final class FleetHTTPClient: Sendable {
     private func closed(_ connection: Connection) {
         state.withLock { state in
             state.all[ObjectIdentifier(connection)] = nil
-            if let index = state.idle.firstIndex(where: { $0 === connection }) { state.idle.remove(at: index) }
+            state.removeIdle(connection)
         }
         freeSlot()
     }

@@ -212,18 +212,14 @@ extension DeliveryLedger {
         record.body = nil
     }
 
-    /// The pushes still kept that were handed to the push service before `time`, read.
-    func trailRecords(handedBefore time: Int64) -> [(push: UInt64, record: PushRecord)] {
+    /// The pushes still kept that were handed to the push service before `time` (every one
+    /// without a time), read.
+    func trailRecords(handedBefore time: Int64? = nil) -> [(push: UInt64, record: PushRecord)] {
         trail.open.compactMap { push, record in
-            guard record.handedAt < time || time == .max else { return nil }
+            if let time, record.handedAt >= time { return nil }
             var record = record
             read(&record)
             return (push, record)
         }
-    }
-
-    /// Every push still kept, read.
-    func trailRecords() -> [(push: UInt64, record: PushRecord)] {
-        trailRecords(handedBefore: .max)
     }
 }

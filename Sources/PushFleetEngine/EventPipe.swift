@@ -80,11 +80,9 @@ final class EventPipe: Sendable {
     }
 
     func emit(_ event: RunEvent) {
-        let accepted = now()
-        let onEventLoop = MultiThreadedEventLoopGroup.currentEventLoop != nil
         let recorder: Recorder? = state.withLock { state in
             guard !state.finished else { return nil }
-            if state.pending.isEmpty { state.oldestAt = accepted }
+            if state.pending.isEmpty { state.oldestAt = now() }
             state.pending.append(event)
             state.emitted += 1
             guard let recorder = state.recorder, !state.applying else { return nil }
@@ -92,6 +90,7 @@ final class EventPipe: Sendable {
             return recorder
         }
         guard let recorder else { return }
+        let onEventLoop = MultiThreadedEventLoopGroup.currentEventLoop != nil
         if onEventLoop && recorder.writesTape {
             handOver()
         } else {

@@ -127,7 +127,12 @@ private struct FrameReader {
         }
         guard at > start, !(at - start > 1 && bytes[start] == UInt8(ascii: "0")) else { return nil }
         // A fraction or an exponent: JSONDecoder's to judge.
-        if at < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[at]) { return nil }
+        if at < bytes.count {
+            switch bytes[at] {
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
+            default: break
+            }
+        }
         return value
     }
 
@@ -230,6 +235,11 @@ private struct FrameReader {
     }
 
     private mutating func skipSpace() {
-        while at < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[at]) { at += 1 }
+        while at < bytes.count {
+            switch bytes[at] {
+            case 0x20, 0x09, 0x0A, 0x0D: at += 1
+            default: return
+            }
+        }
     }
 }
