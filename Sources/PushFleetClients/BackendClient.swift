@@ -138,6 +138,8 @@ package struct BackendClient: Sendable {
             case .connect: "connect"
             case .bodyTooLarge: "body_too_large"
             case .shutDown: "cancelled"
+            case .invalidRequest: "invalid_request"
+            case .malformedAnswer: "malformed_answer"
             }
         case let error as GatewaySocketError:
             switch error {
@@ -164,7 +166,7 @@ package struct BackendClient: Sendable {
     }
 
     package static func basic(_ user: String, password: String) -> String {
-        "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+        "Basic " + Base64.encode("\(user):\(password)")
     }
 }
 

@@ -20,6 +20,11 @@ package enum FleetHTTPError: Error, Sendable, Equatable {
     case connect(String)
     case bodyTooLarge
     case shutDown
+    /// The request cannot be written as it is (a control character in a header, a space in
+    /// the target); nothing was sent.
+    case invalidRequest(String)
+    /// The answer broke HTTP/1.1's grammar; the connection was closed.
+    case malformedAnswer(String)
 }
 
 /// Host and port of an `http://` or `ws://` base URL, an IPv6 host without its brackets.
@@ -87,22 +92,15 @@ package final class FleetHTTPClient: Sendable {
         self.maxConnections = max(1, maxConnections)
         self.group = group
         self.sourceAddresses = sourceAddresses
-        self.hostHeader = port == 80 ? host : "\(host):\(port)"
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        self.hostHeader = port == 80 ? bracketed : "\(bracketed):\(port)"
     }
 
     package func execute(
         _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: ByteBuffer? = nil, timeout: Duration
     ) async throws -> HTTPAnswer {
-        var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
-        head.headers.reserveCapacity(headers.count + 2)
-        head.headers.add(name: "Host", value: hostHeader)
-        for (name, value) in headers { head.headers.add(name: name, value: value) }
-        if let body {
-            head.headers.add(name: "Content-Length", value: String(body.readableBytes))
-        } else if method != .GET && method != .HEAD && method != .DELETE {
-            head.headers.add(name: "Content-Length", value: "0")
-        }
-        let request = Exchange.Request(head: head, body: body, timeout: TimeAmount.nanoseconds(timeout.nanoseconds), maxBody: maxBody)
+        let message = try HTTP1Request(method: method, target: path, host: hostHeader, headers: headers, body: body)
+        let request = Exchange.Request(message: message, timeout: TimeAmount.nanoseconds(timeout.nanoseconds), maxBody: maxBody)
         do {
             return try await send(request)
         } catch FleetHTTPError.staleConnection {
@@ -188,7 +186,6 @@ package final class FleetHTTPClient: Sendable {
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes)
                     try channel.pipeline.syncOperations.addHandler(Exchange())
                 }
             }
@@ -220,7 +217,7 @@ package final class FleetHTTPClient: Sendable {
     }
 
     /// Back to the pool after a complete keep-alive exchange; a waiting caller gets it first.
-    fileprivate func release(_ connection: Connection) {
+    func release(_ connection: Connection) {
         let waiter: UnsafeContinuation<Connection?, any Error>? = state.withLock { state in
             if let waiter = state.waiters.popFirst() { return waiter }
             state.putIdle(connection)
@@ -243,132 +240,5 @@ package final class FleetHTTPClient: Sendable {
             return state.waiters.popFirst()
         }
         waiter?.resume(returning: nil)
-    }
-}
-
-/// One pooled connection: its channel and the handler that runs its exchanges.
-private final class Connection: Sendable {
-    let channel: any Channel
-    let exchange: NIOLoopBound<Exchange>
-    let pool: FleetHTTPClient
-
-    init(channel: any Channel, exchange: NIOLoopBound<Exchange>, pool: FleetHTTPClient) {
-        self.channel = channel
-        self.exchange = exchange
-        self.pool = pool
-    }
-
-    func start(_ request: Exchange.Request, _ continuation: UnsafeContinuation<HTTPAnswer, any Error>) {
-        if channel.eventLoop.inEventLoop {
-            exchange.value.start(request, continuation, connection: self)
-        } else {
-            channel.eventLoop.execute { [exchange] in exchange.value.start(request, continuation, connection: self) }
-        }
-    }
-}
-
-/// Writes one request and gathers its answer; lives in the channel's pipeline.
-private final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
-
-    struct Request: Sendable {
-        var head: HTTPRequestHead
-        var body: ByteBuffer?
-        var timeout: TimeAmount
-        var maxBody: Int
-    }
-
-    private var context: ChannelHandlerContext?
-    private var continuation: UnsafeContinuation<HTTPAnswer, any Error>?
-    private weak var connection: Connection?
-    private var status = 0
-    private var headers: HTTPHeaders = [:]
-    private var keepAlive = true
-    private var body: ByteBuffer?
-    private var maxBody = 0
-    private var timer: Scheduled<Void>?
-    /// Exchanges this connection has completed, and whether the current one has an answer yet.
-    private var completed = 0
-    private var answered = false
-
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
-
-    func start(_ request: Request, _ continuation: UnsafeContinuation<HTTPAnswer, any Error>, connection: Connection) {
-        guard let context, context.channel.isActive, self.continuation == nil else {
-            continuation.resume(throwing: completed > 0 ? FleetHTTPError.staleConnection : FleetHTTPError.connectionClosed)
-            return
-        }
-        self.answered = false
-        self.continuation = continuation
-        self.connection = connection
-        self.status = 0
-        self.body = nil
-        self.keepAlive = true
-        self.maxBody = request.maxBody
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: request.timeout) { [self] in
-            fail(FleetHTTPError.timeout)
-            self.context?.close(promise: nil)
-        }
-        context.write(wrapOutboundOut(.head(request.head)), promise: nil)
-        if let body = request.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            answered = true
-            status = Int(head.status.code)
-            headers = head.headers
-            keepAlive = head.isKeepAlive
-        case .body(var part):
-            if body == nil {
-                body = part
-            } else if body!.readableBytes + part.readableBytes > maxBody {
-                fail(FleetHTTPError.bodyTooLarge)
-                context.close(promise: nil)
-            } else {
-                body!.writeBuffer(&part)
-            }
-        case .end:
-            guard let continuation else { return }
-            self.continuation = nil
-            completed += 1
-            timer?.cancel()
-            timer = nil
-            let answer = HTTPAnswer(status: status, body: body ?? ByteBuffer(), headers: headers)
-            headers = [:]
-            body = nil
-            if keepAlive, let connection {
-                connection.pool.release(connection)
-            } else {
-                context.close(promise: nil)
-            }
-            continuation.resume(returning: answer)
-        }
-    }
-
-    /// Why an open exchange failed when the connection went: a reused connection that gave no
-    /// answer was let go by the server while idle.
-    private var closedError: FleetHTTPError { completed > 0 && !answered ? .staleConnection : .connectionClosed }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        fail(closedError)
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail(closedError)
-        context.close(promise: nil)
-    }
-
-    private func fail(_ error: FleetHTTPError) {
-        timer?.cancel()
-        timer = nil
-        guard let continuation else { return }
-        self.continuation = nil
-        continuation.resume(throwing: error)
     }
 }

@@ -13,22 +13,7 @@ public enum Base64URL {
     }()
 
     public static func encode(_ data: Data) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((data.count * 4 + 2) / 3)
-        var index = data.startIndex
-        while index < data.endIndex {
-            let remaining = data.endIndex - index
-            let b0 = UInt32(data[index])
-            let b1 = remaining > 1 ? UInt32(data[index + 1]) : 0
-            let b2 = remaining > 2 ? UInt32(data[index + 2]) : 0
-            let group = b0 << 16 | b1 << 8 | b2
-            out.append(alphabet[Int(group >> 18 & 63)])
-            out.append(alphabet[Int(group >> 12 & 63)])
-            if remaining > 1 { out.append(alphabet[Int(group >> 6 & 63)]) }
-            if remaining > 2 { out.append(alphabet[Int(group & 63)]) }
-            index += min(3, remaining)
-        }
-        return String(decoding: out, as: UTF8.self)
+        Base64.encode(data, alphabet: alphabet, padded: false)
     }
 
     /// Nil for any other character, padding, an impossible length, or bits set past the last
@@ -63,5 +48,34 @@ public enum Base64URL {
         default: break
         }
         return out
+    }
+}
+
+/// Standard base64 with padding (RFC 4648 §4), as a `Basic` credential writes it: made for every
+/// request of a description that sends one, so without Foundation's `Data` on the way.
+public enum Base64 {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    public static func encode(_ text: String) -> String {
+        encode(Array(text.utf8), alphabet: alphabet, padded: true)
+    }
+
+    static func encode<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, alphabet: [UInt8], padded: Bool) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let remaining = bytes.distance(from: index, to: bytes.endIndex)
+            let b0 = UInt32(bytes[index])
+            let b1 = remaining > 1 ? UInt32(bytes[bytes.index(index, offsetBy: 1)]) : 0
+            let b2 = remaining > 2 ? UInt32(bytes[bytes.index(index, offsetBy: 2)]) : 0
+            let group = b0 << 16 | b1 << 8 | b2
+            out.append(alphabet[Int(group >> 18 & 63)])
+            out.append(alphabet[Int(group >> 12 & 63)])
+            if remaining > 1 { out.append(alphabet[Int(group >> 6 & 63)]) } else if padded { out.append(UInt8(ascii: "=")) }
+            if remaining > 2 { out.append(alphabet[Int(group & 63)]) } else if padded { out.append(UInt8(ascii: "=")) }
+            index = bytes.index(index, offsetBy: min(3, remaining))
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -30,6 +30,8 @@ struct ErrorLabelTests {
             (FleetHTTPError.connect("refused"), "connect"),
             (FleetHTTPError.bodyTooLarge, "body_too_large"),
             (FleetHTTPError.shutDown, "cancelled"),
+            (FleetHTTPError.invalidRequest("header X has a control character"), "invalid_request"),
+            (FleetHTTPError.malformedAnswer("not an HTTP/1.x status line"), "malformed_answer"),
             (GatewaySocketError.timeout, "timeout"),
             (GatewaySocketError.closed, "connection_closed"),
             (GatewaySocketError.refused(403), "refused_403"),

@@ -52,6 +52,11 @@ struct UnitTests {
             #expect(encoded == foundation)
             #expect(Base64URL.decode(encoded) == data)
         }
+        // Standard base64 with padding, as a Basic credential: every length, and text beyond ASCII.
+        for length in 0..<70 {
+            let text = String((0..<length).map { _ in Character(Unicode.Scalar(UInt8.random(in: 0x20...0x7E, using: &generator))) }) + (length % 7 == 0 ? "é漢" : "")
+            #expect(Base64.encode(text) == Data(text.utf8).base64EncodedString())
+        }
         #expect(Base64URL.decode("QQ==") == nil)
         #expect(Base64URL.decode("a+b/") == nil)
         #expect(Base64URL.decode("QQ") == Data("A".utf8))

@@ -1,0 +1,165 @@
+import NIOCore
+import NIOHTTP1
+
+/// One pooled connection: its channel and the handler that runs its exchanges.
+final class Connection: Sendable {
+    let channel: any Channel
+    let exchange: NIOLoopBound<Exchange>
+    let pool: FleetHTTPClient
+
+    init(channel: any Channel, exchange: NIOLoopBound<Exchange>, pool: FleetHTTPClient) {
+        self.channel = channel
+        self.exchange = exchange
+        self.pool = pool
+    }
+
+    func start(_ request: Exchange.Request, _ continuation: UnsafeContinuation<HTTPAnswer, any Error>) {
+        if channel.eventLoop.inEventLoop {
+            exchange.value.start(request, continuation, connection: self)
+        } else {
+            channel.eventLoop.execute { [exchange] in exchange.value.start(request, continuation, connection: self) }
+        }
+    }
+}
+
+/// Writes one request and reads its answer with `HTTP1ResponseParser`; the only handler in the
+/// connection's pipeline.
+final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    struct Request: Sendable {
+        var message: HTTP1Request
+        var timeout: TimeAmount
+        var maxBody: Int
+    }
+
+    private var context: ChannelHandlerContext?
+    private var continuation: UnsafeContinuation<HTTPAnswer, any Error>?
+    private weak var connection: Connection?
+    private var parser: HTTP1ResponseParser?
+    /// When the exchange in progress times out.
+    private var deadline = NIODeadline.distantFuture
+    /// One timer per connection, armed at most once per timeout rather than once per request:
+    /// when it fires before the exchange's deadline it is armed again for that deadline.
+    private var timer: Scheduled<Void>?
+    private var timerAt = NIODeadline.distantFuture
+    /// Exchanges this connection has completed.
+    private var completed = 0
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        disarm()
+    }
+
+    func start(_ request: Request, _ continuation: UnsafeContinuation<HTTPAnswer, any Error>, connection: Connection) {
+        guard let context, context.channel.isActive, self.continuation == nil else {
+            continuation.resume(throwing: completed > 0 ? FleetHTTPError.staleConnection : FleetHTTPError.connectionClosed)
+            return
+        }
+        self.continuation = continuation
+        self.connection = connection
+        if parser == nil { parser = HTTP1ResponseParser(maxBody: request.maxBody) }
+        parser!.expect(body: request.message.expectsBody)
+        deadline = .now() + request.timeout
+        if timer == nil || deadline < timerAt { arm(at: deadline, context: context) }
+        context.writeAndFlush(wrapOutboundOut(request.message.bytes), promise: nil)
+    }
+
+    private func arm(at instant: NIODeadline, context: ChannelHandlerContext) {
+        timer?.cancel()
+        timerAt = instant
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: instant) { [self] in
+            timer = nil
+            guard continuation != nil else { return }
+            if deadline <= .now() {
+                fail(FleetHTTPError.timeout)
+                self.context?.close(promise: nil)
+            } else if let context = self.context {
+                arm(at: deadline, context: context)
+            }
+        }
+    }
+
+    private func disarm() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        guard continuation != nil else {
+            // Nothing was asked: anything but stray line ends means the connection is out of step.
+            if !bytes.readableBytesView.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) { context.close(promise: nil) }
+            return
+        }
+        let response: HTTP1Response?
+        do {
+            response = try parser!.feed(&bytes)
+        } catch {
+            fail(error)
+            context.close(promise: nil)
+            return
+        }
+        if let response { complete(response, context: context) }
+    }
+
+    private func complete(_ response: HTTP1Response, context: ChannelHandlerContext) {
+        guard let continuation else { return }
+        self.continuation = nil
+        completed += 1
+        deadline = .distantFuture
+        let answer = HTTPAnswer(status: response.status, body: response.body, headers: response.headers)
+        // Bytes past the answer were not asked for: the connection is not reused.
+        let clean = parser!.leftover.allSatisfy { $0 == 0x0D || $0 == 0x0A }
+        if response.keepAlive, clean, let connection {
+            parser!.discardLeftover()
+            connection.pool.release(connection)
+        } else {
+            context.close(promise: nil)
+        }
+        continuation.resume(returning: answer)
+    }
+
+    /// Why an open exchange failed when the connection went: a reused connection that gave no
+    /// answer was let go by the server while idle.
+    private var closedError: FleetHTTPError {
+        completed > 0 && !(parser?.started ?? false) ? .staleConnection : .connectionClosed
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if continuation != nil {
+            // An answer whose body runs to the close is whole now.
+            if let response = try? parser?.end() {
+                complete(response, context: context)
+            } else {
+                fail(closedError)
+            }
+        }
+        disarm()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(closedError)
+        context.close(promise: nil)
+    }
+
+    private func fail(_ error: HTTP1ParseError) {
+        switch error {
+        case .bodyTooLarge: fail(FleetHTTPError.bodyTooLarge)
+        case .headTooLarge: fail(FleetHTTPError.malformedAnswer("head too large"))
+        case .malformed(let why): fail(FleetHTTPError.malformedAnswer(why))
+        case .truncated: fail(closedError)
+        }
+    }
+
+    private func fail(_ error: FleetHTTPError) {
+        guard let continuation else { return }
+        self.continuation = nil
+        deadline = .distantFuture
+        continuation.resume(throwing: error)
+    }
+}

@@ -1,0 +1,113 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import Testing
+
+import PushFleetClients
+
+/// The pool against a server that writes answers byte for byte: what no HTTP server library
+/// would send, cut where it likes.
+@Suite("Fleet HTTP client, raw answers")
+struct FleetHTTPClientRawTests {
+    /// Answers each request by its path with the bytes `answers` holds, in the pieces given
+    /// (each written and flushed on its own); counts connections and requests.
+    final class Script: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+
+        let answers: [String: [String]]
+        let seen = Mutex((connections: 0, requests: [String]()))
+
+        init(answers: [String: [String]]) { self.answers = answers }
+
+        func channelActive(context: ChannelHandlerContext) {
+            seen.withLock { $0.connections += 1 }
+            context.fireChannelActive()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let text = String(buffer: unwrapInboundIn(data))
+            // One request a read is enough for these tests' small requests.
+            guard let line = text.split(separator: "\r\n").first else { return }
+            let path = String(line.split(separator: " ").dropFirst().first ?? "")
+            seen.withLock { $0.requests.append(path) }
+            for piece in answers[path] ?? ["HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"] {
+                context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: piece)), promise: nil)
+            }
+        }
+    }
+
+    static func withServer(_ answers: [String: [String]], _ body: (Int, Script) async throws -> Void) async throws {
+        let script = Script(answers: answers)
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(script) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { channel.close(promise: nil) }
+        try await body(channel.localAddress?.port ?? 0, script)
+    }
+
+    @Test("answers cut byte by byte, chunked with extensions and trailers, after an interim 100, are read whole on one connection")
+    func cutAnswers() async throws {
+        let chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n"
+        try await Self.withServer([
+            "/bytes": chunked.map { String($0) },
+            "/interim": ["HTTP/1.1 100 Continue\r\n\r\n", "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nX-Id: ", "42\r\n\r\nok"],
+        ]) { port, script in
+            let client = FleetHTTPClient(host: "127.0.0.1", port: port, maxConnections: 1, group: MultiThreadedEventLoopGroup.singleton)
+            for _ in 0..<3 {
+                let bytes = try await client.execute(.GET, "/bytes", timeout: .seconds(5))
+                #expect(bytes.status == 200 && String(buffer: bytes.body) == "hello world")
+                let interim = try await client.execute(.POST, "/interim", body: ByteBuffer(string: "{}"), timeout: .seconds(5))
+                #expect(interim.status == 201 && String(buffer: interim.body) == "ok" && interim.headers["X-Id"] == ["42"])
+            }
+            await client.shutdown()
+            #expect(script.seen.withLock { $0.connections } == 1)
+        }
+    }
+
+    static func get(_ backend: BackendClient, _ path: String, headers: [(String, String)] = []) async -> Result<HTTPExchange, TransportError> {
+        await backend.exchange(.GET, path, headers: headers, body: nil, timeout: .seconds(5))
+    }
+
+    @Test("an answer that is not HTTP fails its request as malformed and the next one takes a new connection")
+    func malformed() async throws {
+        try await Self.withServer([
+            "/garbage": ["SSH-2.0-OpenSSH_9.2\r\n\r\n"],
+            "/fine": ["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"],
+            "/twice": ["HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb"],
+        ]) { port, script in
+            let backend = BackendClient(baseURL: "http://127.0.0.1:\(port)", connections: 1)
+            #expect(await Self.get(backend, "/garbage").failureLabel == "malformed_answer")
+            let fine = try await Self.get(backend, "/fine").get()
+            #expect(fine.status == 200 && fine.text == "ok")
+            // Two answers to one request: the first is taken and the connection is not reused.
+            #expect(try await Self.get(backend, "/twice").get().text == "a")
+            #expect(try await Self.get(backend, "/fine").get().text == "ok")
+            await backend.shutdown()
+            // garbage; fine and twice (one reused connection); fine.
+            #expect(script.seen.withLock { $0.connections } == 3)
+        }
+    }
+
+    @Test("a header value with a line break is refused before anything is sent")
+    func injection() async throws {
+        try await Self.withServer(["/fine": ["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]]) { port, script in
+            let backend = BackendClient(baseURL: "http://127.0.0.1:\(port)", connections: 1)
+            #expect(await Self.get(backend, "/fine", headers: [("X-Token", "abc\r\nGET /smuggled HTTP/1.1")]).failureLabel == "invalid_request")
+            let after = try await Self.get(backend, "/fine").get()
+            #expect(after.text == "ok")
+            await backend.shutdown()
+            #expect(script.seen.withLock { $0.requests } == ["/fine"])
+        }
+    }
+}
+
+extension Result<HTTPExchange, TransportError> {
+    fileprivate var failureLabel: String? {
+        if case .failure(let error) = self { error.label } else { nil }
+    }
+}
