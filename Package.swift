@@ -44,7 +44,7 @@ let package = Package(
     ],
     targets: [
         // Wire formats shared by the backend, the mock push service and the device clients.
-        .target(name: "PushFleetWire", swiftSettings: swiftSettings),
+        .target(name: "PushFleetWire", dependencies: ["PushFleetCore"], swiftSettings: swiftSettings),
         // Pure domain: no I/O, no clocks read except through WallClock, no networking.
         .target(name: "PushFleetCore", swiftSettings: swiftSettings),
         // Web Push's cryptography (RFC 8291 message encryption, RFC 8292 VAPID): pure, for the

@@ -37,7 +37,9 @@ package struct PushObserveSocket: Sendable {
 
             package mutating func next() async throws -> PushReport? {
                 while let message = try await base.next() {
-                    if case .text(let text) = message, let report = try? decoder.decode(PushReport.self, from: Data(text.utf8)) { return report }
+                    guard case .text(var text) = message else { continue }
+                    if let report = text.withUTF8({ PushReport(fastJSON: $0) }) { return report }
+                    if let report = try? decoder.decode(PushReport.self, from: Data(text.utf8)) { return report }
                 }
                 return nil
             }

@@ -134,11 +134,6 @@ struct JSONScanner {
                 let escaped = bytes[index]
                 index += 1
                 switch escaped {
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
                 case UInt8(ascii: "u"):
                     guard var scalar = readHex4() else { return nil }
                     // A surrogate pair names one character beyond the first plane.
@@ -151,7 +146,8 @@ struct JSONScanner {
                     }
                     guard let unicode = Unicode.Scalar(scalar) else { return nil }
                     out.append(contentsOf: String(Character(unicode)).utf8)
-                default: out.append(escaped)
+                // Leniently, an escape JSON does not have stands for its character.
+                default: out.append(JSONEscape.byte(escaped) ?? escaped)
                 }
             default: out.append(byte)
             }

@@ -1,0 +1,235 @@
+/// The pieces of a one-pass JSON reader for the fleet's hot frames (push frames, the push
+/// service's reports), without Foundation's `JSONDecoder`.
+///
+/// It is strict where `JSONDecoder` is, and answers nil for anything it is not sure of (a number
+/// with a fraction or an exponent, a nested value where a scalar should be, anything that is not
+/// JSON), so a caller falls back to `JSONDecoder` and the answer is the same either way. Unlike
+/// `JSONScanner`, which reads backends' answers leniently, it must never accept what
+/// `JSONDecoder` refuses.
+package struct StrictJSONReader {
+    package let bytes: UnsafeBufferPointer<UInt8>
+    package var at = 0
+
+    package init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    package var atEnd: Bool { at == bytes.count }
+
+    /// Reads an object's members: `member` is called with each key, the reader just after its
+    /// colon, and reads the value (false when it cannot). Nil unless the whole object was read.
+    package mutating func object(_ member: (inout StrictJSONReader, String) -> Bool) -> Void? {
+        skipSpace()
+        guard take(UInt8(ascii: "{")) else { return nil }
+        skipSpace()
+        if take(UInt8(ascii: "}")) { return () }
+        repeat {
+            skipSpace()
+            guard let name = string() else { return nil }
+            skipSpace()
+            guard take(UInt8(ascii: ":")) else { return nil }
+            skipSpace()
+            guard member(&self, name) else { return nil }
+            skipSpace()
+        } while take(UInt8(ascii: ","))
+        guard take(UInt8(ascii: "}")) else { return nil }
+        return ()
+    }
+
+    /// Reads an array's elements with `element` (false when it cannot); nil unless all were read.
+    package mutating func array(_ element: (inout StrictJSONReader) -> Bool) -> Void? {
+        skipSpace()
+        guard take(UInt8(ascii: "[")) else { return nil }
+        skipSpace()
+        if take(UInt8(ascii: "]")) { return () }
+        repeat {
+            skipSpace()
+            guard element(&self) else { return nil }
+            skipSpace()
+        } while take(UInt8(ascii: ","))
+        guard take(UInt8(ascii: "]")) else { return nil }
+        return ()
+    }
+
+    // MARK: Values
+
+    /// `null` (an absent value), or what `read` reads; nil when neither.
+    package mutating func optional<T>(_ read: (inout StrictJSONReader) -> T?) -> T?? {
+        if literal("null") { return .some(nil) }
+        guard let value = read(&self) else { return nil }
+        return .some(value)
+    }
+
+    package mutating func boolean() -> Bool? {
+        if literal("true") { return true }
+        if literal("false") { return false }
+        return nil
+    }
+
+    /// A plain integer (`-`, then digits without a leading zero) that fits; nil otherwise.
+    package mutating func integer() -> Int64? {
+        let negative = take(UInt8(ascii: "-"))
+        guard let magnitude = digits() else { return nil }
+        if negative {
+            return magnitude <= UInt64(Int64.max) + 1 ? (magnitude == UInt64(Int64.max) + 1 ? .min : -Int64(magnitude)) : nil
+        }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+    }
+
+    package mutating func unsigned() -> UInt64? {
+        digits()
+    }
+
+    private mutating func digits() -> UInt64? {
+        let start = at
+        var value: UInt64 = 0
+        while at < bytes.count, bytes[at] >= UInt8(ascii: "0"), bytes[at] <= UInt8(ascii: "9") {
+            let (times, over1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, over2) = times.addingReportingOverflow(UInt64(bytes[at] - UInt8(ascii: "0")))
+            guard !over1, !over2 else { return nil }
+            value = sum
+            at += 1
+        }
+        guard at > start, !(at - start > 1 && bytes[start] == UInt8(ascii: "0")) else { return nil }
+        // A fraction or an exponent: JSONDecoder's to judge.
+        if at < bytes.count {
+            switch bytes[at] {
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
+            default: break
+            }
+        }
+        return value
+    }
+
+    /// A string, its escapes resolved; nil for anything JSON does not allow.
+    package mutating func string() -> String? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = at
+        while at < bytes.count {
+            let byte = bytes[at]
+            if byte == UInt8(ascii: "\"") {
+                defer { at += 1 }
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\") { return escapedString(from: start) }
+            if byte < 0x20 { return nil }
+            at += 1
+        }
+        return nil
+    }
+
+    /// The rest of a string that has escapes, from its first byte at `start`.
+    private mutating func escapedString(from start: Int) -> String? {
+        var out = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<at]))
+        while at < bytes.count {
+            let byte = bytes[at]
+            at += 1
+            switch byte {
+            case UInt8(ascii: "\""):
+                return String(decoding: out, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                guard at < bytes.count else { return nil }
+                let escape = bytes[at]
+                at += 1
+                if escape == UInt8(ascii: "u") {
+                    guard let scalar = unicodeEscape() else { return nil }
+                    out.append(contentsOf: String(Character(scalar)).utf8)
+                } else {
+                    guard let byte = JSONEscape.byte(escape) else { return nil }
+                    out.append(byte)
+                }
+            default:
+                guard byte >= 0x20 else { return nil }
+                out.append(byte)
+            }
+        }
+        return nil
+    }
+
+    /// After `\u`: one scalar, a surrogate pair included; nil for a lone surrogate.
+    private mutating func unicodeEscape() -> Unicode.Scalar? {
+        guard let high = hex4() else { return nil }
+        if (0xD800...0xDBFF).contains(high) {
+            guard take(UInt8(ascii: "\\")), take(UInt8(ascii: "u")), let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
+            return Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+        }
+        return Unicode.Scalar(high)
+    }
+
+    private mutating func hex4() -> UInt32? {
+        guard at + 4 <= bytes.count else { return nil }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            guard let digit = Character(Unicode.Scalar(bytes[at])).hexDigitValue else { return nil }
+            value = value << 4 | UInt32(digit)
+            at += 1
+        }
+        return value
+    }
+
+    /// A string, a plain integer, `true`, `false` or `null`: a member the caller has no use for.
+    package mutating func skipScalar() -> Bool {
+        guard at < bytes.count else { return false }
+        switch bytes[at] {
+        case UInt8(ascii: "\""): return string() != nil
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return boolean() != nil
+        case UInt8(ascii: "n"): return literal("null")
+        default: return integer() != nil
+        }
+    }
+
+    // MARK: Bytes
+
+    package mutating func literal(_ word: StaticString) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard at + count <= bytes.count else { return false }
+        for index in 0..<count where bytes[at + index] != word.utf8Start[index] { return false }
+        at += count
+        return true
+    }
+
+    package mutating func take(_ byte: UInt8) -> Bool {
+        guard at < bytes.count, bytes[at] == byte else { return false }
+        at += 1
+        return true
+    }
+
+    package mutating func skipSpace() {
+        while at < bytes.count {
+            switch bytes[at] {
+            case 0x20, 0x09, 0x0A, 0x0D: at += 1
+            default: return
+            }
+        }
+    }
+}
+
+/// Which of a decoded type's keys have been read, so a repeated key sends the read to
+/// `JSONDecoder` (which does not take the last value).
+package struct SeenKeys {
+    private var bits: UInt64 = 0
+
+    package init() {}
+
+    /// Marks key number `index` (below 64); false when it was seen before.
+    package mutating func first(_ index: Int) -> Bool {
+        let bit = UInt64(1) << UInt64(index)
+        guard bits & bit == 0 else { return false }
+        bits |= bit
+        return true
+    }
+}
+
+/// The byte a one-character JSON escape (`\n`, `\"`, …) stands for; nil for `\u` and for
+/// what JSON has no escape for.
+enum JSONEscape {
+    static func byte(_ escape: UInt8) -> UInt8? {
+        switch escape {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): escape
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+    }
+}
