@@ -164,7 +164,7 @@ package final class Recorder: Sendable {
             return mayFold ? (fold(&state, folding), false) : (false, true)
         }
         // Outside the lock: it walks every arena.
-        if folded { HeapTrim.releaseFreePages() }
+        if folded { CHeap.releaseFreePages() }
         return due
     }
 
