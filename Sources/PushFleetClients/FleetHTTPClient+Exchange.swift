@@ -31,13 +31,12 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     struct Request: Sendable {
         var message: HTTP1Request
         var timeout: TimeAmount
-        var maxBody: Int
     }
 
     private var context: ChannelHandlerContext?
     private var continuation: UnsafeContinuation<HTTPAnswer, any Error>?
     private weak var connection: Connection?
-    private var parser: HTTP1ResponseParser?
+    private var parser: HTTP1ResponseParser
     /// When the exchange in progress times out.
     private var deadline = NIODeadline.distantFuture
     /// One timer per connection, armed at most once per timeout rather than once per request:
@@ -46,6 +45,10 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     private var timerAt = NIODeadline.distantFuture
     /// Exchanges this connection has completed.
     private var completed = 0
+
+    init(maxBody: Int) {
+        parser = HTTP1ResponseParser(maxBody: maxBody)
+    }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
@@ -61,8 +64,7 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         }
         self.continuation = continuation
         self.connection = connection
-        if parser == nil { parser = HTTP1ResponseParser(maxBody: request.maxBody) }
-        parser!.expect(body: request.message.expectsBody)
+        parser.expect(body: request.message.expectsBody)
         deadline = .now() + request.timeout
         if timer == nil || deadline < timerAt { arm(at: deadline, context: context) }
         context.writeAndFlush(wrapOutboundOut(request.message.bytes), promise: nil)
@@ -92,12 +94,12 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         var bytes = unwrapInboundIn(data)
         guard continuation != nil else {
             // Nothing was asked: anything but stray line ends means the connection is out of step.
-            if !bytes.readableBytesView.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) { context.close(promise: nil) }
+            if !HTTP1ResponseParser.onlyLineEnds(bytes.readableBytesView) { context.close(promise: nil) }
             return
         }
         let response: HTTP1Response?
         do {
-            response = try parser!.feed(&bytes)
+            response = try parser.feed(&bytes)
         } catch {
             fail(error)
             context.close(promise: nil)
@@ -113,9 +115,7 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         deadline = .distantFuture
         let answer = HTTPAnswer(status: response.status, body: response.body, headers: response.headers)
         // Bytes past the answer were not asked for: the connection is not reused.
-        let clean = parser!.leftover.allSatisfy { $0 == 0x0D || $0 == 0x0A }
-        if response.keepAlive, clean, let connection {
-            parser!.discardLeftover()
+        if response.keepAlive, parser.leftover.isEmpty, let connection {
             connection.pool.release(connection)
         } else {
             context.close(promise: nil)
@@ -126,13 +126,13 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     /// Why an open exchange failed when the connection went: a reused connection that gave no
     /// answer was let go by the server while idle.
     private var closedError: FleetHTTPError {
-        completed > 0 && !(parser?.started ?? false) ? .staleConnection : .connectionClosed
+        completed > 0 && !parser.started ? .staleConnection : .connectionClosed
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         if continuation != nil {
             // An answer whose body runs to the close is whole now.
-            if let response = try? parser?.end() {
+            if let response = try? parser.end() {
                 complete(response, context: context)
             } else {
                 fail(closedError)

@@ -100,7 +100,7 @@ package final class FleetHTTPClient: Sendable {
         _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: ByteBuffer? = nil, timeout: Duration
     ) async throws -> HTTPAnswer {
         let message = try HTTP1Request(method: method, target: path, host: hostHeader, headers: headers, body: body)
-        let request = Exchange.Request(message: message, timeout: TimeAmount.nanoseconds(timeout.nanoseconds), maxBody: maxBody)
+        let request = Exchange.Request(message: message, timeout: TimeAmount.nanoseconds(timeout.nanoseconds))
         do {
             return try await send(request)
         } catch FleetHTTPError.staleConnection {
@@ -181,12 +181,13 @@ package final class FleetHTTPClient: Sendable {
 
     /// Opens a connection, on `loop` when the caller runs on one.
     private func connect(_ ordinal: Int, on loop: (any EventLoop)?) async throws -> Connection {
+        let maxBody = maxBody
         var bootstrap = ClientBootstrap(group: loop ?? group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Exchange())
+                    try channel.pipeline.syncOperations.addHandler(Exchange(maxBody: maxBody))
                 }
             }
         if !sourceAddresses.isEmpty {

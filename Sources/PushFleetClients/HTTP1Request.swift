@@ -62,10 +62,6 @@ package struct HTTP1Request: Sendable {
     }
 
     private static func isFraming(_ name: String) -> Bool {
-        switch name.utf8.count {
-        case 14: name.lowercased() == "content-length"
-        case 17: name.lowercased() == "transfer-encoding"
-        default: false
-        }
+        name.equalsLowercase("content-length") || name.equalsLowercase("transfer-encoding")
     }
 }

@@ -40,7 +40,8 @@ package struct HTTP1ResponseParser {
         case chunkSize
         case chunkData(remaining: Int)
         case chunkEnd
-        case trailers
+        /// With the bytes of trailer fields read so far, bounded as a head is.
+        case trailers(read: Int)
         case untilClose
     }
 
@@ -69,12 +70,13 @@ package struct HTTP1ResponseParser {
         self.expectsBody = expectsBody
     }
 
-    /// Bytes received beyond the last whole answer.
+    /// Bytes received beyond the last whole answer, stray line ends left out: an answer nobody
+    /// asked for yet, so the connection is out of step.
     package var leftover: ByteBufferView { buffer.readableBytesView }
 
-    /// Lets go of stray line ends read past the last answer, before the connection is reused.
-    package mutating func discardLeftover() {
-        buffer = Self.empty
+    /// Whether `bytes` are only line ends, which may stray between answers (as llhttp allows).
+    package static func onlyLineEnds(_ bytes: ByteBufferView) -> Bool {
+        bytes.allSatisfy { $0 == 0x0D || $0 == 0x0A }
     }
 
     /// Whether anything of an answer has been read.
@@ -120,7 +122,7 @@ package struct HTTP1ResponseParser {
                 guard let line = nextLine() else { return try lineTooLong() }
                 let size = try chunkSize(line)
                 if size == 0 {
-                    state = .trailers
+                    state = .trailers(read: 0)
                 } else {
                     guard (body?.readableBytes ?? 0) + size <= maxBody else { throw .bodyTooLarge }
                     state = .chunkData(remaining: size)
@@ -136,9 +138,11 @@ package struct HTTP1ResponseParser {
                 guard let line = nextLine() else { return try lineTooLong() }
                 guard line.isEmpty else { throw .malformed("chunk longer than its size") }
                 state = .chunkSize
-            case .trailers:
+            case .trailers(let read):
                 guard let line = nextLine() else { return try lineTooLong() }
                 if line.isEmpty { return finish(keepAlive: keepAlive) }
+                guard read + line.count <= maxHead else { throw .headTooLarge }
+                state = .trailers(read: read + line.count + 2)
             case .untilClose:
                 _ = take(upTo: Int.max)
                 guard (body?.readableBytes ?? 0) <= maxBody else { throw .bodyTooLarge }
@@ -151,10 +155,7 @@ package struct HTTP1ResponseParser {
 
     /// The head's length up to and including its empty line, nil until it has come.
     private mutating func findHeadEnd() throws(HTTP1ParseError) -> Int? {
-        if scanned == 0 {
-            // Stray line ends before a status line are skipped, as llhttp does.
-            while let byte = buffer.readableBytesView.first, byte == 0x0D || byte == 0x0A { buffer.moveReaderIndex(forwardBy: 1) }
-        }
+        if scanned == 0 { skipLineEnds() }
         let found: Int? = buffer.withUnsafeReadableBytes { raw in
             guard let base = raw.baseAddress else { return nil }
             var at = scanned
@@ -354,9 +355,15 @@ package struct HTTP1ResponseParser {
         }
     }
 
+    /// Stray line ends before a status line are skipped, as llhttp does.
+    private mutating func skipLineEnds() {
+        while let byte = buffer.readableBytesView.first, byte == 0x0D || byte == 0x0A { buffer.moveReaderIndex(forwardBy: 1) }
+    }
+
     private mutating func finish(keepAlive: Bool) -> HTTP1Response {
         let response = HTTP1Response(status: status, headers: headers, body: body ?? Self.empty, keepAlive: keepAlive)
         state = .head
+        skipLineEnds()
         if buffer.readableBytes == 0 { buffer = Self.empty }
         body = nil
         headers = HTTPHeaders()
@@ -385,7 +392,7 @@ private struct HeadLines {
 
 extension String {
     /// Equal to `lowercase`, an ASCII lowercase word, ignoring ASCII case.
-    fileprivate func equalsLowercase(_ lowercase: StaticString) -> Bool {
+    func equalsLowercase(_ lowercase: StaticString) -> Bool {
         guard utf8.count == lowercase.utf8CodeUnitCount else { return false }
         return lowercase.withUTF8Buffer { expected in
             zip(utf8, expected).allSatisfy { byte, want in byte | 0x20 == want || byte == want }

@@ -17,35 +17,32 @@ package struct StrictJSONReader {
     /// Reads an object's members: `member` is called with each key, the reader just after its
     /// colon, and reads the value (false when it cannot). Nil unless the whole object was read.
     package mutating func object(_ member: (inout StrictJSONReader, String) -> Bool) -> Void? {
-        skipSpace()
-        guard take(UInt8(ascii: "{")) else { return nil }
-        skipSpace()
-        if take(UInt8(ascii: "}")) { return () }
-        repeat {
-            skipSpace()
-            guard let name = string() else { return nil }
-            skipSpace()
-            guard take(UInt8(ascii: ":")) else { return nil }
-            skipSpace()
-            guard member(&self, name) else { return nil }
-            skipSpace()
-        } while take(UInt8(ascii: ","))
-        guard take(UInt8(ascii: "}")) else { return nil }
-        return ()
+        list(open: UInt8(ascii: "{"), close: UInt8(ascii: "}")) { reader in
+            guard let name = reader.string() else { return false }
+            reader.skipSpace()
+            guard reader.take(UInt8(ascii: ":")) else { return false }
+            reader.skipSpace()
+            return member(&reader, name)
+        }
     }
 
     /// Reads an array's elements with `element` (false when it cannot); nil unless all were read.
     package mutating func array(_ element: (inout StrictJSONReader) -> Bool) -> Void? {
+        list(open: UInt8(ascii: "["), close: UInt8(ascii: "]"), element)
+    }
+
+    /// `open`, items separated by commas (each read by `item`), `close`.
+    private mutating func list(open: UInt8, close: UInt8, _ item: (inout StrictJSONReader) -> Bool) -> Void? {
         skipSpace()
-        guard take(UInt8(ascii: "[")) else { return nil }
+        guard take(open) else { return nil }
         skipSpace()
-        if take(UInt8(ascii: "]")) { return () }
+        if take(close) { return () }
         repeat {
             skipSpace()
-            guard element(&self) else { return nil }
+            guard item(&self) else { return nil }
             skipSpace()
         } while take(UInt8(ascii: ","))
-        guard take(UInt8(ascii: "]")) else { return nil }
+        guard take(close) else { return nil }
         return ()
     }
 

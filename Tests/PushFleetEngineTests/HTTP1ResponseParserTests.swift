@@ -212,6 +212,10 @@ struct HTTP1ResponseParserTests {
             try Self.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n")
         }
         #expect(throws: HTTP1ParseError.bodyTooLarge) { try Self.parse("HTTP/1.1 200 OK\r\n\r\n" + String(repeating: "x", count: 101), maxBody: 100) }
+        // Trailer fields that never end are bounded as a head is, each line short.
+        #expect(throws: HTTP1ParseError.headTooLarge) {
+            try Self.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + String(repeating: "X-T: 1234567890\r\n", count: 100))
+        }
         #expect(throws: HTTP1ParseError.truncated) { try Self.parse("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", close: true) }
         #expect(throws: HTTP1ParseError.truncated) { try Self.parse("HTTP/1.1 200 OK\r\nContent-Le", close: true) }
         #expect(throws: HTTP1ParseError.truncated) { try Self.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", close: true) }
