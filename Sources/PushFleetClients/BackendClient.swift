@@ -11,15 +11,22 @@ package struct HTTPExchange: Sendable {
     package var body: ByteBuffer
     package var start: Int64
     package var end: Int64
-    package var headers: HTTPHeaders = [:]
+    package var fields: AnswerFields
 
     package init(status: Int, body: ByteBuffer, start: Int64, end: Int64, headers: HTTPHeaders = [:]) {
+        self.init(status: status, body: body, start: start, end: end, fields: AnswerFields(headers))
+    }
+
+    package init(status: Int, body: ByteBuffer, start: Int64, end: Int64, fields: AnswerFields) {
         self.status = status
         self.body = body
         self.start = start
         self.end = end
-        self.headers = headers
+        self.fields = fields
     }
+
+    /// The answer's header fields, made from its bytes on each read.
+    package var headers: HTTPHeaders { fields.headers }
 
     package var latency: Int64 { end - start }
     package var succeeded: Bool { (200..<300).contains(status) }
@@ -109,7 +116,7 @@ package struct BackendClient: Sendable {
             switch transport {
             case .pool(let pool):
                 let answer = try await pool.execute(method, path, headers: headers, body: body, timeout: timeout)
-                return .success(HTTPExchange(status: answer.status, body: answer.body, start: start, end: clock.now(), headers: answer.headers))
+                return .success(HTTPExchange(status: answer.status, body: answer.body, start: start, end: clock.now(), fields: answer.fields))
             case .tls(let client):
                 var request = HTTPClientRequest(url: baseURL + path)
                 request.method = method

@@ -113,7 +113,7 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         self.continuation = nil
         completed += 1
         deadline = .distantFuture
-        let answer = HTTPAnswer(status: response.status, body: response.body, headers: response.headers)
+        let answer = HTTPAnswer(status: response.status, body: response.body, fields: response.fields)
         // Bytes past the answer were not asked for: the connection is not reused.
         if response.keepAlive, parser.leftover.isEmpty, let connection {
             connection.pool.release(connection)

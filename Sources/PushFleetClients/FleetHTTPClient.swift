@@ -9,7 +9,9 @@ import Synchronization
 package struct HTTPAnswer: Sendable {
     package var status: Int
     package var body: ByteBuffer
-    package var headers: HTTPHeaders = [:]
+    package var fields = AnswerFields()
+
+    package var headers: HTTPHeaders { fields.headers }
 }
 
 package enum FleetHTTPError: Error, Sendable, Equatable {

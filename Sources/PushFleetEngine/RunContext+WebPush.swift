@@ -42,7 +42,7 @@ final class WebPushShared: Sendable {
             let failure: KeyFailure
             switch await context.backend.exchange(.GET, path, headers: [], body: nil, timeout: context.scenario.timeouts.register) {
             case .success(let exchange):
-                let headers = exchange.headers.map { ($0.name, $0.value) }
+                let headers = location.readsHeaders ? exchange.headers.map { ($0.name, $0.value) } : []
                 if !exchange.succeeded {
                     failure = KeyFailure(label: "status_\(exchange.status)")
                 } else if let key = ValueReader.read(location, headers: headers, body: exchange.body.readableBytesView)?.string,
@@ -95,8 +95,7 @@ extension VirtualDevice {
         )
         switch result {
         case .success(let exchange):
-            let headers = exchange.headers.map { ($0.name, $0.value) }
-            let endpoint = ValueReader.read(.json(Self.endpointPointer), headers: headers, body: exchange.body.readableBytesView)?.string
+            let endpoint = ValueReader.read(.json(Self.endpointPointer), headers: [], body: exchange.body.readableBytesView)?.string
             guard exchange.status == 201, let endpoint else {
                 context.emit(.operation(metric: MetricName.webPushSubscribe, nanoseconds: exchange.latency, failed: true, at: exchange.end))
                 context.emit(.error(.status(MetricName.webPushSubscribe, exchange.status, answer: exchange.body.readableBytesView), at: exchange.end))

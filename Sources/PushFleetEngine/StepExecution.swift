@@ -51,7 +51,8 @@ extension RunContext {
             guard request.expect.contains(exchange.status), !request.extract.isEmpty else {
                 return .answered(status: exchange.status, extracted: ExtractedValues(values: [], missing: nil), exchange: exchange)
             }
-            let answerHeaders = exchange.headers.map { ($0.name, $0.value) }
+            let readsHeaders = request.extract.contains { $0.sources.contains(where: \.readsHeaders) }
+            let answerHeaders = readsHeaders ? exchange.headers.map { ($0.name, $0.value) } : []
             let extracted = request.extract(headers: answerHeaders, body: exchange.body.readableBytesView)
             for (ref, value) in extracted.values {
                 if case .stored(.user, let slot) = ref { users.store(value, user: values.user, slot: slot) }

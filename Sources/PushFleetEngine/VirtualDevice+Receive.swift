@@ -84,7 +84,7 @@ extension VirtualDevice {
         values.id = id
         let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.fetch, statusErrors: false)
         guard result.succeeded, let answer = result.last else { return .failure(FetchFailure(reason: RunContext.label(result.failure))) }
-        let headers = answer.headers.map { ($0.name, $0.value) }
+        let headers = step.content.readsHeaders ? answer.headers.map { ($0.name, $0.value) } : []
         let text = ValueReader.read(step.content, headers: headers, body: answer.body.readableBytesView)?.string
         return .success((text, answer.end))
     }

@@ -239,6 +239,34 @@ struct HTTP1ResponseParserTests {
         let closing = try #require(try Self.parse("HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n"))
         #expect(!closing.keepAlive)
     }
+
+    @Test("a field name is RFC 9110's token, byte for byte; framing is read from the framing fields' own names only")
+    func fieldNames() throws {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        for byte in UInt8.min...UInt8.max where byte != 0x0A && byte != 0x0D && byte != UInt8(ascii: ":") {
+            let text = [UInt8]("HTTP/1.1 200 OK\r\nX".utf8) + [byte] + [UInt8]("Y: v\r\nContent-Length: 0\r\n\r\n".utf8)
+            var parser = HTTP1ResponseParser(maxBody: 100)
+            var bytes = ByteBuffer(bytes: text)
+            let read = Result { () throws(HTTP1ParseError) in try parser.feed(&bytes) }
+            if tchar.contains(byte) {
+                let response = try #require(try read.get())
+                #expect(response.headers.map(\.name) == ["X" + String(decoding: [byte], as: UTF8.self) + "Y", "Content-Length"])
+            } else {
+                #expect(throws: HTTP1ParseError.malformed("field name is not a token")) { try read.get() }
+            }
+        }
+        // Lookalikes frame nothing: the body runs to the close.
+        let lookalike = try #require(
+            try Self.parse("HTTP/1.1 200 OK\r\nX-Content-Length: 2\r\nContent-Lengths: 2\r\nConnection-X: close\r\n\r\nabcd", close: true)
+        )
+        #expect(String(buffer: lookalike.body) == "abcd" && !lookalike.keepAlive && lookalike.headers.count == 3)
+        // A non-ASCII letter that lowercases to an ASCII one is not "chunked".
+        let kelvin = try #require(try Self.parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chun\u{212A}ed\r\n\r\nraw", close: true))
+        #expect(String(buffer: kelvin.body) == "raw" && !kelvin.keepAlive)
+        // Fields are read from their bytes on demand, each time the same.
+        let spaced = try #require(try Self.parse("HTTP/1.1 200 OK\r\nA:\r\nB: \t two  words \t\r\nA: 2\r\nContent-Length: 0\r\n\r\n"))
+        #expect(spaced.headers["A"] == ["", "2"] && spaced.headers["b"] == ["two  words"] && spaced.headers.count == 4)
+    }
 }
 
 @Suite("HTTP/1.1 request writer")

@@ -285,6 +285,14 @@ public enum ValueLocation: Sendable, Equatable, CustomStringConvertible {
     /// The whole body as text.
     case body
 
+    /// Whether reading it needs the answer's header fields, which are made on demand.
+    public var readsHeaders: Bool {
+        switch self {
+        case .header, .cookie: true
+        case .json, .body: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .json(let pointer): "json \(pointer.source.isEmpty ? "\"\"" : pointer.source)"
