@@ -14,24 +14,77 @@ struct CompactText: Sendable, Equatable {
     private let storage: Storage
 
     init(_ text: String) {
-        if text.utf8.count == 36, let uuid = UUID(uuidString: text) {
-            // Parsed, so it is the canonical form; its letters' case decides which, without
-            // building either form (this runs for every send and receipt).
-            let upper = text.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0) }
-            let lower = text.utf8.contains { (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
-            if !(upper && lower) {
-                storage = upper ? .upperUUID(uuid) : .lowerUUID(uuid)
-                return
+        storage = Self.uuid(text) ?? .text(text)
+    }
+
+    /// A UUID in canonical text, 8-4-4-4-12 hex digits in one case, read in one pass:
+    /// Foundation's `UUID(uuidString:)` goes through `sscanf`, which cost more than the rest
+    /// of recording a receipt.
+    private static func uuid(_ text: String) -> Storage? {
+        var text = text
+        return text.withUTF8 { bytes -> Storage? in
+            guard bytes.count == 36 else { return nil }
+            var out: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            var upper = false
+            var lower = false
+            let parsed = withUnsafeMutableBytes(of: &out) { raw -> Bool in
+                var at = 0
+                for index in 0..<16 {
+                    if at == 8 || at == 13 || at == 18 || at == 23 {
+                        guard bytes[at] == UInt8(ascii: "-") else { return false }
+                        at += 1
+                    }
+                    guard let high = hex(bytes[at], &upper, &lower), let low = hex(bytes[at + 1], &upper, &lower) else { return false }
+                    raw[index] = high << 4 | low
+                    at += 2
+                }
+                return true
             }
+            guard parsed, !(upper && lower) else { return nil }
+            let uuid = UUID(uuid: out)
+            return upper ? .upperUUID(uuid) : .lowerUUID(uuid)
         }
-        storage = .text(text)
+    }
+
+    private static func hex(_ byte: UInt8, _ upper: inout Bool, _ lower: inout Bool) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"):
+            lower = true
+            return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"):
+            upper = true
+            return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 
     var text: String {
         switch storage {
-        case .lowerUUID(let uuid): uuid.uuidString.lowercased()
-        case .upperUUID(let uuid): uuid.uuidString
+        case .lowerUUID(let uuid): Self.text(uuid, digits: "0123456789abcdef")
+        case .upperUUID(let uuid): Self.text(uuid, digits: "0123456789ABCDEF")
         case .text(let text): text
+        }
+    }
+
+    /// The canonical text, without Foundation's `uuidString` (formatted through `snprintf`).
+    private static func text(_ uuid: UUID, digits: StaticString) -> String {
+        withUnsafeBytes(of: uuid.uuid) { raw in
+            digits.withUTF8Buffer { digits in
+                String(unsafeUninitializedCapacity: 36) { out in
+                    var at = 0
+                    for (index, byte) in raw.enumerated() {
+                        if index == 4 || index == 6 || index == 8 || index == 10 {
+                            out[at] = UInt8(ascii: "-")
+                            at += 1
+                        }
+                        out[at] = digits[Int(byte >> 4)]
+                        out[at + 1] = digits[Int(byte & 0x0F)]
+                        at += 2
+                    }
+                    return at
+                }
+            }
         }
     }
 }
