@@ -80,10 +80,19 @@ public struct HTTPBench: AsyncParsableCommand, Sendable {
                     + String(format: "  %9.0f  %8.0f  %6.1f  %10.0f  ", row.requests, row.requests / row.wall, row.cpu, rate) + toWrk + "  " + toLocust
             )
         }
-        for (label, own) in [("on its event loop", perCPU("pushfleet (") ?? 0), ("on Swift's pool", perCPU("pushfleet,") ?? 0)] {
-            lines.append("targets, pushfleet \(label): ≥ 0.25 × wrk: " + (wrkRate.map { own / $0 >= 0.25 ? "met" : "NOT met" } ?? "not measured (no wrk)")
-                + "; ≥ 5 × Locust FastHttpUser: " + (locustRate.map { own / $0 >= 5 ? "met" : "NOT met" } ?? "not measured (no locust)"))
+        // A run's sends and fetches take the event-loop path; device setup takes the pool's.
+        let onLoop = perCPU("pushfleet (") ?? 0
+        let onPool = perCPU("pushfleet,") ?? 0
+        if let wrkRate {
+            lines.append(
+                "targets: the run's path (on its event loop) ≥ 0.6 × wrk: " + (onLoop / wrkRate >= 0.6 ? "met" : "NOT met")
+                    + "; on its event loop ≥ 0.8 × wrk: " + (onLoop / wrkRate >= 0.8 ? "met" : "NOT met")
+                    + String(format: " (%.2f×; device setup on Swift's pool %.2f×)", onLoop / wrkRate, onPool / wrkRate)
+            )
+        } else {
+            lines.append("targets against wrk: not measured (no wrk)")
         }
+        lines.append("target ≥ 5 × Locust FastHttpUser on its event loop: " + (locustRate.map { onLoop / $0 >= 5 ? "met" : "NOT met" } ?? "not measured (no locust)"))
         return lines
     }
 }
