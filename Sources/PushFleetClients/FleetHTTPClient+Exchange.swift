@@ -4,20 +4,27 @@ import NIOHTTP1
 /// One pooled connection: its channel and the handler that runs its exchanges.
 final class Connection: Sendable {
     let channel: any Channel
-    let exchange: NIOLoopBound<Exchange>
+    let loop: any EventLoop
+    /// The loop's identity, by which the pool keeps idle connections.
+    let loopID: ObjectIdentifier
+    /// Touched only on `loop` (`start` hops there first); held without `NIOLoopBound` so that a
+    /// request made on the loop checks the thread once, not twice.
+    private nonisolated(unsafe) let exchange: Exchange
     let pool: FleetHTTPClient
 
-    init(channel: any Channel, exchange: NIOLoopBound<Exchange>, pool: FleetHTTPClient) {
+    init(channel: any Channel, exchange: Exchange, pool: FleetHTTPClient) {
         self.channel = channel
+        self.loop = channel.eventLoop
+        self.loopID = ObjectIdentifier(channel.eventLoop)
         self.exchange = exchange
         self.pool = pool
     }
 
     func start(_ request: Exchange.Request, _ continuation: UnsafeContinuation<HTTPAnswer, any Error>) {
-        if channel.eventLoop.inEventLoop {
-            exchange.value.start(request, continuation, connection: self)
+        if loop.inEventLoop {
+            exchange.start(request, continuation, connection: self)
         } else {
-            channel.eventLoop.execute { [exchange] in exchange.value.start(request, continuation, connection: self) }
+            loop.execute { self.exchange.start(request, continuation, connection: self) }
         }
     }
 }
@@ -34,8 +41,12 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private var context: ChannelHandlerContext?
+    /// Until the channel goes inactive; read instead of asking the channel on every request.
+    private var open = true
     private var continuation: UnsafeContinuation<HTTPAnswer, any Error>?
-    private weak var connection: Connection?
+    /// The connection of the exchange in progress, held only while it is (the connection holds
+    /// this handler), so that a whole answer hands it back to the pool.
+    private var connection: Connection?
     private var parser: HTTP1ResponseParser
     /// When the exchange in progress times out.
     private var deadline = NIODeadline.distantFuture
@@ -54,11 +65,13 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        open = false
+        connection = nil
         disarm()
     }
 
     func start(_ request: Request, _ continuation: UnsafeContinuation<HTTPAnswer, any Error>, connection: Connection) {
-        guard let context, context.channel.isActive, self.continuation == nil else {
+        guard let context, open, self.continuation == nil else {
             continuation.resume(throwing: completed > 0 ? FleetHTTPError.staleConnection : FleetHTTPError.connectionClosed)
             return
         }
@@ -114,6 +127,7 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         completed += 1
         deadline = .distantFuture
         let answer = HTTPAnswer(status: response.status, body: response.body, fields: response.fields)
+        let connection = self.connection.take()
         // Bytes past the answer were not asked for: the connection is not reused.
         if response.keepAlive, parser.leftover.isEmpty, let connection {
             connection.pool.release(connection)
@@ -130,6 +144,7 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        open = false
         if continuation != nil {
             // An answer whose body runs to the close is whole now.
             if let response = try? parser.end() {
@@ -159,6 +174,7 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
     private func fail(_ error: FleetHTTPError) {
         guard let continuation else { return }
         self.continuation = nil
+        connection = nil
         deadline = .distantFuture
         continuation.resume(throwing: error)
     }

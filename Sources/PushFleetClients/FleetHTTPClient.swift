@@ -60,8 +60,9 @@ package final class FleetHTTPClient: Sendable {
     private let state = Mutex(PoolState())
 
     private struct PoolState {
-        /// Idle connections by the event loop they read on.
-        var idle: [ObjectIdentifier: [Connection]] = [:]
+        /// Idle connections by the event loop they read on: a list per loop, found by a scan
+        /// (a group has a loop or a few per core).
+        var idle: [(loop: ObjectIdentifier, connections: [Connection])] = []
         var open = 0
         var connectsStarted = 0
         /// Callers waiting for a connection; resumed with one, or with nil when a slot frees.
@@ -71,18 +72,28 @@ package final class FleetHTTPClient: Sendable {
 
         /// An idle connection, one of `loop` first.
         mutating func takeIdle(preferring loop: (any EventLoop)?) -> Connection? {
-            if let loop, let connection = idle[ObjectIdentifier(loop)]?.popLast() { return connection }
-            guard let key = idle.first(where: { !$0.value.isEmpty })?.key else { return nil }
-            return idle[key]?.popLast()
+            if let loop, let list = idle.firstIndex(where: { $0.loop == ObjectIdentifier(loop) }),
+                let connection = idle[list].connections.popLast()
+            {
+                return connection
+            }
+            guard let list = idle.firstIndex(where: { !$0.connections.isEmpty }) else { return nil }
+            return idle[list].connections.popLast()
         }
 
         mutating func putIdle(_ connection: Connection) {
-            idle[ObjectIdentifier(connection.channel.eventLoop), default: []].append(connection)
+            if let list = idle.firstIndex(where: { $0.loop == connection.loopID }) {
+                idle[list].connections.append(connection)
+            } else {
+                idle.append((connection.loopID, [connection]))
+            }
         }
 
         mutating func removeIdle(_ connection: Connection) {
-            let key = ObjectIdentifier(connection.channel.eventLoop)
-            if let index = idle[key]?.firstIndex(where: { $0 === connection }) { idle[key]?.remove(at: index) }
+            guard let list = idle.firstIndex(where: { $0.loop == connection.loopID }),
+                let index = idle[list].connections.firstIndex(where: { $0 === connection })
+            else { return }
+            idle[list].connections.remove(at: index)
         }
     }
 
@@ -197,10 +208,9 @@ package final class FleetHTTPClient: Sendable {
         }
         do {
             let channel = try await bootstrap.connect(host: host, port: port).get()
-            let exchange = try await channel.eventLoop.submit {
-                NIOLoopBound(try channel.pipeline.syncOperations.handler(type: Exchange.self), eventLoop: channel.eventLoop)
+            let connection = try await channel.eventLoop.submit {
+                Connection(channel: channel, exchange: try channel.pipeline.syncOperations.handler(type: Exchange.self), pool: self)
             }.get()
-            let connection = Connection(channel: channel, exchange: exchange, pool: self)
             let accepted = state.withLock { state in
                 guard !state.shutDown else { return false }
                 state.all[ObjectIdentifier(connection)] = connection
