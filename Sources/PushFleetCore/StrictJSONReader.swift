@@ -48,12 +48,18 @@ package struct StrictJSONReader {
 
     // MARK: Values
 
-    /// `null` (an absent value), or what `read` reads; nil when neither.
+    /// `null` (an absent value), or what `read` reads; nil when neither. Inlinable, so that a
+    /// reader in another module gets it specialized rather than looking up `T??`'s metadata
+    /// for every field.
+    @inlinable
     package mutating func optional<T>(_ read: (inout StrictJSONReader) -> T?) -> T?? {
-        if literal("null") { return .some(nil) }
+        if null() { return .some(nil) }
         guard let value = read(&self) else { return nil }
         return .some(value)
     }
+
+    /// Takes `null`; false, taking nothing, for anything else.
+    package mutating func null() -> Bool { literal("null") }
 
     package mutating func boolean() -> Bool? {
         if literal("true") { return true }

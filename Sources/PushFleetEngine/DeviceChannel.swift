@@ -50,24 +50,20 @@ final class DeviceWork: Sendable {
 
     private struct Queue: Sendable {
         var loop: any EventLoop
-        var stream: AsyncStream<Item>
-        var sink: AsyncStream<Item>.Continuation
+        var items: WorkQueue<Item>
     }
 
     private let queues: [Queue]
 
     init(loops: any EventLoopGroup) {
-        queues = loops.makeIterator().map { loop in
-            let (stream, sink) = AsyncStream<Item>.makeStream()
-            return Queue(loop: loop, stream: stream, sink: sink)
-        }
+        queues = loops.makeIterator().map { loop in Queue(loop: loop, items: WorkQueue()) }
     }
 
     /// Queues an item on the queue of the loop it comes from (the first queue from elsewhere).
     func submit(_ item: Item) {
         let here = EventLoopExecutor.current
         let queue = queues.first { $0.loop === here } ?? queues[0]
-        queue.sink.yield(item)
+        queue.items.push(item)
     }
 
     /// Runs each item as a child task, on its queue's loop, until cancelled.
@@ -76,7 +72,7 @@ final class DeviceWork: Sendable {
             for queue in queues {
                 loops.addTask(executorPreference: EventLoopExecutor(queue.loop)) {
                     await withDiscardingTaskGroup { group in
-                        for await item in queue.stream {
+                        while let item = await queue.items.next() {
                             switch item {
                             case .push(let device, let frame, let receivedAt):
                                 // Runs here until its first wait (the fetch).
