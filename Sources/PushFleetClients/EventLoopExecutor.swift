@@ -21,21 +21,86 @@ package final class EventLoopExecutor: TaskExecutor {
     /// woken by the loop that was waiting anyway, with no thread woken to arm or fire the timer.
     /// Throws `CancellationError` when the task is cancelled first.
     package static func sleep(for nanoseconds: Int64, on loop: any EventLoop) async throws {
-        let scheduled = Mutex<Scheduled<Void>?>(nil)
+        let wait = TimerWait()
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let task = loop.scheduleTask(in: .nanoseconds(max(0, nanoseconds))) {}
-                task.futureResult.whenComplete { result in
-                    switch result {
-                    case .success: continuation.resume()
-                    case .failure: continuation.resume(throwing: CancellationError())
-                    }
-                }
-                scheduled.withLock { $0 = task }
-                if Task.isCancelled { task.cancel() }
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                wait.begin(continuation, in: .nanoseconds(max(0, nanoseconds)), on: loop)
             }
         } onCancel: {
-            scheduled.withLock { $0 }?.cancel()
+            wait.cancel()
         }
+    }
+}
+
+/// One wait on a loop's timer, as a scheduled callback (no promise, future or closure per
+/// wait): resumed exactly once, by the timer or by a cancellation, whichever comes first.
+private final class TimerWait: NIOScheduledCallbackHandler, Sendable {
+    private enum State {
+        case idle
+        case waiting(UnsafeContinuation<Void, any Error>, NIOScheduledCallback?)
+        case cancelled
+        case done
+    }
+
+    private let state = Mutex(State.idle)
+
+    func begin(_ continuation: UnsafeContinuation<Void, any Error>, in delay: TimeAmount, on loop: any EventLoop) {
+        let cancelledAlready = state.withLock { state in
+            guard case .idle = state else { return true }
+            state = .waiting(continuation, nil)
+            return false
+        }
+        if cancelledAlready {
+            continuation.resume(throwing: CancellationError())
+            return
+        }
+        let callback: NIOScheduledCallback
+        do {
+            callback = try loop.scheduleCallback(in: delay, handler: self)
+        } catch {
+            // The loop is shutting down.
+            finish(throwing: error)
+            return
+        }
+        let cancelledMeanwhile = state.withLock { state in
+            switch state {
+            case .waiting(let continuation, nil):
+                state = .waiting(continuation, callback)
+                return false
+            case .cancelled: return true
+            default: return false
+            }
+        }
+        if cancelledMeanwhile { callback.cancel() }
+    }
+
+    func handleScheduledCallback(eventLoop: some EventLoop) { finish(throwing: nil) }
+
+    func didCancelScheduledCallback(eventLoop: some EventLoop) { finish(throwing: CancellationError()) }
+
+    func cancel() {
+        let (continuation, callback): (UnsafeContinuation<Void, any Error>?, NIOScheduledCallback?) = state.withLock { state in
+            switch state {
+            case .waiting(let continuation, let callback):
+                state = .cancelled
+                return (continuation, callback)
+            case .idle:
+                state = .cancelled
+                return (nil, nil)
+            case .cancelled, .done:
+                return (nil, nil)
+            }
+        }
+        callback?.cancel()
+        continuation?.resume(throwing: CancellationError())
+    }
+
+    private func finish(throwing error: (any Error)?) {
+        let continuation: UnsafeContinuation<Void, any Error>? = state.withLock { state in
+            guard case .waiting(let continuation, _) = state else { return nil }
+            state = .done
+            return continuation
+        }
+        if let error { continuation?.resume(throwing: error) } else { continuation?.resume() }
     }
 }
