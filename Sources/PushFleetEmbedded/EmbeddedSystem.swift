@@ -1,5 +1,6 @@
 public import Logging
 public import PushFleetBackend
+import PushFleetCore
 import PushFleetHub
 public import PushFleetMockPush
 public import ServiceLifecycle
@@ -24,6 +25,8 @@ public struct EmbeddedSystem: Sendable {
         public var throughHub = false
         /// The backend sends to the push service's TLS listener (HTTP/2), trusting its CA.
         public var backendUsesTLS: Bool
+        /// The push service's wall clock (ns since the epoch): tests drive expiry with a manual one.
+        public var pushServiceClock: @Sendable () -> Int64 = WallClock.nanoseconds
 
         public init(
             backend: BackendConfiguration = .init(),
@@ -94,7 +97,7 @@ public struct EmbeddedSystem: Sendable {
         self.configuration = configuration
         let pushServer: MockPushServer? =
             configuration.externalPushServiceURL == nil
-            ? MockPushServer(service: PushService(configuration: configuration.pushService), configuration: configuration.pushServer)
+            ? MockPushServer(service: PushService(configuration: configuration.pushService, now: configuration.pushServiceClock), configuration: configuration.pushServer)
             : nil
         self.pushServer = pushServer
         let external = configuration.externalPushServiceURL

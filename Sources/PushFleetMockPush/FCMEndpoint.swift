@@ -145,7 +145,7 @@ struct FCMEndpoint {
             id: id,
             pushType: message["notification"] == nil ? "data" : "notification",
             body: String(buffer: body),
-            retention: Self.retention(message),
+            retention: retention(message),
             push: number,
             hubAt: hubAt
         )
@@ -160,11 +160,11 @@ struct FCMEndpoint {
     }
 
     /// `message.android.ttl` ("3.5s"; "0s" means deliver now or never), else the default.
-    private static func retention(_ message: [String: Any]) -> PushService.Retention {
+    private func retention(_ message: [String: Any]) -> PushService.Retention {
         guard let android = message["android"] as? [String: Any], let ttl = android["ttl"] as? String,
             let duration = try? DurationText.parse(ttl)
         else { return .defaultDuration }
         if duration == .zero { return .doNotStore }
-        return .until(Saturating.add(WallClock.nanoseconds(), duration.nanoseconds))
+        return .until(Saturating.add(service.now(), duration.nanoseconds))
     }
 }

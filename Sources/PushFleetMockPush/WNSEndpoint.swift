@@ -50,7 +50,7 @@ struct WNSEndpoint {
         let tls = ConnectionState.current?.isTLS ?? false
         let authority = request.head.authority ?? "localhost"
         let uri = tls ? "https://\(authority)/w/?token=\(token)" : "http://\(authority)/wns/\(token)"
-        let expiresAt = Saturating.add(WallClock.nanoseconds() / 1_000_000, 30 * 86_400_000)
+        let expiresAt = Saturating.add(service.now() / 1_000_000, 30 * 86_400_000)
         return .done(.json(Channel(channelUri: uri, token: token, expiresAt: expiresAt)))
     }
 
@@ -101,7 +101,7 @@ struct WNSEndpoint {
         let cachePolicy = headers[.wnsCachePolicy]?.lowercased() ?? (type == "wns/raw" ? "no-cache" : "cache")
         var retention: PushService.Retention = cachePolicy == "cache" ? .defaultDuration : .doNotStore
         if cachePolicy == "cache", let ttl = headers[.wnsTTL].flatMap(Int64.init), ttl > 0 {
-            retention = .until(Saturating.add(WallClock.nanoseconds(), Saturating.multiply(ttl, 1_000_000_000)))
+            retention = .until(Saturating.add(service.now(), Saturating.multiply(ttl, 1_000_000_000)))
         }
         let data = body.data
         let text = String(validating: data, as: UTF8.self)

@@ -28,20 +28,23 @@ struct EventLoopSleepTests {
         try await group.shutdownGracefully()
     }
 
-    @Test("cancelled before or while waiting, a wait ends at once with CancellationError")
+    /// The wait is an hour long: ending with `CancellationError` inside the test's time limit can
+    /// only be the cancellation's doing, however slow the machine (no wall-clock assertion).
+    @Test(
+        "cancelled before or while waiting, a wait ends with CancellationError, not at its time",
+        .timeLimit(.minutes(2))
+    )
     func cancelled() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         for delay in [0, 1, 5] as [UInt64] {
-            let start = ContinuousClock.now
             let task = Task(executorPreference: delay == 5 ? EventLoopExecutor(loop) : nil) {
                 if delay == 0 { withUnsafeCurrentTask { $0?.cancel() } }
-                try await EventLoopExecutor.sleep(for: 60_000_000_000, on: loop)
+                try await EventLoopExecutor.sleep(for: 3_600_000_000_000, on: loop)
             }
             if delay > 0 { try await Task.sleep(nanoseconds: delay * 1_000_000) }
             task.cancel()
             await #expect(throws: CancellationError.self) { try await task.value }
-            #expect(ContinuousClock.now - start < .seconds(10))
         }
         try await group.shutdownGracefully()
     }
