@@ -57,43 +57,24 @@ package final class FleetHTTPClient: Sendable {
     let sourceAddresses: [SocketAddress]
     private let hostHeader: String
     private let maxBody = 8 * 1024 * 1024
-    private let state = Mutex(PoolState())
+    private let state: Mutex<PoolState>
+    /// Runs the one timer for the waiters' deadlines.
+    private let timerLoop: any EventLoop
 
+    private typealias Pool = HTTPPoolStateMachine<Connection>
+
+    /// The pool's decisions, and what carrying them out needs.
     private struct PoolState {
-        /// Idle connections by the event loop they read on: a list per loop, found by a scan
-        /// (a group has a loop or a few per core).
-        var idle: [(loop: ObjectIdentifier, connections: [Connection])] = []
-        var open = 0
-        var connectsStarted = 0
-        /// Callers waiting for a connection; resumed with one, or with nil when a slot frees.
-        var waiters = CircularBuffer<UnsafeContinuation<Connection?, any Error>>()
-        var all: [ObjectIdentifier: Connection] = [:]
-        var shutDown = false
+        var machine: Pool
+        /// Parked requests, by the id the machine gave them.
+        var waiters: [Pool.WaiterID: UnsafeContinuation<Pool.Grant, Never>] = [:]
+        /// The timer the machine armed last.
+        var timer: Scheduled<Void>?
 
-        /// An idle connection, one of `loop` first.
-        mutating func takeIdle(preferring loop: (any EventLoop)?) -> Connection? {
-            if let loop, let list = idle.firstIndex(where: { $0.loop == ObjectIdentifier(loop) }),
-                let connection = idle[list].connections.popLast()
-            {
-                return connection
-            }
-            guard let list = idle.firstIndex(where: { !$0.connections.isEmpty }) else { return nil }
-            return idle[list].connections.popLast()
-        }
-
-        mutating func putIdle(_ connection: Connection) {
-            if let list = idle.firstIndex(where: { $0.loop == connection.loopID }) {
-                idle[list].connections.append(connection)
-            } else {
-                idle.append((connection.loopID, [connection]))
-            }
-        }
-
-        mutating func removeIdle(_ connection: Connection) {
-            guard let list = idle.firstIndex(where: { $0.loop == connection.loopID }),
-                let index = idle[list].connections.firstIndex(where: { $0 === connection })
-            else { return }
-            idle[list].connections.remove(at: index)
+        /// The continuation `action` wakes, taken out under the same lock as the decision.
+        mutating func take(_ action: Pool.WakeAction) -> (UnsafeContinuation<Pool.Grant, Never>, Pool.Grant)? {
+            guard case .resume(let id, let grant) = action, let continuation = waiters.removeValue(forKey: id) else { return nil }
+            return (continuation, grant)
         }
     }
 
@@ -107,97 +88,150 @@ package final class FleetHTTPClient: Sendable {
         self.sourceAddresses = sourceAddresses
         let bracketed = host.contains(":") ? "[\(host)]" : host
         self.hostHeader = port == 80 ? bracketed : "\(bracketed):\(port)"
+        self.state = Mutex(PoolState(machine: Pool(maxConnections: maxConnections)))
+        self.timerLoop = group.next()
     }
 
+    /// Sends a request and reads its answer. `timeout` bounds the whole request: the wait for a
+    /// connection, the connect and the exchange. A request whose task is cancelled while it waits
+    /// for a connection throws `CancellationError`.
     package func execute(
         _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: ByteBuffer? = nil, timeout: Duration
     ) async throws -> HTTPAnswer {
         let message = try HTTP1Request(method: method, target: path, host: hostHeader, headers: headers, body: body)
-        let request = Exchange.Request(message: message, timeout: TimeAmount.nanoseconds(timeout.nanoseconds))
+        let now = MonotonicClock.nanoseconds()
+        let deadline = Saturating.add(now, timeout.nanoseconds)
         do {
-            return try await send(request)
+            return try await send(message, by: deadline, now: now)
         } catch FleetHTTPError.staleConnection {
             // Safe to repeat only where a repeat changes nothing.
             guard [.GET, .HEAD, .PUT, .DELETE].contains(method) else { throw FleetHTTPError.connectionClosed }
             do {
-                return try await send(request)
+                return try await send(message, by: deadline, now: MonotonicClock.nanoseconds())
             } catch FleetHTTPError.staleConnection {
                 throw FleetHTTPError.connectionClosed
             }
         }
     }
 
-    private func send(_ request: Exchange.Request) async throws -> HTTPAnswer {
-        let connection = try await acquire()
+    /// One attempt: a connection, an idle one on the caller's event loop first (a request made on
+    /// the loop its connection reads on is written and answered without waking another thread),
+    /// then the exchange, in what is left of the deadline.
+    private func send(_ message: HTTP1Request, by deadline: Int64, now: Int64) async throws -> HTTPAnswer {
+        let here = EventLoopExecutor.current
+        let loopID = here.map { ObjectIdentifier($0) }
+        let action = state.withLock { $0.machine.request(preferring: loopID, deadline: deadline, now: now) }
+        let connection: Connection
+        var left = deadline - now
+        if case .proceed(.use(let idle)) = action {
+            connection = idle
+        } else {
+            connection = try await acquire(action, on: here, by: deadline)
+            // The wait and the connect came out of the request's time.
+            left = deadline - MonotonicClock.nanoseconds()
+            guard left > 0 else {
+                release(connection)
+                throw FleetHTTPError.timeout
+            }
+        }
+        let request = Exchange.Request(message: message, timeout: .nanoseconds(left))
         return try await withUnsafeThrowingContinuation { continuation in
             connection.start(request, continuation)
         }
     }
 
     package func shutdown() async {
-        let (connections, waiters) = state.withLock { state in
-            state.shutDown = true
-            let waiters = Array(state.waiters)
-            state.waiters.removeAll()
-            return (Array(state.all.values), waiters)
+        let (connections, waiters, timer) = state.withLock { state in
+            let action = state.machine.shutdown()
+            let waiters = action.waiters.compactMap { state.waiters.removeValue(forKey: $0) }
+            defer { state.timer = nil }
+            return (action.close, waiters, state.timer)
         }
-        for waiter in waiters { waiter.resume(throwing: FleetHTTPError.shutDown) }
+        timer?.cancel()
+        for waiter in waiters { waiter.resume(returning: .fail(.shutDown)) }
         for connection in connections { try? await connection.channel.close() }
     }
 
     // MARK: Pool
 
-    private enum Next {
-        case use(Connection)
-        case connect(Int)
-        case wait
-    }
-
-    /// An idle connection, one on the caller's event loop first: a request made on the loop its
-    /// connection reads on is written and answered without waking another thread.
-    private func acquire() async throws -> Connection {
-        let here = EventLoopExecutor.current
-        while true {
-            let next: Next = try state.withLock { state in
-                if state.shutDown { throw FleetHTTPError.shutDown }
-                if let connection = state.takeIdle(preferring: here) { return .use(connection) }
-                if state.open < maxConnections {
-                    state.open += 1
-                    state.connectsStarted += 1
-                    return .connect(state.connectsStarted)
-                }
-                return .wait
-            }
-            switch next {
-            case .use(let connection): return connection
-            case .connect(let ordinal): return try await connect(ordinal, on: here)
-            case .wait:
-                let handed: Connection? = try await withUnsafeThrowingContinuation { continuation in
-                    let immediate: Next? = state.withLock { state in
-                        if state.shutDown { return .wait }
-                        if let connection = state.takeIdle(preferring: here) { return .use(connection) }
-                        if state.open < maxConnections { return .connect(0) }
-                        state.waiters.append(continuation)
-                        return nil
-                    }
-                    switch immediate {
-                    case .use(let connection): continuation.resume(returning: connection)
-                    case .connect: continuation.resume(returning: nil)
-                    case .wait: continuation.resume(throwing: FleetHTTPError.shutDown)
-                    case nil: break
-                    }
-                }
-                if let handed { return handed }
-            }
+    /// A connection for a request that found none idle: it opens one, at once or when a slot
+    /// frees, or is handed one released while it waits.
+    private func acquire(_ action: Pool.RequestAction, on here: (any EventLoop)?, by deadline: Int64) async throws -> Connection {
+        let grant: Pool.Grant
+        switch action {
+        case .proceed(let granted): grant = granted
+        case .wait(let id): grant = await wait(id, preferring: here.map { ObjectIdentifier($0) }, by: deadline)
+        }
+        switch grant {
+        case .use(let connection): return connection
+        case .connect(let ordinal): return try await connect(ordinal, on: here, by: deadline)
+        case .fail(.timeout): throw FleetHTTPError.timeout
+        case .fail(.cancelled): throw CancellationError()
+        case .fail(.shutDown): throw FleetHTTPError.shutDown
         }
     }
 
-    /// Opens a connection, on `loop` when the caller runs on one.
-    private func connect(_ ordinal: Int, on loop: (any EventLoop)?) async throws -> Connection {
+    /// Parked until the pool hands over a connection or a slot, the deadline passes, the task is
+    /// cancelled or the pool shuts down; resumed once, by whichever comes first.
+    private func wait(_ id: Pool.WaiterID, preferring loop: ObjectIdentifier?, by deadline: Int64) async -> Pool.Grant {
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { continuation in
+                let now = MonotonicClock.nanoseconds()
+                let action = state.withLock { state -> Pool.ParkAction in
+                    // A cancellation before the park found no waiter to fail: its flag, set before
+                    // the handler takes the lock, is seen here instead.
+                    if Task.isCancelled { return .proceed(.fail(.cancelled)) }
+                    let action = state.machine.park(id, preferring: loop, deadline: deadline, now: now)
+                    if case .parked = action { state.waiters[id] = continuation }
+                    return action
+                }
+                switch action {
+                case .proceed(let grant): continuation.resume(returning: grant)
+                case .parked(let timer): if let timer { arm(timer) }
+                }
+            }
+        } onCancel: {
+            wake(state.withLock { state in
+                let action = state.machine.cancel(id)
+                return state.take(action)
+            })
+        }
+    }
+
+    /// Schedules the timer the machine armed; the one it replaces is cancelled.
+    private func arm(_ timer: Pool.TimerArm) {
+        let delay = TimeAmount.nanoseconds(max(0, timer.at - MonotonicClock.nanoseconds()))
+        let scheduled = timerLoop.scheduleTask(in: delay) { self.deadlinesPassed(timer.generation) }
+        let replaced = state.withLock { state -> Scheduled<Void>? in
+            // Replaced by an earlier one, or fired already, before it could be kept.
+            guard state.machine.timer?.generation == timer.generation else { return scheduled }
+            defer { state.timer = scheduled }
+            return state.timer
+        }
+        replaced?.cancel()
+    }
+
+    private func deadlinesPassed(_ generation: UInt64) {
+        let now = MonotonicClock.nanoseconds()
+        let (expired, next) = state.withLock { state in
+            let action = state.machine.timerFired(generation: generation, now: now)
+            return (action.expired.compactMap { state.waiters.removeValue(forKey: $0) }, action.arm)
+        }
+        if let next { arm(next) }
+        for waiter in expired { waiter.resume(returning: .fail(.timeout)) }
+    }
+
+    /// Opens a connection, on `loop` when the caller runs on one, within the request's deadline.
+    private func connect(_ ordinal: Int, on loop: (any EventLoop)?, by deadline: Int64) async throws -> Connection {
+        let left = deadline - MonotonicClock.nanoseconds()
+        guard left > 0 else {
+            connectFailed()
+            throw FleetHTTPError.timeout
+        }
         let maxBody = maxBody
         var bootstrap = ClientBootstrap(group: loop ?? group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(10))
+            .connectTimeout(.nanoseconds(min(left, 10_000_000_000)))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(Exchange(maxBody: maxBody))
@@ -211,47 +245,49 @@ package final class FleetHTTPClient: Sendable {
             let connection = try await channel.eventLoop.submit {
                 Connection(channel: channel, exchange: try channel.pipeline.syncOperations.handler(type: Exchange.self), pool: self)
             }.get()
-            let accepted = state.withLock { state in
-                guard !state.shutDown else { return false }
-                state.all[ObjectIdentifier(connection)] = connection
-                return true
-            }
-            guard accepted else {
+            guard state.withLock({ $0.machine.opened(connection) }) else {
                 channel.close(promise: nil)
                 throw FleetHTTPError.shutDown
             }
             channel.closeFuture.whenComplete { _ in self.closed(connection) }
             return connection
         } catch {
-            freeSlot()
+            connectFailed()
             if let error = error as? FleetHTTPError { throw error }
+            // The request's deadline cut the attempt short.
+            if MonotonicClock.nanoseconds() >= deadline { throw FleetHTTPError.timeout }
             throw FleetHTTPError.connect(String(describing: error))
         }
     }
 
     /// Back to the pool after a complete keep-alive exchange; a waiting caller gets it first.
     func release(_ connection: Connection) {
-        let waiter: UnsafeContinuation<Connection?, any Error>? = state.withLock { state in
-            if let waiter = state.waiters.popFirst() { return waiter }
-            state.putIdle(connection)
-            return nil
-        }
-        waiter?.resume(returning: connection)
+        let now = MonotonicClock.nanoseconds()
+        wake(state.withLock { state in
+            let action = state.machine.released(connection, now: now)
+            return state.take(action)
+        })
     }
 
     private func closed(_ connection: Connection) {
-        state.withLock { state in
-            state.all[ObjectIdentifier(connection)] = nil
-            state.removeIdle(connection)
-        }
-        freeSlot()
+        let now = MonotonicClock.nanoseconds()
+        wake(state.withLock { state in
+            let action = state.machine.closed(connection, now: now)
+            return state.take(action)
+        })
     }
 
-    private func freeSlot() {
-        let waiter: UnsafeContinuation<Connection?, any Error>? = state.withLock { state in
-            state.open -= 1
-            return state.waiters.popFirst()
-        }
-        waiter?.resume(returning: nil)
+    private func connectFailed() {
+        let now = MonotonicClock.nanoseconds()
+        wake(state.withLock { state in
+            let action = state.machine.connectFailed(now: now)
+            return state.take(action)
+        })
+    }
+
+    private func wake(_ woken: (UnsafeContinuation<Pool.Grant, Never>, Pool.Grant)?) {
+        if let (continuation, grant) = woken { continuation.resume(returning: grant) }
     }
 }
+
+extension Connection: PooledConnection {}

@@ -104,6 +104,81 @@ struct FleetHTTPClientRawTests {
             #expect(script.seen.withLock { $0.requests } == ["/fine"])
         }
     }
+
+    // MARK: A backend that never answers
+
+    /// Every request to `/never` is read and left unanswered.
+    static let silent: [String: [String]] = ["/never": []]
+
+    @Test(
+        "against a backend that never answers, 20 requests through a pool of 2 with a 1 s timeout all end as timeouts",
+        .timeLimit(.minutes(1))
+    )
+    func silentBackend() async throws {
+        try await Self.withServer(Self.silent) { port, _ in
+            let client = FleetHTTPClient(host: "127.0.0.1", port: port, maxConnections: 2, group: MultiThreadedEventLoopGroup.singleton)
+            let errors = await withTaskGroup(of: FleetHTTPError?.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        do {
+                            _ = try await client.execute(.GET, "/never", timeout: .seconds(1))
+                            return nil
+                        } catch {
+                            return error as? FleetHTTPError
+                        }
+                    }
+                }
+                return await group.reduce(into: [FleetHTTPError?]()) { $0.append($1) }
+            }
+            await client.shutdown()
+            #expect(errors == Array(repeating: .timeout, count: 20))
+        }
+    }
+
+    /// Two requests that would wait ten minutes hold both connections, and nothing frees one: a
+    /// request behind them can end within the time limit only by its own timeout or cancellation,
+    /// however slow the machine (no wall-clock assertion).
+    @Test(
+        "behind connections a silent backend holds, a waiting request ends at its own timeout without being sent, a cancelled one with CancellationError",
+        .timeLimit(.minutes(1))
+    )
+    func waitingRequests() async throws {
+        try await Self.withServer(Self.silent) { port, script in
+            let client = FleetHTTPClient(host: "127.0.0.1", port: port, maxConnections: 2, group: MultiThreadedEventLoopGroup.singleton)
+            let holders = (0..<2).map { _ in Task { try await client.execute(.GET, "/never", timeout: .seconds(600)) } }
+            while script.seen.withLock({ $0.requests.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+
+            let timedOut = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<10 {
+                    group.addTask {
+                        do {
+                            _ = try await client.execute(.GET, "/never", timeout: .milliseconds(500))
+                            return false
+                        } catch {
+                            return error as? FleetHTTPError == .timeout
+                        }
+                    }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(timedOut == 10)
+
+            // Cancelled before it asks for a connection, and while it waits for one.
+            for cancelFirst in [true, false] {
+                let waiting = Task {
+                    if cancelFirst { withUnsafeCurrentTask { $0?.cancel() } }
+                    return try await client.execute(.GET, "/never", timeout: .seconds(600))
+                }
+                if !cancelFirst { try await Task.sleep(for: .milliseconds(100)) }
+                waiting.cancel()
+                await #expect(throws: CancellationError.self) { try await waiting.value }
+            }
+
+            #expect(script.seen.withLock { $0.requests.count } == 2)
+            await client.shutdown()
+            for holder in holders { _ = await holder.result }
+        }
+    }
 }
 
 extension Result<HTTPExchange, TransportError> {
