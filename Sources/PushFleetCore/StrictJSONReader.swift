@@ -179,6 +179,39 @@ package struct StrictJSONReader {
         }
     }
 
+    /// Any value, nested objects and arrays too, to `depth` levels: false for anything this
+    /// reader is not sure of (a number with a fraction, deeper nesting), as for what is not JSON.
+    package mutating func skipValue(depth: Int = 64) -> Bool {
+        skipSpace()
+        guard at < bytes.count else { return false }
+        switch bytes[at] {
+        case UInt8(ascii: "{"):
+            guard depth > 0 else { return false }
+            return object { reader, _ in reader.skipValue(depth: depth - 1) } != nil
+        case UInt8(ascii: "["):
+            guard depth > 0 else { return false }
+            return array { reader in reader.skipValue(depth: depth - 1) } != nil
+        default:
+            return skipScalar()
+        }
+    }
+
+    /// Whether `bytes` are one JSON object and nothing else but white space: true or false where
+    /// this reader is sure, nil where `JSONSerialization` must judge.
+    package static func isObject(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool? {
+        // Escapes (surrogates) and bytes past ASCII (UTF-8's validity) are Foundation's to judge.
+        for byte in bytes where byte >= 0x80 || byte == UInt8(ascii: "\\") { return nil }
+        var reader = StrictJSONReader(bytes: bytes)
+        reader.skipSpace()
+        guard reader.at < bytes.count, bytes[reader.at] == UInt8(ascii: "{") else {
+            // Not an object (or empty): sure only when the first byte can start no JSON at all.
+            return nil
+        }
+        guard reader.skipValue() else { return nil }
+        reader.skipSpace()
+        return reader.atEnd ? true : nil
+    }
+
     // MARK: Bytes
 
     package mutating func literal(_ word: StaticString) -> Bool {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import PushFleetCore
 import PushFleetServerSupport
 import PushFleetWire
@@ -21,14 +22,14 @@ struct APNsEndpoint {
         }
         // Apple's answers for requests that reach no device.
         router.post("/3/device") { request, _ in
-            reject(.badRequest, "MissingDeviceToken", id: request.headers[.apnsID] ?? UUID().uuidString).response
+            reject(.badRequest, "MissingDeviceToken", id: request.headers[.apnsID] ?? UUIDText.random()).response.response
         }
         router.post("/3/**") { request, _ in
-            reject(.notFound, "BadPath", id: request.headers[.apnsID] ?? UUID().uuidString).response
+            reject(.notFound, "BadPath", id: request.headers[.apnsID] ?? UUIDText.random()).response.response
         }
         for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
             router.on("/3/device/:token", method: method) { request, _ in
-                reject(.methodNotAllowed, "MethodNotAllowed", id: request.headers[.apnsID] ?? UUID().uuidString).response
+                reject(.methodNotAllowed, "MethodNotAllowed", id: request.headers[.apnsID] ?? UUIDText.random()).response.response
             }
         }
     }
@@ -53,28 +54,42 @@ struct APNsEndpoint {
         return .refused(.json(Reason(reason: reason, timestamp: timestamp), status: status, headers: [.apnsID: id]), status: status.code, reason: reason)
     }
 
-    /// Answers one provider request; `hubAt` when a notification hub in this process sends it.
+    /// Answers one provider request through the router; `hubAt` when a notification hub in this
+    /// process sends it.
     func handle(_ request: Request, token: String, hubAt: Int64? = nil) async -> Response {
-        await service.answer(
-            request, platform: .apns, token: TokenRules.normalized(token[...], for: .apns), pushType: request.headers[.apnsPushType] ?? "alert",
-            hubAt: hubAt, bodyLimit: Self.maxPayload
-        ) { await decide(&$0, token: token, push: $1, hubAt: hubAt) }
+        let request = await ProviderRequest.collecting(request, limit: Self.maxPayload)
+        if let answer = respond(request, token: token, hubAt: hubAt) { return answer.response }
+        // A provider token new to its connection, checked against a configured key first.
+        let verified = await service.authority.authenticateAPNs(authorization: request.headers[.authorization], connection: request.connection)
+        return (respond(request, token: token, hubAt: hubAt, verified: verified) ?? .empty(status: .internalServerError)).response
     }
 
-    private func decide(_ request: inout Request, token: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {
+    /// Answers one provider request whose body was read; nil while its provider token waits for
+    /// a signature check (``ProviderAuthority/authenticateAPNs(authorization:connection:)``),
+    /// whose outcome a second call passes as `verified`.
+    func respond(_ request: ProviderRequest, token: String, hubAt: Int64? = nil, verified: ProviderAuthority.APNsOutcome? = nil) -> CompleteResponse? {
+        service.answer(
+            request, platform: .apns, token: TokenRules.normalized(token[...], for: .apns), pushType: request.headers[.apnsPushType] ?? "alert",
+            hubAt: hubAt
+        ) { decide($0, token: token, push: $1, hubAt: hubAt, verified: verified) }
+    }
+
+    private func decide(_ request: ProviderRequest, token: String, push number: UInt64, hubAt: Int64?, verified: ProviderAuthority.APNsOutcome?) -> ProviderAnswer? {
         let headers = request.headers
-        let id = headers[.apnsID] ?? UUID().uuidString
-        guard UUID(uuidString: id) != nil else { return reject(.badRequest, "BadMessageId", id: UUID().uuidString) }
+        let id = headers[.apnsID] ?? UUIDText.random()
+        guard UUIDText.isValid(id) else { return reject(.badRequest, "BadMessageId", id: UUIDText.random()) }
         guard Self.singleHeaders.allSatisfy({ headers[values: $0].count <= 1 }) else {
             return reject(.badRequest, "DuplicateHeaders", id: id)
         }
+        guard let outcome = verified ?? service.authority.authenticateAPNsNow(authorization: headers[.authorization], connection: request.connection)
+        else { return nil }
         let bundles: [String]
-        switch await service.authority.authenticateAPNs(authorization: headers[.authorization], connection: ConnectionState.current) {
+        switch outcome {
         case .authorized(let allowed): bundles = allowed
         case .rejected(let status, let reason): return reject(status, reason, id: id)
         }
         // A certificate for a single bundle names the topic itself; a token names none.
-        let certificate = ConnectionState.current?.peerCertificateDER != nil
+        let certificate = request.connection?.peerCertificateDER != nil
         guard let topic = headers[.apnsTopic].flatMap({ $0.isEmpty ? nil : $0 }) ?? (certificate && bundles.count == 1 ? bundles[0] : nil)
         else { return reject(.badRequest, "MissingTopic", id: id) }
         guard APNsTopics.isAllowed(topic, bundles: bundles) else { return reject(.badRequest, "TopicDisallowed", id: id) }
@@ -94,12 +109,11 @@ struct APNsEndpoint {
             return reject(.badRequest, "BadCollapseId", id: id)
         }
         guard TokenRules.isValidAPNs(token[...]) else { return reject(.badRequest, "BadDeviceToken", id: id) }
-        guard let body = try? await request.collectBody(limit: Self.maxPayload), body.readableBytes <= Self.maxPayload else {
+        guard let body = request.body, body.readableBytes <= Self.maxPayload else {
             return reject(.contentTooLarge, "PayloadTooLarge", id: id)
         }
         guard body.readableBytes > 0 else { return reject(.badRequest, "PayloadEmpty", id: id) }
-        let data = body.data
-        guard (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else {
+        guard Self.isJSONObject(body) else {
             // APNs names no reason for a body that is not a JSON dictionary; this one is the mock's.
             return reject(.badRequest, "BadPayload", id: id)
         }
@@ -107,7 +121,7 @@ struct APNsEndpoint {
             address: DeviceAddress(platform: .apns, token: TokenRules.normalized(token[...], for: .apns)),
             id: id,
             pushType: pushType,
-            body: String(decoding: data, as: UTF8.self),
+            body: String(buffer: body),
             retention: retention,
             push: number,
             hubAt: hubAt
@@ -120,6 +134,12 @@ struct APNsEndpoint {
         case .throttled:
             return reject(.tooManyRequests, "TooManyRequests", id: id)
         }
+    }
+
+    /// A JSON object, judged in one pass where that is sure, else by Foundation.
+    static func isJSONObject(_ body: ByteBuffer) -> Bool {
+        if let sure = body.withUnsafeReadableBytes({ StrictJSONReader.isObject($0.bindMemory(to: UInt8.self)) }) { return sure }
+        return (try? JSONSerialization.jsonObject(with: body.data)) is [String: Any]
     }
 }
 

@@ -61,13 +61,13 @@ struct FCMEndpoint {
         _ status: HTTPResponse.Status, _ canonical: String, label: String, _ message: String, detail: ErrorBody.Detail
     ) -> ProviderAnswer {
         service.recordRejection("fcm:\(label)")
-        let response = Response.json(ErrorBody(error: .init(code: status.code, message: message, status: canonical, details: [detail])), status: status)
+        let response = CompleteResponse.json(ErrorBody(error: .init(code: status.code, message: message, status: canonical, details: [detail])), status: status)
         // What a client shows: FCM's error code, or for authentication Google's canonical status.
         return .refused(response, status: status.code, reason: detail.errorCode ?? canonical)
     }
 
     /// Google's answers for a request whose OAuth access token does not allow the send.
-    private func authenticate(_ request: Request, project: String) -> ProviderAnswer? {
+    private func authenticate(_ request: ProviderRequest, project: String) -> ProviderAnswer? {
         let unauthenticated = "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential."
         let grant: GoogleOAuth.Grant
         switch service.authority.googleGrant(authorization: request.headers[.authorization]) {
@@ -99,11 +99,18 @@ struct FCMEndpoint {
         reject(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", message)
     }
 
-    /// Answers one provider request; `hubAt` when a notification hub in this process sends it.
+    /// Answers one provider request through the router; `hubAt` when a notification hub in this
+    /// process sends it.
     func handle(_ request: Request, project: String, hubAt: Int64? = nil) async -> Response {
-        await service.answer(request, platform: .fcm, token: nil, pushType: nil, hubAt: hubAt, bodyLimit: Self.maxRequest, tokenInBody: { Self.token(in: $0) }) {
-            await decide(&$0, project: project, push: $1, hubAt: hubAt)
+        respond(await ProviderRequest.collecting(request, limit: Self.maxRequest), project: project, hubAt: hubAt).response
+    }
+
+    /// Answers one provider request whose body was read.
+    func respond(_ request: ProviderRequest, project: String, hubAt: Int64? = nil) -> CompleteResponse {
+        let answer = service.answer(request, platform: .fcm, token: nil, pushType: nil, hubAt: hubAt, tokenInBody: { Self.token(in: $0.data) }) {
+            decide($0, project: project, push: $1, hubAt: hubAt)
         }
+        return answer ?? .empty(status: .internalServerError)
     }
 
     /// `message.token` of a request body, if it names one.
@@ -111,9 +118,9 @@ struct FCMEndpoint {
         ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any]).flatMap { $0["message"] as? [String: Any] }?["token"] as? String
     }
 
-    private func decide(_ request: inout Request, project: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {
+    private func decide(_ request: ProviderRequest, project: String, push number: UInt64, hubAt: Int64?) -> ProviderAnswer {
         if let refusal = authenticate(request, project: project) { return refusal }
-        guard let body = try? await request.collectBody(limit: Self.maxRequest) else {
+        guard let body = request.body else {
             return invalid("Request payload size exceeds the limit.")
         }
         guard let root = try? JSONSerialization.jsonObject(with: body.data) as? [String: Any],

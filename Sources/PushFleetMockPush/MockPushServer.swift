@@ -202,7 +202,10 @@ public struct MockPushServer: Sendable {
         let gateway = DeviceGateway(service: service)
         return HTTP1WebSocketUpgradeChannel(
             responder: responder,
-            configuration: .init(http1: limits.http1Configuration(), ws: .init(maxFrameSize: DeviceGateway.maxInboundMessage)),
+            configuration: .init(
+                http1: limits.http1Configuration(routes: ProviderRoutes(service: service, connections: connections)),
+                ws: .init(maxFrameSize: DeviceGateway.maxInboundMessage)
+            ),
             // Synchronous: decided on the event loop, with no task per upgrade.
             shouldUpgrade: { @Sendable (head: HTTPRequest, channel: any Channel, logger: Logger) throws in
                 let decision = gateway.shouldUpgrade(head)
@@ -214,7 +217,10 @@ public struct MockPushServer: Sendable {
     }
 
     private func http2Channel(_ responder: @escaping HTTPChannelHandler.Responder, limits: ServerLimits) -> HTTP2Channel {
-        HTTP2Channel(responder: responder, configuration: .init(idleTimeout: limits.idleTimeout, streamConfiguration: limits.http2StreamConfiguration()))
+        let routes = ProviderRoutes(service: service, connections: connections)
+        return HTTP2Channel(
+            responder: responder, configuration: .init(idleTimeout: limits.idleTimeout, streamConfiguration: limits.http2StreamConfiguration(routes: routes))
+        )
     }
 
     private func application(

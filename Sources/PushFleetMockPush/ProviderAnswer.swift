@@ -1,17 +1,38 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
+import NIOCore
 import PushFleetCore
 import PushFleetServerSupport
 import PushFleetWire
+
+/// A provider request with its body read: what every provider endpoint decides on, whether it
+/// came through the router or was read on the event loop (``ProviderRoutes``).
+struct ProviderRequest {
+    var head: HTTPRequest
+    /// Nil when it is longer than the endpoint reads.
+    var body: ByteBuffer?
+    /// The connection it arrived on; nil outside a tracked server (a hub in this process).
+    var connection: ConnectionState?
+
+    var headers: HTTPFields { head.headerFields }
+
+    /// Reads the body of a router's request, up to `limit` bytes.
+    static func collecting(_ request: Request, limit: Int) async -> ProviderRequest {
+        var request = request
+        let body: ByteBuffer? = (try? await request.collectBody(limit: limit)) ?? nil
+        return ProviderRequest(head: request.head, body: body, connection: ConnectionState.current)
+    }
+}
 
 /// A provider endpoint's answer to one request: a push accepted (or a request that was no push),
 /// or a push refused with the status and reason its sender is told, which the runs watching the
 /// service are told too.
 enum ProviderAnswer {
-    case done(Response)
-    case refused(Response, status: Int, reason: String)
+    case done(CompleteResponse)
+    case refused(CompleteResponse, status: Int, reason: String)
 
-    var response: Response {
+    var response: CompleteResponse {
         switch self {
         case .done(let response), .refused(let response, _, _): response
         }
@@ -21,37 +42,36 @@ enum ProviderAnswer {
 extension PushService {
     /// Answers one provider request: numbers the push, lets `decide` answer it, and reports a
     /// refusal to the runs watching (``reportRefusal``) with the request's token and push type.
+    /// Nil when `decide` needs asynchronous work first (a provider token to verify).
     func answer(
-        _ request: Request, platform: Platform, token: String?, pushType: String?, hubAt: Int64?, bodyLimit: Int,
-        tokenInBody: ((Data) -> String?)? = nil, decide: (inout Request, UInt64) async -> ProviderAnswer
-    ) async -> Response {
-        var request = request
+        _ request: ProviderRequest, platform: Platform, token: String?, pushType: String?, hubAt: Int64?,
+        tokenInBody: ((ByteBuffer) -> String?)? = nil, decide: (ProviderRequest, UInt64) -> ProviderAnswer?
+    ) -> CompleteResponse? {
         let push = nextPush()
-        let answer = await decide(&request, push)
+        guard let answer = decide(request, push) else { return nil }
         if case .refused(_, let status, let reason) = answer {
-            await reportRefusal(
-                &request, push: push, platform: platform, token: token, pushType: pushType, status: status, reason: reason, hubAt: hubAt,
-                bodyLimit: bodyLimit, tokenInBody: tokenInBody
+            reportRefusal(
+                request, push: push, platform: platform, token: token, pushType: pushType, status: status, reason: reason, hubAt: hubAt,
+                tokenInBody: tokenInBody
             )
         }
         return answer.response
     }
 
-    /// Reports a refused push to the runs watching, with its token and its body; a body the
-    /// refusal came before is read now (up to `bodyLimit`), and `tokenInBody` finds the token in
-    /// it when the request names it there (FCM).
+    /// Reports a refused push to the runs watching, with its token and its body; `tokenInBody`
+    /// finds the token in the body when the request names it there (FCM).
     func reportRefusal(
-        _ request: inout Request, push: UInt64, platform: Platform, token: String?, pushType: String?, status: Int, reason: String, hubAt: Int64?,
-        bodyLimit: Int, tokenInBody: ((Data) -> String?)? = nil
-    ) async {
+        _ request: ProviderRequest, push: UInt64, platform: Platform, token: String?, pushType: String?, status: Int, reason: String, hubAt: Int64?,
+        tokenInBody: ((ByteBuffer) -> String?)? = nil
+    ) {
         guard watchers.isActive else { return }
         let instant = now()
-        let collected: ByteBuffer?? = try? await request.collectBody(limit: bodyLimit)
-        let data = collected.flatMap { $0 }?.data
+        let data = request.body?.data
         let text = data.flatMap { String(validating: $0, as: UTF8.self) }
         watchers.report(
             PushHop(
-                push: push, step: .refused, at: instant, platform: platform.rawValue, token: token ?? data.flatMap { tokenInBody?($0) } ?? "",
+                push: push, step: .refused, at: instant, platform: platform.rawValue,
+                token: token ?? request.body.flatMap { tokenInBody?($0) } ?? "",
                 pushType: pushType, body: text ?? data?.base64EncodedString(), base64: text == nil && data != nil ? true : nil, hubAt: hubAt,
                 status: status, reason: reason
             )

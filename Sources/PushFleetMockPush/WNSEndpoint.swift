@@ -17,7 +17,7 @@ struct WNSEndpoint {
 
     func register(on router: Router<BasicRequestContext>) {
         router.post("/wns/channels") { request, _ in
-            mintChannel(request).response
+            mintChannel(request).response.response
         }
         router.post("/wns/:channel") { request, context in
             await handle(request, channel: context.parameters.get("channel") ?? "")
@@ -59,21 +59,28 @@ struct WNSEndpoint {
         return .refused(.empty(status: status, headers: [.wnsErrorDescription: reason]), status: status.code, reason: reason)
     }
 
-    /// Answers one provider request; `hubAt` when a notification hub in this process sends it.
+    /// Answers one provider request through the router; `hubAt` when a notification hub in this
+    /// process sends it.
     func handle(_ request: Request, channel: String, hubAt: Int64? = nil) async -> Response {
-        await service.answer(request, platform: .wns, token: channel, pushType: request.headers[.wnsType], hubAt: hubAt, bodyLimit: Self.maxPayload) {
-            await decide(&$0, channel: channel, push: $1, hubAt: hubAt)
-        }
+        respond(await ProviderRequest.collecting(request, limit: Self.maxPayload), channel: channel, hubAt: hubAt).response
     }
 
-    private func decide(_ request: inout Request, channel: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {
+    /// Answers one provider request whose body was read.
+    func respond(_ request: ProviderRequest, channel: String, hubAt: Int64? = nil) -> CompleteResponse {
+        let answer = service.answer(request, platform: .wns, token: channel, pushType: request.headers[.wnsType], hubAt: hubAt) {
+            decide($0, channel: channel, push: $1, hubAt: hubAt)
+        }
+        return answer ?? .empty(status: .internalServerError)
+    }
+
+    private func decide(_ request: ProviderRequest, channel: String, push number: UInt64, hubAt: Int64?) -> ProviderAnswer {
         let headers = request.headers
         switch service.authority.wnsGrant(authorization: headers[.authorization]) {
         case .valid:
             break
         case .expired:
             service.recordRejection("wns:401")
-            let response = Response.empty(
+            let response = CompleteResponse.empty(
                 status: .unauthorized,
                 headers: [
                     .wwwAuthenticate: "Bearer error=\"invalid_request\",error_description=\"Token has expired\"",
@@ -88,7 +95,7 @@ struct WNSEndpoint {
             return reject(.badRequest, "X-WNS-Type must be one of \(Self.types.sorted().joined(separator: ", "))")
         }
         guard TokenRules.isValidWNS(channel[...]) else { return reject(.notFound, "invalid channel URI") }
-        guard let body = try? await request.collectBody(limit: Self.maxPayload), body.readableBytes <= Self.maxPayload else {
+        guard let body = request.body, body.readableBytes <= Self.maxPayload else {
             return reject(.contentTooLarge, "payload exceeds \(Self.maxPayload) bytes")
         }
         guard body.readableBytes > 0 else { return reject(.badRequest, "empty payload") }

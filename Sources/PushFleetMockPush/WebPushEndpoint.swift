@@ -27,7 +27,7 @@ struct WebPushEndpoint {
 
     func register(on router: Router<BasicRequestContext>) {
         router.post("/webpush/subscriptions") { request, _ in
-            await mint(request).response
+            await mint(request).response.response
         }
         router.delete("/webpush/subscriptions/:token") { _, context in
             unsubscribe(context.parameters.get("token") ?? "")
@@ -157,9 +157,11 @@ struct WebPushEndpoint {
 
     /// Answers one message for subscription `token`; `hubAt` when a hub in this process sends it.
     func handle(_ request: Request, token: String, hubAt: Int64? = nil) async -> Response {
-        await service.answer(request, platform: .webpush, token: token, pushType: "webpush", hubAt: hubAt, bodyLimit: Self.maxPayload) {
-            await decide(&$0, token: token, push: $1, hubAt: hubAt)
+        let request = await ProviderRequest.collecting(request, limit: Self.maxPayload)
+        let answer = service.answer(request, platform: .webpush, token: token, pushType: "webpush", hubAt: hubAt) {
+            decide($0, token: token, push: $1, hubAt: hubAt)
         }
+        return (answer ?? .empty(status: .internalServerError)).response
     }
 
     private func reject(_ status: HTTPResponse.Status, _ reason: String, headers: HTTPFields = [:]) -> ProviderAnswer {
@@ -171,17 +173,17 @@ struct WebPushEndpoint {
             var error: String
             var message: String
         }
-        var response = Response.json(Problem(code: status.code, errno: status.code, error: status.reasonPhrase, message: reason), status: status)
+        var response = CompleteResponse.json(Problem(code: status.code, errno: status.code, error: status.reasonPhrase, message: reason), status: status)
         for field in headers { response.headers.append(field) }
         return .refused(response, status: status.code, reason: reason)
     }
 
-    private func decide(_ request: inout Request, token: String, push number: UInt64, hubAt: Int64?) async -> ProviderAnswer {
+    private func decide(_ request: ProviderRequest, token: String, push number: UInt64, hubAt: Int64?) -> ProviderAnswer {
         let headers = request.headers
         guard TokenRules.isValidWebPush(token[...]), let subscription = service.webPushSubscription(token: token) else {
             return reject(.notFound, "no such subscription")
         }
-        let tls = ConnectionState.current?.isTLS ?? false
+        let tls = request.connection?.isTLS ?? false
         let origin = VAPID.origin(scheme: tls ? "https" : "http", authority: request.head.authority)
         let authorization = headers[.authorization]
         if authorization != nil || subscription.applicationServerKey != nil {
@@ -204,7 +206,7 @@ struct WebPushEndpoint {
         if let topic, topic.isEmpty || topic.utf8.count > 32 || !topic.utf8.allSatisfy({ Self.isBase64URL($0) }) {
             return reject(.badRequest, "a Topic is 1 to 32 base64url characters")
         }
-        guard let body = try? await request.collectBody(limit: Self.maxPayload), body.readableBytes <= Self.maxPayload else {
+        guard let body = request.body, body.readableBytes <= Self.maxPayload else {
             return reject(.contentTooLarge, "the payload exceeds \(Self.maxPayload) bytes")
         }
         let encoding = headers[.contentEncoding]?.lowercased()

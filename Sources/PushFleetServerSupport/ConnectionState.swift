@@ -53,7 +53,7 @@ public final class ConnectionRegistry: Sendable {
         return state
     }
 
-    func state(for channel: any Channel) -> ConnectionState? {
+    package func state(for channel: any Channel) -> ConnectionState? {
         states.withLock { states in
             states[ObjectIdentifier(channel)] ?? channel.parent.flatMap { states[ObjectIdentifier($0)] }
         }

@@ -77,11 +77,13 @@ final class HeadersEndStream: ChannelOutboundHandler, RemovableChannelHandler {
 }
 
 extension ServerLimits {
-    /// The configuration of an HTTP/2 server's streams for these limits.
-    public func http2StreamConfiguration() -> HTTP1Channel.Configuration {
+    /// The configuration of an HTTP/2 server's streams for these limits; `routes` answers some
+    /// requests on the event loop (``EventLoopResponder``).
+    public func http2StreamConfiguration(routes: (any EventLoopResponder)? = nil) -> HTTP1Channel.Configuration {
         let limits = self
         return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [HeadersEndStream.Installer(), RequestBodyGuard(limits: limits, isHTTP2: true)],
+            additionalChannelHandlers: [HeadersEndStream.Installer(), RequestBodyGuard(limits: limits, isHTTP2: true)]
+                + (routes.map { [EventLoopRoutes.Installer(responder: $0)] } ?? []),
             idleTimeout: .nanoseconds(idleTimeout.saturatingNanoseconds)
         )
     }

@@ -60,3 +60,30 @@ extension ByteBuffer {
     /// The readable bytes as `Data`.
     public var data: Data { Data(readableBytesView) }
 }
+
+extension CompleteResponse {
+    /// `value` as JSON.
+    public static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> CompleteResponse {
+        let data = (try? ServerJSON.encoder.encode(value)) ?? Data("{}".utf8)
+        return bytes(data, status: status, headers: headers, contentType: "application/json")
+    }
+
+    /// A raw body and its content type.
+    public static func bytes(
+        _ data: some Collection<UInt8>, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String
+    ) -> CompleteResponse {
+        var fields = headers
+        fields[.contentType] = contentType
+        return CompleteResponse(status: status, headers: fields, body: ByteBuffer(bytes: data))
+    }
+
+    /// No body.
+    public static func empty(status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> CompleteResponse {
+        CompleteResponse(status: status, headers: headers)
+    }
+
+    /// The same response for the router.
+    public var response: Response {
+        Response(status: status, headers: headers, body: .init(byteBuffer: body))
+    }
+}

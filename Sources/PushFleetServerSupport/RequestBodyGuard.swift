@@ -168,11 +168,13 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
 }
 
 extension ServerLimits {
-    /// Hummingbird's HTTP/1.1 configuration for these limits.
-    public func http1Configuration() -> HTTP1Channel.Configuration {
+    /// Hummingbird's HTTP/1.1 configuration for these limits; `routes` answers some requests on
+    /// the event loop (``EventLoopResponder``).
+    public func http1Configuration(routes: (any EventLoopResponder)? = nil) -> HTTP1Channel.Configuration {
         let limits = self
         return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestBodyGuard(limits: limits, isHTTP2: false)],
+            additionalChannelHandlers: [RequestBodyGuard(limits: limits, isHTTP2: false)]
+                + (routes.map { [EventLoopRoutes.Installer(responder: $0)] } ?? []),
             idleTimeout: .nanoseconds(idleTimeout.saturatingNanoseconds)
         )
     }

@@ -57,42 +57,72 @@ final class ProviderAuthority: Sendable {
 
     /// The sender of an APNs request: its connection's client certificate, else the bearer token.
     func authenticateAPNs(authorization: String?, connection: ConnectionState?) async -> APNsOutcome {
+        switch precheckAPNs(authorization: authorization, connection: connection) {
+        case .decided(let outcome):
+            return outcome
+        case .adopt(let text, let token, let session):
+            if let apnsKeys {
+                guard let key = configuration.apnsKeys.first(where: { $0.keyID == token.identity.keyID }),
+                    key.teamID == nil || key.teamID == token.identity.teamID,
+                    (try? await apnsKeys.value.verify(text, as: APNsProviderToken.Claims.self)) != nil
+                else { return .rejected(.forbidden, "InvalidProviderToken") }
+            }
+            return adopt(token, on: session)
+        }
+    }
+
+    /// The same as ``authenticateAPNs(authorization:connection:)`` when it needs no wait: nil
+    /// when a token new to its connection must have its signature checked against a configured
+    /// key first.
+    func authenticateAPNsNow(authorization: String?, connection: ConnectionState?) -> APNsOutcome? {
+        switch precheckAPNs(authorization: authorization, connection: connection) {
+        case .decided(let outcome):
+            return outcome
+        case .adopt(_, let token, let session):
+            guard apnsKeys == nil else { return nil }
+            return adopt(token, on: session)
+        }
+    }
+
+    private enum APNsPrecheck {
+        case decided(APNsOutcome)
+        /// A well-formed token new to the connection: its signature, then the connection's rules.
+        case adopt(text: String, token: APNsProviderToken, session: ConnectionState)
+    }
+
+    private func precheckAPNs(authorization: String?, connection: ConnectionState?) -> APNsPrecheck {
         if let der = connection?.peerCertificateDER {
             // Apple ignores the authorization header on a certificate-authenticated connection.
-            guard let bundles = APNsTopics.bundles(ofCertificate: der) else { return .rejected(.forbidden, "BadCertificate") }
-            return .authorized(bundles: bundles)
+            guard let bundles = APNsTopics.bundles(ofCertificate: der) else { return .decided(.rejected(.forbidden, "BadCertificate")) }
+            return .decided(.authorized(bundles: bundles))
         }
-        guard let authorization else { return .rejected(.forbidden, "MissingProviderToken") }
-        if Self.bearer(authorization) == inProcessBearer { return .authorized(bundles: []) }
+        guard let authorization else { return .decided(.rejected(.forbidden, "MissingProviderToken")) }
+        if Self.bearer(authorization) == inProcessBearer { return .decided(.authorized(bundles: [])) }
         guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            return .rejected(.forbidden, "InvalidProviderToken")
+            return .decided(.rejected(.forbidden, "InvalidProviderToken"))
         }
         let text = String(authorization.dropFirst(7))
         let now = now()
         let session = connection ?? ConnectionState(isTLS: false)
         switch session.withAttachment(APNsTokenSession(), { $0.step(for: text, now: now) }) {
         case .accepted:
-            return .authorized(bundles: configuration.apnsTopics)
+            return .decided(.authorized(bundles: configuration.apnsTopics))
         case .expired:
-            return .rejected(.forbidden, "ExpiredProviderToken")
+            return .decided(.rejected(.forbidden, "ExpiredProviderToken"))
         case .verify:
             break
         }
-        let token: APNsProviderToken
         switch APNsProviderToken.inspect(text, now: now) {
-        case .success(let inspected): token = inspected
-        case .failure(let failure): return .rejected(.forbidden, failure.rawValue)
+        case .success(let inspected): return .adopt(text: text, token: inspected, session: session)
+        case .failure(let failure): return .decided(.rejected(.forbidden, failure.rawValue))
         }
-        if let apnsKeys {
-            guard let key = configuration.apnsKeys.first(where: { $0.keyID == token.identity.keyID }),
-                key.teamID == nil || key.teamID == token.identity.teamID,
-                (try? await apnsKeys.value.verify(text, as: APNsProviderToken.Claims.self)) != nil
-            else { return .rejected(.forbidden, "InvalidProviderToken") }
-        }
+    }
+
+    private func adopt(_ token: APNsProviderToken, on session: ConnectionState) -> APNsOutcome {
         switch session.withAttachment(APNsTokenSession(), { $0.adopt(token) }) {
-        case .adopted: return .authorized(bundles: configuration.apnsTopics)
-        case .tooManyUpdates: return .rejected(.tooManyRequests, "TooManyProviderTokenUpdates")
-        case .otherTeam: return .rejected(.forbidden, "InvalidProviderToken")
+        case .adopted: .authorized(bundles: configuration.apnsTopics)
+        case .tooManyUpdates: .rejected(.tooManyRequests, "TooManyProviderTokenUpdates")
+        case .otherTeam: .rejected(.forbidden, "InvalidProviderToken")
         }
     }
 

@@ -1,0 +1,59 @@
+import Synchronization
+
+/// UUIDs as text on a server's hot path, without Foundation: `UUID()` reads `/dev/urandom`
+/// (an open, a read and a close per id), `uuidString` formats through `snprintf`, and
+/// `UUID(uuidString:)` scans through `sscanf`.
+package enum UUIDText {
+    /// 8-4-4-4-12 hex digits of either case, as `UUID(uuidString:)` accepts them.
+    package static func isValid(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            guard bytes.count == 36 else { return false }
+            for (index, byte) in bytes.enumerated() {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard byte == UInt8(ascii: "-") else { return false }
+                    continue
+                }
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): break
+                default: return false
+                }
+            }
+            return true
+        }
+    }
+
+    private static let sequence = Atomic<UInt64>(0)
+    private static let seed: UInt64 = {
+        var generator = SystemRandomNumberGenerator()
+        return generator.next()
+    }()
+
+    /// A new version-4 UUID in upper case, as `UUID().uuidString` writes it: unique in this
+    /// process and unpredictable across processes (a per-process random seed), not secret.
+    package static func random() -> String {
+        var generator = SplitMix64(seed: seed ^ sequence.add(1, ordering: .relaxed).newValue &* 0x9E37_79B9_7F4A_7C15)
+        var high = generator.next()
+        var low = generator.next()
+        high = (high & ~0xF000) | 0x4000
+        low = (low & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000
+        let digits: StaticString = "0123456789ABCDEF"
+        return digits.withUTF8Buffer { digits in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var at = 0
+                for index in 0..<16 {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        out[at] = UInt8(ascii: "-")
+                        at += 1
+                    }
+                    let word = index < 8 ? high : low
+                    let byte = UInt8(truncatingIfNeeded: word >> UInt64(56 - 8 * (index % 8)))
+                    out[at] = digits[Int(byte >> 4)]
+                    out[at + 1] = digits[Int(byte & 0x0F)]
+                    at += 2
+                }
+                return at
+            }
+        }
+    }
+}

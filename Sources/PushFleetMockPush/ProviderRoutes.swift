@@ -1,0 +1,62 @@
+import HTTPTypes
+import NIOCore
+import PushFleetServerSupport
+
+/// The provider requests a backend sends for every push (APNs, FCM HTTP v1, WNS), answered on
+/// the event loop that read them (``EventLoopRoutes``) by the same endpoint code the router runs:
+/// no task, router or response body per push. Only plain paths are taken here; any other form
+/// (percent-escapes, a query, the hub's in-process sends) and Web Push go through the router.
+struct ProviderRoutes: EventLoopResponder {
+    let service: PushService
+    let connections: ConnectionRegistry
+
+    private enum Route {
+        case apns(token: Substring)
+        case fcm(project: Substring)
+        case wns(channel: Substring)
+    }
+
+    func bodyLimit(for head: HTTPRequest) -> Int? {
+        switch Self.route(head) {
+        case .apns: APNsEndpoint.maxPayload
+        case .fcm: FCMEndpoint.maxRequest
+        case .wns: WNSEndpoint.maxPayload
+        case nil: nil
+        }
+    }
+
+    func respond(to head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
+        guard let route = Self.route(head) else { return nil }
+        let request = ProviderRequest(head: head, body: body, connection: connections.state(for: channel))
+        switch route {
+        case .apns(let token): return APNsEndpoint(service: service).respond(request, token: String(token))
+        case .fcm(let project): return FCMEndpoint(service: service).respond(request, project: String(project))
+        case .wns(let channel): return WNSEndpoint(service: service).respond(request, channel: String(channel))
+        }
+    }
+
+    private static func route(_ head: HTTPRequest) -> Route? {
+        guard head.method == .post, let path = head.path else { return nil }
+        if let token = segment(of: path, after: "/3/device/") { return .apns(token: token) }
+        if let channel = segment(of: path, after: "/wns/"), channel != "channels" { return .wns(channel: channel) }
+        if let rest = segment(of: path, after: "/v1/projects/", allowingSlash: true) {
+            let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[1] == "messages:send", isPlain(parts[0]) else { return nil }
+            return .fcm(project: parts[0])
+        }
+        return nil
+    }
+
+    /// What follows `prefix` when it is one plain segment (no slash, query or escape), else nil.
+    private static func segment(of path: String, after prefix: String, allowingSlash: Bool = false) -> Substring? {
+        guard path.hasPrefix(prefix) else { return nil }
+        let rest = path.dropFirst(prefix.count)
+        guard !rest.isEmpty, rest.utf8.allSatisfy({ $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "%") && $0 != UInt8(ascii: "#") }) else { return nil }
+        if !allowingSlash, !isPlain(rest) { return nil }
+        return rest
+    }
+
+    private static func isPlain(_ segment: Substring) -> Bool {
+        !segment.isEmpty && segment.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") }
+    }
+}
