@@ -35,8 +35,8 @@ public struct CompleteResponse: Sendable {
 /// Answers keep their requests' order: a request is answered here only when no request handed to
 /// the router is still waiting for its answer, and one answered here is answered when its last
 /// part arrives, before the next request's first.
-struct EventLoopRoutesState {
-    enum Inbound: Equatable {
+package struct EventLoopRoutesState: Sendable {
+    package enum Inbound: Equatable, Sendable {
         /// Keep the part: it belongs to a request answered here.
         case hold
         /// Pass the part on to the router.
@@ -53,10 +53,12 @@ struct EventLoopRoutesState {
     }
 
     private var collecting: Collecting?
-    /// Requests handed to the router whose answers have not ended.
-    private(set) var forwarded = 0
 
-    mutating func head(_ head: HTTPRequest, bodyLimit: (HTTPRequest) -> Int?) -> Inbound {
+    package init() {}
+    /// Requests handed to the router whose answers have not ended.
+    package private(set) var forwarded = 0
+
+    package mutating func head(_ head: HTTPRequest, bodyLimit: (HTTPRequest) -> Int?) -> Inbound {
         if forwarded == 0, let limit = bodyLimit(head) {
             collecting = Collecting(head: head, limit: limit)
             return .hold
@@ -65,7 +67,7 @@ struct EventLoopRoutesState {
         return .forward
     }
 
-    mutating func body(_ bytes: ByteBuffer) -> Inbound {
+    package mutating func body(_ bytes: ByteBuffer) -> Inbound {
         guard var request = collecting else { return .forward }
         collecting = nil
         if !request.tooLarge {
@@ -83,19 +85,19 @@ struct EventLoopRoutesState {
         return .hold
     }
 
-    mutating func end() -> Inbound {
+    package mutating func end() -> Inbound {
         guard let request = collecting else { return .forward }
         collecting = nil
         return .answer(head: request.head, body: request.tooLarge ? nil : (request.body ?? ByteBuffer()))
     }
 
     /// An answer the router wrote ended.
-    mutating func routerAnswerEnded() {
+    package mutating func routerAnswerEnded() {
         forwarded = max(0, forwarded - 1)
     }
 
     /// A request held here goes to the router after all (its answer needs asynchronous work).
-    mutating func handedOver() {
+    package mutating func handedOver() {
         forwarded += 1
     }
 
