@@ -26,6 +26,9 @@ public struct BackendConfiguration: Sendable {
     public var users: UserDirectory
     /// A registration id lives this long after its last create or update; then it is gone (410).
     public var registrationTTL: Duration
+    /// The wall clock (ns since the epoch) registrations and notifications expire by: tests drive
+    /// expiry with a manual one.
+    public var clock: @Sendable () -> Int64 = WallClock.nanoseconds
     /// Secure and rich notifications are readable this long.
     public var notificationTTL: Duration
     public var tokenLifetime: Duration

@@ -43,7 +43,7 @@ extension ReferenceBackend {
             // Nothing is stored for a user with no device to tell: it could only be read by id.
             guard try await self.hasTargets(recipient) else { return Self.response(for: .noTarget) }
             let stored = try await self.storing {
-                try await $0.createNotification(sender: user, recipient: recipient, content: .secure(payload: payload), now: WallClock.nanoseconds())
+                try await $0.createNotification(sender: user, recipient: recipient, content: .secure(payload: payload), now: self.configuration.clock())
             }
             var outcome = try await self.send(to: recipient, platforms: Platform.pushable) { platform in
                 NativeNotification.secure(platform: platform, id: stored.id)
@@ -64,7 +64,7 @@ extension ReferenceBackend {
             }
             guard try await self.hasTargets(recipient) else { return Self.response(for: .noTarget) }
             let stored = try await self.storing {
-                try await $0.createNotification(sender: user, recipient: recipient, content: content, now: WallClock.nanoseconds())
+                try await $0.createNotification(sender: user, recipient: recipient, content: content, now: self.configuration.clock())
             }
             guard case .rich(let message, let type, _, _) = content else { return .empty(status: .internalServerError) }
             var outcome = try await self.send(to: recipient, platforms: Platform.pushable) { platform in
@@ -77,7 +77,7 @@ extension ReferenceBackend {
         api.get("notifications/:id") { request, context -> Response in
             let user = try self.authenticate(request)
             let id = try context.parameters.require("id")
-            guard let notification = try await self.storing({ try await $0.readNotification(id: id, reader: user, now: WallClock.nanoseconds()) }) else {
+            guard let notification = try await self.storing({ try await $0.readNotification(id: id, reader: user, now: self.configuration.clock()) }) else {
                 throw HTTPError(.notFound, message: "no notification \(id) for you")
             }
             switch notification.content {
@@ -148,7 +148,7 @@ extension ReferenceBackend {
         platforms: [Platform],
         _ build: @escaping @Sendable (Platform) -> NativeNotification?
     ) async throws -> SendOutcome {
-        let now = WallClock.nanoseconds()
+        let now = self.configuration.clock()
         await sweepIfDue(now: now)
         // A store that cannot be read is the store's failure (503), not the hub's outcome.
         let found = try await storing(writes: false) { try await $0.targets(tag: Self.userTag(user), now: now) }
@@ -236,7 +236,7 @@ extension ReferenceBackend {
 
     /// Whether the user has a live registration to push to.
     func hasTargets(_ user: String) async throws -> Bool {
-        try await !storing(writes: false) { try await $0.targets(tag: Self.userTag(user), now: WallClock.nanoseconds()) }.isEmpty
+        try await !storing(writes: false) { try await $0.targets(tag: Self.userTag(user), now: self.configuration.clock()) }.isEmpty
     }
 
     /// The seed's rule: 200 unless the hub's outcome is Abandoned (or Unknown), then 500.

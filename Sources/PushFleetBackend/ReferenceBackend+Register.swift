@@ -38,7 +38,7 @@ extension ReferenceBackend {
             let user = try self.authenticate(request)
             let handle = request.uri.queryParameters["handle"].map(String.init)
             if let handle { try self.validateHandle(handle) }
-            let now = WallClock.nanoseconds()
+            let now = self.configuration.clock()
             await self.sweepIfDue(now: now)
             let id = try await self.storing { try await $0.createRegistration(owner: user, handle: handle, now: now) }
             if let hub = self.hubSender, let handle { try await self.throughHub { try await hub.deleteOthers(handle: handle, keep: id) } }
@@ -65,7 +65,7 @@ extension ReferenceBackend {
             }
             let tags = try self.validatedTags(update.tags ?? [], caller: user)
             let result = try await self.storing {
-                try await $0.updateRegistration(id: id, owner: user, platform: platform, handle: update.handle, tags: tags, now: WallClock.nanoseconds())
+                try await $0.updateRegistration(id: id, owner: user, platform: platform, handle: update.handle, tags: tags, now: self.configuration.clock())
             }
             switch result {
             case .updated:
@@ -81,7 +81,7 @@ extension ReferenceBackend {
         api.delete("register/:id") { request, context -> Response in
             let user = try self.authenticate(request)
             let id = try context.parameters.require("id")
-            switch try await self.storing({ try await $0.deleteRegistration(id: id, owner: user, now: WallClock.nanoseconds()) }) {
+            switch try await self.storing({ try await $0.deleteRegistration(id: id, owner: user, now: self.configuration.clock()) }) {
             case .updated:
                 if let hub = self.hubSender { try await self.throughHub { try await hub.delete(id: id) } }
                 return .empty()

@@ -126,7 +126,8 @@ struct FleetHTTPClientTests {
             )
             let seen = await withTaskGroup(of: String.self) { group in
                 for _ in 0..<40 {
-                    group.addTask { (try? await client.execute(.GET, "/whoami", timeout: .seconds(5))).map { String(buffer: $0.body) } ?? "failed" }
+                    // The wait for one of the 4 connections is inside the timeout: a bound that only catches a hang.
+                    group.addTask { (try? await client.execute(.GET, "/whoami", timeout: .seconds(120))).map { String(buffer: $0.body) } ?? "failed" }
                 }
                 return await group.reduce(into: Set<String>()) { $0.insert($1) }
             }

@@ -40,10 +40,18 @@ struct ObserveTests {
             try await observer.waitFor { $0.hops.count >= 5 }
             try await Task.sleep(for: .milliseconds(100))
             let hops = observer.hops
-            #expect(hops.count == 5, "\(hops)")
-            let written = try #require(hops.first { $0.token == Self.token(1) })
-            #expect(written.step == .written && written.push == frame.push && written.then == frame.writtenAt && written.at == frame.acceptedAt)
-            #expect(written.body?.contains("pf:abc123def456:1") == true && written.pushType == "alert" && written.platform == "apns")
+            // Written before its first report went out, the push is one report; on a loaded
+            // machine the accepted report may leave first, and the written one follows it.
+            let online = hops.filter { $0.token == Self.token(1) }
+            #expect(hops.count == 4 + online.count, "\(hops)")
+            let written = try #require(online.last)
+            if online.count == 1 {
+                #expect(written.step == .written && written.push == frame.push && written.then == frame.writtenAt && written.at == frame.acceptedAt)
+            } else {
+                #expect(online.map(\.step) == [.accepted, .written] && online[0].at == frame.acceptedAt, "\(online)")
+                #expect(written.push == frame.push && (written.then ?? written.at) == frame.writtenAt, "\(written)")
+            }
+            #expect(online[0].body?.contains("pf:abc123def456:1") == true && online[0].pushType == "alert" && online[0].platform == "apns")
             #expect(hops.filter { $0.token == Self.token(2) }.map(\.step) == [.accepted, .held])
             let refusal = try #require(hops.first { $0.token == Self.token(3) })
             #expect(refusal.step == .refused && refusal.status == 403 && refusal.reason == "InvalidProviderToken")

@@ -33,12 +33,16 @@ struct RegistrationTests {
 
     @Test("an expired id answers 410; the client's retry with a new id succeeds")
     func expiredRegistration() async throws {
+        // The backend's clock is the test's: the id expires when the test says, and the fresh one
+        // cannot expire before its PUT however loaded the machine.
+        let clock = ManualWallClock()
         var configuration = EmbeddedSystem.Configuration()
         configuration.backend.registrationTTL = .milliseconds(1500)
+        configuration.backend.clock = { clock.now }
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
             let handle = TestDevice.randomToken(for: .fcm)
             let id = try await system.createRegistrationID("bob", handle: handle)
-            try await Task.sleep(for: .milliseconds(1800))
+            clock.advance(by: .milliseconds(1800))
             let gone = try await system.updateRegistration(id, "bob", platform: "fcm", handle: handle)
             #expect(gone.status == 410)
             // The seed's client: drop the cached id, create one, PUT again.
