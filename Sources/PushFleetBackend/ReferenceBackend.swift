@@ -141,7 +141,16 @@ public final class ReferenceBackend: Sendable {
         self.logger.withLock { $0 = logger }
         let bound = self.bound
         let listen = configuration.listen
-        let limits = configuration.server
+        var routed = configuration.server
+        // The routes' own caps, refused as they are declared: a client that declares more and
+        // stalls is not held until the body timeout.
+        let bodies = configuration.limits
+        routed.routeBodyLimits = [
+            RouteBodyLimit(method: "POST", pathPrefix: "/api/notifications/rich", maxBytes: bodies.maxRichBodyBytes),
+            RouteBodyLimit(method: "POST", pathPrefix: "/api/notifications", maxBytes: bodies.maxBodyBytes),
+            RouteBodyLimit(method: "PUT", pathPrefix: "/api/register/", maxBytes: bodies.maxBodyBytes),
+        ]
+        let limits = routed
         let cap = limits.connectionCap()
         let app = Application(
             router: makeRouter(),

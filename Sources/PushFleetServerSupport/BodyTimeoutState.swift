@@ -21,11 +21,14 @@ public struct BodyTimeoutState: Sendable, Equatable {
     let minRate: Int?
     /// Largest body taken; nil: any.
     let maxSize: Int?
+    /// The request's own: the smaller of ``maxSize`` and its route's cap.
+    var requestMax: Int?
 
     public init(bodyTimeout: Duration, minRate: Int? = nil, maxSize: Int? = nil) {
         timeout = bodyTimeout.saturatingNanoseconds
         self.minRate = minRate.map { max(1, $0) }
         self.maxSize = maxSize
+        self.requestMax = maxSize
     }
 
     /// When the body must be complete (or its next part arrive) by.
@@ -37,9 +40,11 @@ public struct BodyTimeoutState: Sendable, Equatable {
         return min(pause, rate)
     }
 
-    /// A request head; `declaredLength` is its `Content-Length`, nil when it has none.
-    public mutating func head(now: Int64, declaredLength: Int? = nil) -> TimerAction {
-        if let maxSize, let declaredLength, declaredLength > maxSize {
+    /// A request head; `declaredLength` is its `Content-Length`, nil when it has none;
+    /// `routeMax` its route's own cap, when smaller.
+    public mutating func head(now: Int64, declaredLength: Int? = nil, routeMax: Int? = nil) -> TimerAction {
+        requestMax = [maxSize, routeMax].compactMap { $0 }.min()
+        if let requestMax, let declaredLength, declaredLength > requestMax {
             return refuse(status: 413)
         }
         receiving = true
@@ -53,7 +58,7 @@ public struct BodyTimeoutState: Sendable, Equatable {
         guard receiving else { return .none }
         let (sum, overflow) = received.addingReportingOverflow(bytes)
         received = overflow ? .max : sum
-        if let maxSize, received > maxSize {
+        if let requestMax, received > requestMax {
             return refuse(status: 413)
         }
         lastPart = now

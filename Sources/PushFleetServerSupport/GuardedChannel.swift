@@ -47,7 +47,10 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
         stalled?.register(channel)
         return channel.eventLoop.makeCompletedFuture {
             // A TLS channel puts its TLS handler before this one, so the guard sees plaintext.
-            try channel.pipeline.syncOperations.addHandler(FirstRequestGuard(headerTimeout: headerTimeout, maxBodySize: limits?.maxBodySize, stalled: stalled), position: .first)
+            try channel.pipeline.syncOperations.addHandler(
+                FirstRequestGuard(headerTimeout: headerTimeout, maxBodySize: limits?.maxBodySize, routes: limits?.routeBodyLimits ?? [], stalled: stalled),
+                position: .first
+            )
         }.flatMap {
             inner.setup(channel: channel, logger: logger)
         }.flatMapThrowing { value in
@@ -86,9 +89,9 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The server is stopping and this connection had sent no request.
     private var stopping = false
 
-    init(headerTimeout: Duration, maxBodySize: Int? = nil, stalled: StalledConnections? = nil) {
+    init(headerTimeout: Duration, maxBodySize: Int? = nil, routes: [RouteBodyLimit] = [], stalled: StalledConnections? = nil) {
         state = FirstRequestState(headerTimeout: headerTimeout)
-        framing = maxBodySize.map { RequestFramingState(maxBodySize: $0) }
+        framing = maxBodySize.map { RequestFramingState(maxBodySize: $0, routes: routes) }
         self.stalled = stalled
     }
 

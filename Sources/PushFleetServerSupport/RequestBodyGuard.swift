@@ -40,7 +40,10 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The server is stopping: close once the answer in progress has ended.
     private var quiescing = false
 
+    private let limits: ServerLimits
+
     init(limits: ServerLimits, isHTTP2: Bool) {
+        self.limits = limits
         state = BodyTimeoutState(bodyTimeout: limits.bodyTimeout, minRate: limits.minBodyRate, maxSize: limits.maxBodySize)
         self.isHTTP2 = isHTTP2
     }
@@ -54,7 +57,8 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
             setIdle(false, context)
             setStalled(true, context)
             let length = head.headerFields[.contentLength].flatMap { Int($0) } ?? (head.headerFields[.contentLength] == nil ? nil : .max)
-            perform(state.head(now: now, declaredLength: length), context)
+            let routeMax = limits.routeBodyLimits.isEmpty ? nil : limits.maxBody(method: head.method.rawValue, target: head.path ?? "")
+            perform(state.head(now: now, declaredLength: length, routeMax: routeMax), context)
         case .body(let bytes):
             perform(state.body(now: now, bytes: bytes.readableBytes), context)
         case .end:

@@ -34,8 +34,15 @@ public struct RequestFramingState: Sendable, Equatable {
     var upgrade = false
     static let kept = 64
 
-    public init(maxBodySize: Int) {
+    /// Smaller caps of known routes (``ServerLimits/routeBodyLimits``).
+    let routes: [RouteBodyLimit]
+    /// The cap of the request being read: its route's, else the port's.
+    var requestMax: Int
+
+    public init(maxBodySize: Int, routes: [RouteBodyLimit] = []) {
         self.maxBodySize = maxBodySize
+        self.routes = routes
+        self.requestMax = maxBodySize
     }
 
     public var isOff: Bool { phase == .off }
@@ -70,7 +77,7 @@ public struct RequestFramingState: Sendable, Equatable {
                     phase = .chunkSize(value: value, digits: digits, extensions: true)
                 } else if let digit = Self.hex(byte) {
                     let (times, overflow) = value.multipliedReportingOverflow(by: 16)
-                    if overflow || times + digit > maxBodySize { return .tooLarge(prefix: lineStart) }
+                    if overflow || times + digit > requestMax { return .tooLarge(prefix: lineStart) }
                     phase = .chunkSize(value: times + digit, digits: digits + 1, extensions: false)
                 } else {
                     phase = .off
@@ -114,6 +121,7 @@ public struct RequestFramingState: Sendable, Equatable {
         if firstLine {
             firstLine = false
             if line.starts(with: Self.http2Preface) { phase = .off }
+            requestMax = routes.isEmpty ? maxBodySize : Self.routeMax(line: line, routes: routes, port: maxBodySize)
             return
         }
         guard let colon = line.firstIndex(of: 0x3A) else { return }
@@ -137,6 +145,15 @@ public struct RequestFramingState: Sendable, Equatable {
         while let first = bytes.first, first == 0x20 || first == 0x09 { bytes.removeFirst() }
         while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
         return bytes
+    }
+
+    /// The cap a request line's route has (the line as kept: its first bytes, lowercased).
+    private static func routeMax(line: [UInt8], routes: [RouteBodyLimit], port: Int) -> Int {
+        guard let space = line.firstIndex(of: 0x20) else { return port }
+        let method = String(decoding: line[..<space], as: UTF8.self)
+        let target = String(decoding: line[(space + 1)...], as: UTF8.self)
+        guard let rule = routes.first(where: { $0.matches(method: method, target: target) }) else { return port }
+        return min(port, rule.maxBytes)
     }
 
     private mutating func endOfHead() {

@@ -31,6 +31,10 @@ public struct ServerLimits: Sendable, Equatable {
     /// How long a connection must have been stalled before a full server closes it to take a
     /// new one (see ``ConnectionCap``).
     public var evictionGrace: Duration
+    /// Smaller caps of known routes, first match wins: a declared length, a chunk's size line or
+    /// a body past its route's cap is answered 413 when it arrives, as nginx does, instead of
+    /// waiting for the route to read it (a client that then stalls held it until the body timeout).
+    public var routeBodyLimits: [RouteBodyLimit] = []
 
     public init(
         maxConnections: Int? = nil,
@@ -52,6 +56,12 @@ public struct ServerLimits: Sendable, Equatable {
         self.pingBurst = pingBurst
         self.pingInterval = pingInterval
         self.evictionGrace = evictionGrace
+    }
+
+    /// The largest body a request with this method and target may send.
+    public func maxBody(method: some StringProtocol, target: some StringProtocol) -> Int {
+        guard let rule = routeBodyLimits.first(where: { $0.matches(method: method, target: target) }) else { return maxBodySize }
+        return min(maxBodySize, rule.maxBytes)
     }
 
     /// The bounds every value must be within (checked where a value enters).
@@ -107,5 +117,23 @@ public struct ServerLimits: Sendable, Equatable {
             problems.append("eviction grace must be between 0 and 24h")
         }
         return problems
+    }
+}
+
+/// One route's body cap: requests whose method is `method` and whose target starts with
+/// `pathPrefix` (compared without case, as the raw bytes are read before any parser).
+public struct RouteBodyLimit: Sendable, Equatable {
+    public var method: String
+    public var pathPrefix: String
+    public var maxBytes: Int
+
+    public init(method: String, pathPrefix: String, maxBytes: Int) {
+        self.method = method.lowercased()
+        self.pathPrefix = pathPrefix.lowercased()
+        self.maxBytes = maxBytes
+    }
+
+    func matches(method: some StringProtocol, target: some StringProtocol) -> Bool {
+        method.lowercased() == self.method && target.lowercased().hasPrefix(pathPrefix)
     }
 }

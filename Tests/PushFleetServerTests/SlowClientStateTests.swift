@@ -73,6 +73,38 @@ struct SlowClientStateTests {
         #expect(split.received(Array("00000".utf8)) == .tooLarge(prefix: 0))
     }
 
+    @Test("a route's own cap is found at the request line: a chunk or a declared length past it is refused, other routes keep the port's")
+    func routeCaps() {
+        let routes = [
+            RouteBodyLimit(method: "POST", pathPrefix: "/api/notifications/rich", maxBytes: 2 << 20),
+            RouteBodyLimit(method: "POST", pathPrefix: "/api/notifications", maxBytes: 65_536),
+        ]
+        func framing(_ text: String) -> RequestFramingState.Verdict {
+            var state = RequestFramingState(maxBodySize: 4 << 20, routes: routes)
+            return state.received(Array(text.utf8))
+        }
+        let chunked = " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let send = "POST /api/notifications/secure?to_tag=bob" + chunked
+        #expect(framing(send + "100000\r\nab") == .tooLarge(prefix: send.utf8.count))
+        #expect(framing(send + "10000\r\nab") == .pass)
+        // The first match wins; the method must match; other routes have the port's cap.
+        #expect(framing("POST /api/notifications/rich?to_tag=bob" + chunked + "100000\r\nab") == .pass)
+        #expect(framing("post /API/Notifications?pns=apns" + chunked + "100000\r\nab") == .tooLarge(prefix: ("post /API/Notifications?pns=apns" + chunked).utf8.count))
+        #expect(framing("PUT /api/notifications" + chunked + "100000\r\nab") == .pass)
+        #expect(framing("POST /elsewhere" + chunked + "100000\r\nab") == .pass)
+        // Each request of a connection gets its own route's cap.
+        let first = "POST /elsewhere HTTP/1.1\r\ncontent-length: 2\r\n\r\nab"
+        #expect(framing(first + send + "100000\r\n") == .tooLarge(prefix: (first + send).utf8.count))
+        // A declared or received length, for the guard behind the parser.
+        var declared = BodyTimeoutState(bodyTimeout: .seconds(1), maxSize: 4 << 20)
+        #expect(declared.head(now: 0, declaredLength: 1 << 20, routeMax: 65_536) == .reject(status: 413))
+        #expect(declared.head(now: 0, declaredLength: 1 << 20) == .arm(at: Self.second))
+        var grown = BodyTimeoutState(bodyTimeout: .seconds(1), maxSize: 4 << 20)
+        _ = grown.head(now: 0, routeMax: 10)
+        #expect(grown.body(now: 1, bytes: 11) == .reject(status: 413))
+        #expect(ServerLimits(maxBodySize: 1 << 20).maxBody(method: "POST", target: "/x") == 1 << 20)
+    }
+
     @Test("what the framing does not follow turns it off, for the parser to decide")
     func framingOff() {
         #expect(Self.framing("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").0.isOff)

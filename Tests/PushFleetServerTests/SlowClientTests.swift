@@ -136,6 +136,24 @@ struct SlowClientTests {
         #expect(at < seconds, "\(what): answered after \(at) s", sourceLocation: sourceLocation)
     }
 
+    @Test("a first chunk or a length past its route's cap (1 MiB on the backend's 64 KiB send route) is answered 413 as it is declared, not at the body timeout")
+    func routeCap() async throws {
+        var configuration = EmbeddedSystem.Configuration()
+        // A body timeout no test waits out: a 413 before it is the route cap's doing.
+        configuration.backend.server = ServerLimits(bodyTimeout: .seconds(600))
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            let auth = "Authorization: Basic \(Data("alice:alice".utf8).base64EncodedString())\r\n"
+            let head = "POST /api/notifications/secure?to_tag=bob HTTP/1.1\r\nHost: x\r\n\(auth)"
+            for request in [head + "Transfer-Encoding: chunked\r\n\r\n100000\r\nab", head + "Content-Length: 1048576\r\n\r\nab"] {
+                let outcome = try await RawStream.run(port: Self.port(system.backend), [(.zero, Array(request.utf8))], wait: .seconds(60))
+                #expect(outcome.text.hasPrefix("HTTP/1.1 413"), "\(outcome.text.prefix(60))")
+            }
+            // Within the cap the route answers as before.
+            let sent = try await system.sendSecure(from: "alice", to: "bob", payload: "hi")
+            #expect(sent.status == 200)
+        }
+    }
+
     @Test("a declared body over the cap is answered 413 at once, before it is read, on every port")
     func oversizedBodies() async throws {
         let requests: [(String, String)] = [
