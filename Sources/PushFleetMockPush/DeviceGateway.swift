@@ -119,7 +119,7 @@ struct DeviceGateway {
                         case .push(var frame):
                             let instant = service.now()
                             frame.writtenAt = instant
-                            try await outbound.write(.text(service.encode(frame)))
+                            try await outbound.write(.text(frame.encodedJSON))
                             connection.wrote(frame)
                             service.report(.written, of: frame, at: instant)
                         case .close(let reason):

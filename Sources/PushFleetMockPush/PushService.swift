@@ -181,7 +181,7 @@ public final class PushService: Sendable {
                 refused.webPush = push.webPush
                 refused.type = PushFrame.refusedType
                 refused.reason = "Unregistered"
-                connection.send(encode(refused))
+                connection.send(refused.encodedJSON)
             }
             return .unregistered(since: unregisteredAt ?? now() / 1_000_000)
         }

@@ -133,6 +133,26 @@ struct PushFrameFastDecodingTests {
         #expect(fast > 1_000)
     }
 
+    @Test("a frame written in one pass decodes to the same frame, by JSONDecoder and by the fast decoder, as JSONEncoder's does")
+    func fastEncoding() throws {
+        var rng = SplitMix64(seed: 0xE1C0)
+        for _ in 0..<2_000 {
+            var frame = Self.randomFrame(&rng)
+            if rng.next() % 3 == 0 {
+                frame.webPush = WebPushHeaders(
+                    contentEncoding: rng.next() % 2 == 0 ? nil : "aesgcm", encryption: rng.next() % 2 == 0 ? nil : Self.randomString(&rng),
+                    cryptoKey: Self.randomString(&rng), urgency: rng.next() % 2 == 0 ? nil : "high", topic: nil, ttl: Int64(rng.next() % 100)
+                )
+            }
+            var text = frame.encodedJSON
+            #expect(try JSONDecoder().decode(PushFrame.self, from: Data(text.utf8)) == frame, "\(text)")
+            let read = text.withUTF8 { PushFrame(fastJSON: $0) }
+            #expect(read == nil || read == frame, "\(text)")
+            let written = String(decoding: try JSONEncoder().encode(frame), as: UTF8.self)
+            #expect(Self.outcome(GatewayInbound(text)) == Self.outcome(GatewayInbound(decoding: written)))
+        }
+    }
+
     @Test("a bent frame decodes to what JSONDecoder makes of it, whichever way it goes")
     func bentFrames() throws {
         var rng = SplitMix64(seed: 0xB3E7)

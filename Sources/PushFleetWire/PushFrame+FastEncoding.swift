@@ -1,0 +1,39 @@
+import PushFleetCore
+
+extension PushFrame {
+    /// The frame as the JSON text `JSONEncoder` writes (members in declaration order, absent
+    /// optionals left out, slashes unescaped), written in one pass: the gateway writes one per
+    /// push, and `JSONEncoder`'s generic containers cost more than the rest of the write.
+    public var encodedJSON: String {
+        var out = "{\"type\":" + JSONText.quoted(type)
+        out += ",\"platform\":" + JSONText.quoted(platform.rawValue)
+        out += ",\"token\":" + JSONText.quoted(token)
+        out += ",\"id\":" + JSONText.quoted(id)
+        out += ",\"acceptedAt\":" + String(acceptedAt)
+        out += ",\"pushType\":" + JSONText.quoted(pushType)
+        out += ",\"body\":" + JSONText.quoted(body)
+        if let bodyEncoding { out += ",\"bodyEncoding\":" + JSONText.quoted(bodyEncoding) }
+        out += stored ? ",\"stored\":true" : ",\"stored\":false"
+        if let reason { out += ",\"reason\":" + JSONText.quoted(reason) }
+        if let push { out += ",\"push\":" + String(push) }
+        if let writtenAt { out += ",\"writtenAt\":" + String(writtenAt) }
+        if let hubAt { out += ",\"hubAt\":" + String(hubAt) }
+        if let delay { out += ",\"delay\":" + String(delay) }
+        if let webPush {
+            out += ",\"webPush\":{"
+            var first = true
+            func member(_ name: String, _ value: String?) {
+                guard let value else { return }
+                out += (first ? "\"" : ",\"") + name + "\":" + JSONText.quoted(value)
+                first = false
+            }
+            member("contentEncoding", webPush.contentEncoding)
+            member("encryption", webPush.encryption)
+            member("cryptoKey", webPush.cryptoKey)
+            member("urgency", webPush.urgency)
+            member("topic", webPush.topic)
+            out += (first ? "\"" : ",\"") + "ttl\":" + String(webPush.ttl) + "}"
+        }
+        return out + "}"
+    }
+}
