@@ -13,8 +13,32 @@ extension HTMLReport {
         } else if let note = hops.note {
             html += "<p class=\"note\">The push service was watched; \(e(note)).</p>"
         }
-        html += funnelTable(hops) + funnelChart(hops) + whyTable(hops) + breakdownChart(hops)
+        let platforms = funnelPlatforms(r)
+        html += funnelTable(hops, platforms: platforms.shown) + funnelChart(hops, platforms: platforms.shown) + leftOutNote(hops, platforms.leftOut)
+        html += whyTable(hops) + breakdownChart(hops)
         return html
+    }
+
+    /// The funnel's platforms: those the fleet has devices of, and any other a pair, outcome or
+    /// explanation happened on. A platform of neither has only sends, counted under it because a
+    /// send named every platform (a secure or rich send does), so it gets a note, not a column.
+    static func funnelPlatforms(_ r: RunResult) -> (shown: [String], leftOut: [String]) {
+        guard let hops = r.hops else { return ([], []) }
+        let all = hops.funnel.keys.sorted()
+        let shown = all.filter { platform in
+            if r.devices.byPlatform[platform, default: 0] > 0 { return true }
+            let funnel = hops.funnel[platform]!
+            let pairs = [funnel.expected, funnel.handed ?? 0, funnel.accepted ?? 0, funnel.written ?? 0, funnel.received, funnel.inHand]
+            let outcomes = r.deliveryByPlatform[platform].map { counts in DeliveryLedger.Counts.fields.map { counts[keyPath: $0.path] } } ?? []
+            return (pairs + outcomes).contains { $0 != 0 } || hops.why.contains { $0.platform == platform }
+        }
+        return (shown, all.filter { !shown.contains($0) })
+    }
+
+    static func leftOutNote(_ hops: RunResult.Hops, _ platforms: [String]) -> String {
+        guard !platforms.isEmpty else { return "" }
+        let list = platforms.map { "\(e($0)) (\(hops.funnel[$0]!.sends) sends named it)" }.joined(separator: ", ")
+        return "<p class=\"note\" id=\"funnel-left-out\">Left out, as the fleet has no devices of it and no pair of it was expected or seen: \(list).</p>"
     }
 
     /// The funnel's stages: sends, then (send, device) pairs.
@@ -24,9 +48,8 @@ extension HTMLReport {
         ("received", { $0.received }), ("in hand (fetched)", { $0.inHand }),
     ]
 
-    static func funnelTable(_ hops: RunResult.Hops) -> String {
-        let platforms = hops.funnel.keys.sorted()
-        guard !platforms.isEmpty else { return "<p class=\"note\">No sends were judged.</p>" }
+    static func funnelTable(_ hops: RunResult.Hops, platforms: [String]) -> String {
+        guard !platforms.isEmpty else { return hops.funnel.isEmpty ? "<p class=\"note\">No sends were judged.</p>" : "" }
         let rows = funnelStages.map { stage in
             [e(stage.0)] + platforms.map { platform -> String in
                 let funnel = hops.funnel[platform]!
@@ -40,9 +63,8 @@ extension HTMLReport {
     }
 
     /// One group of bars per platform, a bar per pair stage, each with its count as text.
-    static func funnelChart(_ hops: RunResult.Hops) -> String {
+    static func funnelChart(_ hops: RunResult.Hops, platforms: [String]) -> String {
         let stages = funnelStages.dropFirst(2)
-        let platforms = hops.funnel.keys.sorted()
         let width = 760.0, rowHeight = 16.0, left = 190.0
         let height = 50 + Double(max(platforms.count, 1)) * (Double(stages.count) * rowHeight + 14)
         let maximum = Double(max(1, platforms.map { hops.funnel[$0]!.expected }.max() ?? 1))
