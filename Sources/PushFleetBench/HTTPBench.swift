@@ -6,11 +6,12 @@ import PushFleetEngine
 import PushFleetLauncher
 
 /// HTTP generation efficiency: requests per generator CPU-second against a trivial nginx
-/// endpoint, pushfleet's request path beside wrk and Locust's FastHttpUser in one invocation.
+/// endpoint, pushfleet's request path beside wrk, AsyncHTTPClient and Locust's FastHttpUser in one
+/// invocation.
 public struct HTTPBench: AsyncParsableCommand, Sendable {
     public static let configuration = CommandConfiguration(
         commandName: "http",
-        abstract: "Requests per generator CPU-second against local nginx: pushfleet vs wrk vs Locust FastHttpUser.",
+        abstract: "Requests per generator CPU-second against local nginx: pushfleet vs wrk, AsyncHTTPClient and Locust FastHttpUser.",
         discussion: "Runs Debian's nginx and wrk and PyPI's locust, as scripts/install-bench-tools installs them; a missing wrk or locust leaves its row out."
     )
 
@@ -37,6 +38,7 @@ public struct HTTPBench: AsyncParsableCommand, Sendable {
             }
             let own = await measurePushfleet(port: nginx.port, seconds: seconds)
             rows += own
+            rows.append(try await measureAsyncHTTPClient(port: nginx.port, seconds: seconds))
             if let locust = await ReferenceTool.locust.find() {
                 rows.append(try await Locust.measure(locust, port: nginx.port, connections: connections, seconds: seconds))
             }
