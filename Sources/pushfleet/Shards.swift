@@ -7,6 +7,7 @@ import PushFleetLauncher
 import PushFleetReport
 import PushFleetResults
 import PushFleetScenario
+import Subprocess
 
 struct Shards: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -80,34 +81,34 @@ struct Shards: AsyncParsableCommand {
         var signals: SignalWatcher?
         defer { signals?.cancel() }
         var began = ContinuousClock.now
-        let children = try await withSystem(for: loaded) { system in
+        let statuses = try await withSystem(for: loaded) { system in
             var target: [String] = []
             if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
             FileHandleOutput.standardOutput("\(local) shards of \(loaded.name), run \(runID), into \(folder)" + (system.map { " against \($0.backend)" } ?? ""))
             began = ContinuousClock.now
-            let children = try (0..<local).map { index in
-                try Self.start(
-                    executable,
-                    ["run", scenario, "--shards", String(local), "--shard-index-from-env", "JOB_COMPLETION_INDEX", "--out", folder, "--run-id", runID]
-                        + target + common,
-                    environment: ["JOB_COMPLETION_INDEX": String(index)], log: (folder as NSString).appendingPathComponent("shard-\(index).log")
-                )
-            }
+            let running = RunningShards()
             signals = SignalWatcher { signal in
                 FileHandleOutput.standardError("\n\(signal): stopping the shards; they write what they recorded")
-                for child in children where child.isRunning { child.terminate() }
+                running.terminate()
             }
-            for child in children { await Self.waitForExit(child) }
+            let shards = (0..<local).map { index in
+                Child(
+                    arguments: ["run", scenario, "--shards", String(local), "--shard-index-from-env", "JOB_COMPLETION_INDEX", "--out", folder, "--run-id", runID]
+                        + target + common,
+                    shardIndex: index, log: (folder as NSString).appendingPathComponent("shard-\(index).log")
+                )
+            }
+            let statuses = try await Self.play(executable, shards, running: running)
             if let server = system?.server {
                 FileHandleOutput.standardOutput(
                     String(format: "serve (the system under test): peak RSS %.1f MiB, %.1f CPU-s", Double(server.peakResidentBytes()) / 1_048_576, server.cpuSeconds())
                 )
             }
-            return children
+            return statuses
         }
         let shardSeconds = (ContinuousClock.now - began) / .seconds(1)
-        for (index, child) in children.enumerated() where child.terminationStatus != 0 {
-            FileHandleOutput.standardError("shard \(index) exited \(child.terminationStatus): see \(folder)/shard-\(index).log")
+        for (index, status) in statuses.enumerated() where status != .exited(0) {
+            FileHandleOutput.standardError("shard \(index) \(Self.describe(status)): see \(folder)/shard-\(index).log")
         }
         FileHandleOutput.standardOutput(String(format: "shards done in %.1f s; merging", shardSeconds))
         let merged = (folder as NSString).appendingPathComponent("merged")
@@ -123,21 +124,19 @@ struct Shards: AsyncParsableCommand {
     /// exits 99 when the ledgers or the operation counts differ.
     private func compareWithSingle(_ sharded: RunResult, folder: String, executable: String, common: [String], loaded: Scenario) async throws {
         let single = (folder as NSString).appendingPathComponent("single")
-        let (child, peak) = try await withSystem(for: loaded) { system in
+        let (status, peak) = try await withSystem(for: loaded) { system in
             var target: [String] = []
             if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
             FileHandleOutput.standardOutput("the same scenario as one process, into \(single)")
-            let child = try Self.start(
-                executable, ["run", scenario, "--out", single] + target + common, environment: [:],
-                log: (folder as NSString).appendingPathComponent("single.log")
+            return try await Self.playMeasured(
+                executable, Child(arguments: ["run", scenario, "--out", single] + target + common, log: (folder as NSString).appendingPathComponent("single.log"))
             )
-            return (child, await Self.waitForExit(child))
         }
         FileHandleOutput.standardOutput(String(format: "single run: peak RSS %.1f MiB", Double(peak) / 1_048_576))
         guard let data = FileManager.default.contents(atPath: (single as NSString).appendingPathComponent("run.json")),
             let result = try? ReportFiles.decodeRunJSON(data)
         else {
-            FileHandleOutput.standardError("the single run wrote no run.json (exit \(child.terminationStatus)): see \(folder)/single.log")
+            FileHandleOutput.standardError("the single run wrote no run.json (\(Self.describe(status))): see \(folder)/single.log")
             throw ExitCode(ExitStatus.failure)
         }
         let comparison = ShardComparison(single: result, sharded: sharded, shards: local)
@@ -146,30 +145,5 @@ struct Shards: AsyncParsableCommand {
             FileHandleOutput.standardError("the single run and the shards disagree: " + comparison.differences.joined(separator: "; "))
             throw ExitCode(ExitStatus.thresholdFailed)
         }
-    }
-
-    static func start(_ executable: String, _ arguments: [String], environment: [String: String], log: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let handle = FileHandle(forWritingAtPath: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        return process
-    }
-
-    /// Waits for the process to end; returns the highest peak resident memory (VmHWM) read
-    /// while it ran.
-    @discardableResult
-    static func waitForExit(_ process: Process) async -> UInt64 {
-        var peak: UInt64 = 0
-        while process.isRunning {
-            if let bytes = ProcessMemory.peakResident(String(process.processIdentifier)) { peak = max(peak, bytes) }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return peak
     }
 }

@@ -82,6 +82,38 @@ struct ShardsCLITests {
         #expect(garbage.status == 1 && garbage.text.contains("shard 0/2 not a pushfleet event tape"), "\(garbage.text)")
     }
 
+    @Test("SIGINT to the command reaches each shard: each stops and writes what it recorded, the merge is marked aborted, exit 1")
+    func interrupted() async throws {
+        try await RunGate.exclusive {
+            let directory = try CLITests.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let long = Self.scenario.replacingOccurrences(of: "duration: 2s", with: "duration: 60s")
+            try long.write(to: directory.appendingPathComponent("long.yaml"), atomically: true, encoding: .utf8)
+            let (process, pipe) = try CLITests.launch(["shards", "long.yaml", "--local", "2", "--out", "run", "--quiet"], in: directory)
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+            // Long enough for both shards to be past their barrier on a loaded machine.
+            try await Task.sleep(for: .seconds(8))
+            kill(process.processIdentifier, SIGINT)
+            let started = ContinuousClock.now
+            let handle = pipe.fileHandleForReading
+            let (data, status) = try await offPool {
+                let data = handle.readDataToEndOfFile()
+                process.waitUntilExit()
+                return (data, process.terminationStatus)
+            }
+            let text = String(decoding: data, as: UTF8.self)
+            #expect(ContinuousClock.now - started < .seconds(30), "\(text)")
+            #expect(status == 1, "\(text)")
+            #expect(text.contains("SIGINT: stopping the shards"), "\(text)")
+            let run = directory.appendingPathComponent("run")
+            for shard in ["shard-0-of-2", "shard-1-of-2"] {
+                #expect(FileManager.default.fileExists(atPath: run.appendingPathComponent(shard).appendingPathComponent("shard.json").path), "\(shard): \(text)")
+            }
+            let merged = try ReportFiles.decodeRunJSON(Data(contentsOf: run.appendingPathComponent("merged/run.json")))
+            #expect(merged.info.aborted, "\(text)")
+        }
+    }
+
     @Test("flags that cannot make a shard, and folders that cannot be a run, exit 2 with the reason")
     func refusals() async throws {
         let directory = try CLITests.temporaryDirectory()
