@@ -81,6 +81,7 @@ let package = Package(
         .target(
             name: "PushFleetClients",
             dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
                 "PushFleetCore",
                 "PushFleetWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -117,7 +118,6 @@ let package = Package(
             name: "PushFleetLauncher",
             dependencies: [
                 "PushFleetCore",
-                "PushFleetWire",
                 "PushFleetEngine",
                 "PushFleetMetrics",
                 "PushFleetResults",
@@ -179,6 +179,8 @@ let package = Package(
         .target(
             name: "PushFleetBackend",
             dependencies: [
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 "PushFleetWire",
                 "PushFleetHub",
                 "PushFleetCore",
@@ -203,6 +205,7 @@ let package = Package(
         .target(
             name: "PushFleetMockPush",
             dependencies: [
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 "PushFleetWire",
                 "PushFleetHub",
                 "PushFleetCore",
@@ -220,7 +223,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
@@ -235,7 +237,6 @@ let package = Package(
                 "PushFleetServerSupport",
                 "PushFleetWebPush",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -262,6 +263,8 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -276,7 +279,6 @@ let package = Package(
                 "PushFleetEngine",
                 "PushFleetResults",
                 "PushFleetMetrics",
-                "PushFleetClients",
                 "PushFleetLauncher",
                 "PushFleetReport",
                 "PushFleetServerSupport",
@@ -285,14 +287,16 @@ let package = Package(
                 "PushFleetMockPush",
                 "PushFleetHub",
                 "PushFleetWebPush",
+                "PushFleetWire",
                 "PushFleetBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -359,6 +363,7 @@ let package = Package(
         .testTarget(
             name: "PushFleetCoreTests",
             dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
                 "PushFleetWebPush",
                 "PushFleetCore",
                 "PushFleetScenario",
@@ -370,6 +375,9 @@ let package = Package(
         .testTarget(
             name: "PushFleetEngineTests",
             dependencies: [
+                "PushFleetMockPush",
+                "PushFleetEmbedded",
+                "PushFleetBackend",
                 "PushFleetTestSupport",
                 "PushFleetCore",
                 "PushFleetWire",
@@ -400,6 +408,10 @@ let package = Package(
         .testTarget(
             name: "PushFleetServerTests",
             dependencies: [
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 "PushFleetTestSupport",
                 "PushFleetCore",
                 "PushFleetWire",
