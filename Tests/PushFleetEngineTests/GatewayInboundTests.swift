@@ -147,7 +147,8 @@ struct PushFrameFastDecodingTests {
             var text = frame.encodedJSON
             #expect(try JSONDecoder().decode(PushFrame.self, from: Data(text.utf8)) == frame, "\(text)")
             let read = text.withUTF8 { PushFrame(fastJSON: $0) }
-            #expect(read == nil || read == frame, "\(text)")
+            // The fast decoder takes every frame without Web Push headers, as it takes JSONEncoder's.
+            #expect(frame.webPush != nil ? read == nil : read == frame, "\(text)")
             let written = String(decoding: try JSONEncoder().encode(frame), as: UTF8.self)
             #expect(Self.outcome(GatewayInbound(text)) == Self.outcome(GatewayInbound(decoding: written)))
         }
