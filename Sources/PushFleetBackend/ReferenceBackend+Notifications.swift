@@ -241,7 +241,7 @@ extension ReferenceBackend {
 
     /// The seed's rule: 200 unless the hub's outcome is Abandoned (or Unknown), then 500.
     static func response(for outcome: SendOutcome) -> Response {
-        .json(outcome, status: outcome.outcome == .abandoned ? .internalServerError : .ok)
+        .bytes(outcome.encodedJSON.utf8, status: outcome.outcome == .abandoned ? .internalServerError : .ok, contentType: "application/json")
     }
 }
 

@@ -37,3 +37,14 @@ extension PushFrame {
         return out + "}"
     }
 }
+
+extension SendOutcome {
+    /// The outcome as the backend's JSON encoder writes it (sorted keys, absent id left out), in
+    /// one pass: the backend answers one per send.
+    public var encodedJSON: String {
+        var out = "{\"accepted\":" + String(accepted) + ",\"failed\":" + String(failed)
+        if let id { out += ",\"id\":" + JSONText.quoted(id) }
+        out += ",\"outcome\":" + JSONText.quoted(outcome.rawValue)
+        return out + ",\"removed\":" + String(removed) + ",\"targets\":" + String(targets) + "}"
+    }
+}

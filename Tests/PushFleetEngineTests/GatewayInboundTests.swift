@@ -154,6 +154,21 @@ struct PushFrameFastDecodingTests {
         }
     }
 
+    @Test("a send's outcome written in one pass is byte for byte what the backend's JSON encoder writes")
+    func sendOutcomeEncoding() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var rng = SplitMix64(seed: 0x5E4D)
+        let states: [SendOutcome.State] = [.completed, .noTargetFound, .abandoned, .enqueued]
+        for _ in 0..<500 {
+            let outcome = SendOutcome(
+                outcome: states[Int(rng.next() % 4)], targets: Int(rng.next() % 10), accepted: Int(rng.next() % 10),
+                failed: Int(rng.next() % 3), removed: Int(rng.next() % 3), id: rng.next() % 2 == 0 ? nil : UUIDText.random().lowercased()
+            )
+            #expect(outcome.encodedJSON == String(decoding: try encoder.encode(outcome), as: UTF8.self))
+        }
+    }
+
     @Test("a bent frame decodes to what JSONDecoder makes of it, whichever way it goes")
     func bentFrames() throws {
         var rng = SplitMix64(seed: 0xB3E7)
