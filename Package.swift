@@ -330,6 +330,21 @@ let package = Package(
             path: "Fuzz/Sources/FuzzServers",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "FuzzWire",
+            dependencies: [
+                "FuzzDriver",
+                "PushFleetClients",
+                "PushFleetCore",
+                "PushFleetWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            path: "Fuzz/Sources/FuzzWire",
+            swiftSettings: swiftSettings
+        ),
         // Fixtures the live tests share: the embedded system, test devices, hostile backends, raw sockets.
         .target(
             name: "PushFleetTestSupport",

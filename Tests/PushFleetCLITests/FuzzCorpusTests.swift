@@ -7,7 +7,7 @@ import Testing
 struct FuzzCorpusTests {
     /// Every committed input, the findings among them, through the targets of a normal build
     /// (which replay files instead of fuzzing): each must still be handled without a finding.
-    @Test("the fuzz corpus replays without a finding", arguments: [("FuzzParsers", "parsers"), ("FuzzScenario", "scenario"), ("FuzzServers", "servers")])
+    @Test("the fuzz corpus replays without a finding", arguments: [("FuzzParsers", "parsers"), ("FuzzScenario", "scenario"), ("FuzzServers", "servers"), ("FuzzWire", "wire")])
     func corpusReplays(target: String, corpus: String) async throws {
         let folder = CLITests.root.appendingPathComponent("Fuzz/corpus/\(corpus)")
         let inputs = try FileManager.default.contentsOfDirectory(atPath: folder.path).count
