@@ -110,7 +110,8 @@ package struct StrictJSONReader {
             let byte = bytes[at]
             if byte == UInt8(ascii: "\"") {
                 defer { at += 1 }
-                return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
+                // Validating, not repairing: JSON must be UTF-8, and `JSONDecoder` refuses what is not.
+                return String(validating: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") { return escapedString(from: start) }
             if byte < 0x20 { return nil }
@@ -127,7 +128,7 @@ package struct StrictJSONReader {
             at += 1
             switch byte {
             case UInt8(ascii: "\""):
-                return String(decoding: out, as: UTF8.self)
+                return String(validating: out, as: UTF8.self)
             case UInt8(ascii: "\\"):
                 guard at < bytes.count else { return nil }
                 let escape = bytes[at]
