@@ -124,14 +124,15 @@ struct TLSTests {
             // Plain HTTP and random bytes instead of a ClientHello.
             for bytes in [Array("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".utf8), (0..<600).map { _ in UInt8.random(in: 0...255) }] {
                 // Closed by the server (the 1 s header timeout at the latest), not left open until
-                // the client gives up; the margin is for a full suite sharing two cores.
-                let answer = try await RawSocket.exchange(port: tls.port, [(.zero, bytes)], waitFor: .seconds(8))
-                #expect(answer.closed && answer.seconds < 7.5)
+                // the client gives up: within 40 s, long before the 75 s idle timeout, however
+                // loaded the machine.
+                let answer = try await RawSocket.exchange(port: tls.port, [(.zero, bytes)], waitFor: .seconds(40))
+                #expect(answer.closed, "\(answer)")
                 #expect(!answer.response.contains("200 OK"))
             }
             // A truncated ClientHello, then silence: closed by the header timeout.
-            let stalled = try await RawSocket.exchange(port: tls.port, [(.zero, [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00])], waitFor: .seconds(8))
-            #expect(stalled.closed && stalled.seconds < 7.5)
+            let stalled = try await RawSocket.exchange(port: tls.port, [(.zero, [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00])], waitFor: .seconds(40))
+            #expect(stalled.closed, "\(stalled)")
             // After a real handshake: HTTP/2 preface then garbage frames, or an HTTP/1.1 line of junk.
             for payload in [HTTPVersionSniff.http2Preface + (0..<300).map { _ in UInt8.random(in: 0...255) }, Array("\u{1}\u{2}junk\r\n\r\n".utf8)] {
                 let answer = try await ChildProcess.run(
