@@ -11,7 +11,7 @@ struct RunSourceCLITests {
     func provenance() async throws {
         try await RunGate.exclusive {
             let directory = try CLITests.temporaryDirectory()
-            let text = "# kept as written, comments and all\n" + CLITests.scenario(traffic: "1s")
+            let text = "# kept as written, comments and all\n" + CLITests.scenario(traffic: "1s", deadline: "30s")
             try text.write(to: directory.appendingPathComponent("given.yaml"), atomically: true, encoding: .utf8)
             let outcome = try await CLITests.run(["run", "given.yaml", "--seed", "42", "--out", "report", "--quiet"], in: directory)
             #expect(outcome.status == 0, "\(outcome.output)")
