@@ -61,30 +61,10 @@ struct CompactText: Sendable, Equatable {
 
     var text: String {
         switch storage {
-        case .lowerUUID(let uuid): Self.text(uuid, digits: "0123456789abcdef")
-        case .upperUUID(let uuid): Self.text(uuid, digits: "0123456789ABCDEF")
+        // Without Foundation's `uuidString` (formatted through `snprintf`).
+        case .lowerUUID(let uuid): withUnsafeBytes(of: uuid.uuid) { UUIDText.text($0, upper: false) }
+        case .upperUUID(let uuid): withUnsafeBytes(of: uuid.uuid) { UUIDText.text($0, upper: true) }
         case .text(let text): text
-        }
-    }
-
-    /// The canonical text, without Foundation's `uuidString` (formatted through `snprintf`).
-    private static func text(_ uuid: UUID, digits: StaticString) -> String {
-        withUnsafeBytes(of: uuid.uuid) { raw in
-            digits.withUTF8Buffer { digits in
-                String(unsafeUninitializedCapacity: 36) { out in
-                    var at = 0
-                    for (index, byte) in raw.enumerated() {
-                        if index == 4 || index == 6 || index == 8 || index == 10 {
-                            out[at] = UInt8(ascii: "-")
-                            at += 1
-                        }
-                        out[at] = digits[Int(byte >> 4)]
-                        out[at + 1] = digits[Int(byte & 0x0F)]
-                        at += 2
-                    }
-                    return at
-                }
-            }
         }
     }
 }

@@ -37,17 +37,20 @@ package enum UUIDText {
         var low = generator.next()
         high = (high & ~0xF000) | 0x4000
         low = (low & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000
-        let digits: StaticString = "0123456789ABCDEF"
+        return withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { text($0, upper: true) }
+    }
+
+    /// 16 bytes as canonical UUID text (8-4-4-4-12), in one case.
+    package static func text(_ bytes: UnsafeRawBufferPointer, upper: Bool) -> String {
+        let digits: StaticString = upper ? "0123456789ABCDEF" : "0123456789abcdef"
         return digits.withUTF8Buffer { digits in
             String(unsafeUninitializedCapacity: 36) { out in
                 var at = 0
-                for index in 0..<16 {
+                for (index, byte) in bytes.prefix(16).enumerated() {
                     if index == 4 || index == 6 || index == 8 || index == 10 {
                         out[at] = UInt8(ascii: "-")
                         at += 1
                     }
-                    let word = index < 8 ? high : low
-                    let byte = UInt8(truncatingIfNeeded: word >> UInt64(56 - 8 * (index % 8)))
                     out[at] = digits[Int(byte >> 4)]
                     out[at + 1] = digits[Int(byte & 0x0F)]
                     at += 2

@@ -150,10 +150,7 @@ public struct RequestFramingState: Sendable, Equatable {
     /// The cap a request line's route has (the line as kept: its first bytes, lowercased).
     private static func routeMax(line: [UInt8], routes: [RouteBodyLimit], port: Int) -> Int {
         guard let space = line.firstIndex(of: 0x20) else { return port }
-        let method = String(decoding: line[..<space], as: UTF8.self)
-        let target = String(decoding: line[(space + 1)...], as: UTF8.self)
-        guard let rule = routes.first(where: { $0.matches(method: method, target: target) }) else { return port }
-        return min(port, rule.maxBytes)
+        return RouteBodyLimit.cap(routes, method: line[..<space], target: line[(space + 1)...], port: port)
     }
 
     private mutating func endOfHead() {

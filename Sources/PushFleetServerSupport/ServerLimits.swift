@@ -60,8 +60,7 @@ public struct ServerLimits: Sendable, Equatable {
 
     /// The largest body a request with this method and target may send.
     public func maxBody(method: some StringProtocol, target: some StringProtocol) -> Int {
-        guard let rule = routeBodyLimits.first(where: { $0.matches(method: method, target: target) }) else { return maxBodySize }
-        return min(maxBodySize, rule.maxBytes)
+        RouteBodyLimit.cap(routeBodyLimits, method: method.utf8, target: target.utf8, port: maxBodySize)
     }
 
     /// The bounds every value must be within (checked where a value enters).
@@ -133,7 +132,22 @@ public struct RouteBodyLimit: Sendable, Equatable {
         self.maxBytes = maxBytes
     }
 
-    func matches(method: some StringProtocol, target: some StringProtocol) -> Bool {
-        method.lowercased() == self.method && target.lowercased().hasPrefix(pathPrefix)
+    /// The cap of the first rule whose method and path prefix match, compared as ASCII bytes
+    /// without case and without a copy (the framing guard reads raw bytes), else `port`'s.
+    static func cap(_ rules: [RouteBodyLimit], method: some Collection<UInt8>, target: some Collection<UInt8>, port: Int) -> Int {
+        guard let rule = rules.first(where: { Self.equal(method, $0.method.utf8, prefixOnly: false) && Self.equal(target, $0.pathPrefix.utf8, prefixOnly: true) })
+        else { return port }
+        return min(port, rule.maxBytes)
+    }
+
+    /// `text` equals `lowered` (or starts with it), ignoring ASCII case; `lowered` is lower case.
+    private static func equal(_ text: some Collection<UInt8>, _ lowered: String.UTF8View, prefixOnly: Bool) -> Bool {
+        var bytes = text.makeIterator()
+        for expected in lowered {
+            guard let byte = bytes.next() else { return false }
+            let folded = byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte
+            guard folded == expected else { return false }
+        }
+        return prefixOnly || bytes.next() == nil
     }
 }
