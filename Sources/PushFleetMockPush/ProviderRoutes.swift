@@ -10,23 +10,22 @@ struct ProviderRoutes: EventLoopResponder {
     let service: PushService
     let connections: ConnectionRegistry
 
-    private enum Route {
+    enum Route {
         case apns(token: Substring)
         case fcm(project: Substring)
         case wns(channel: Substring)
     }
 
-    func bodyLimit(for head: HTTPRequest) -> Int? {
-        switch Self.route(head) {
-        case .apns: APNsEndpoint.maxPayload
-        case .fcm: FCMEndpoint.maxRequest
-        case .wns: WNSEndpoint.maxPayload
-        case nil: nil
+    func route(for head: HTTPRequest) -> (route: Route, bodyLimit: Int)? {
+        guard let route = Self.route(head) else { return nil }
+        switch route {
+        case .apns: return (route, APNsEndpoint.maxPayload)
+        case .fcm: return (route, FCMEndpoint.maxRequest)
+        case .wns: return (route, WNSEndpoint.maxPayload)
         }
     }
 
-    func respond(to head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
-        guard let route = Self.route(head) else { return nil }
+    func respond(_ route: Route, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
         let request = ProviderRequest(head: head, body: body, connection: connections.state(for: channel))
         switch route {
         case .apns(let token): return APNsEndpoint(service: service).respond(request, token: String(token))

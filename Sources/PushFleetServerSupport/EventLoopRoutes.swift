@@ -7,13 +7,21 @@ import NIOHTTPTypes
 /// hot provider requests of the push service. Anything else, and any request whose answer needs
 /// asynchronous work after all, goes on to the router unchanged.
 public protocol EventLoopResponder: Sendable {
-    /// The most body bytes to read for a request this responder may answer; nil leaves the
-    /// request to the router.
-    func bodyLimit(for head: HTTPRequest) -> Int?
+    /// What a head told about its request, kept until its body is read: the head is read once.
+    associatedtype Route
+
+    /// The route of a request this responder may answer, and the most body bytes to read for
+    /// it; nil leaves the request to the router.
+    func route(for head: HTTPRequest) -> (route: Route, bodyLimit: Int)?
 
     /// The answer to a request whose body was read (nil: longer than its limit); nil leaves the
     /// request to the router.
-    func respond(to head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse?
+    func respond(_ route: Route, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse?
+}
+
+extension EventLoopResponder {
+    /// The handler that installs these routes on a connection or stream.
+    func installer() -> any RemovableChannelHandler { EventLoopRoutes<Self>.Installer(responder: self) }
 }
 
 /// A response known whole, head and body: written at once on the event loop, or handed to the
@@ -107,23 +115,30 @@ package struct EventLoopRoutesState: Sendable {
 /// connection-state handler, which so sees every request and answer, those answered here too, for
 /// its idle timeout and its graceful stop (it closes after the answer in progress), just before
 /// the router's channel.
-final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
+final class EventLoopRoutes<Responder: EventLoopResponder>: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    private let responder: any EventLoopResponder
+    private let responder: Responder
     private var state = EventLoopRoutesState()
+    /// The route of the request held here.
+    private var route: Responder.Route?
 
-    init(responder: any EventLoopResponder) {
+    init(responder: Responder) {
         self.responder = responder
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let action: EventLoopRoutesState.Inbound
         switch unwrapInboundIn(data) {
-        case .head(let head): action = state.head(head, bodyLimit: responder.bodyLimit(for:))
+        case .head(let head):
+            action = state.head(head) { head in
+                guard let claimed = responder.route(for: head) else { return nil }
+                route = claimed.route
+                return claimed.bodyLimit
+            }
         case .body(let bytes): action = state.body(bytes)
         case .end: action = state.end()
         }
@@ -143,7 +158,9 @@ final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func answer(_ head: HTTPRequest, body: ByteBuffer?, context: ChannelHandlerContext) {
-        guard let answer = responder.respond(to: head, body: body, channel: context.channel) else {
+        let held = route
+        route = nil
+        guard let held, let answer = responder.respond(held, head: head, body: body, channel: context.channel) else {
             state.handedOver()
             context.fireChannelRead(wrapInboundOut(.head(head)))
             if let body, body.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.body(body))) }
@@ -171,10 +188,10 @@ final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
         typealias InboundIn = HTTPRequestPart
         typealias InboundOut = HTTPRequestPart
 
-        private let responder: any EventLoopResponder
+        private let responder: Responder
         private var installed = false
 
-        init(responder: any EventLoopResponder) {
+        init(responder: Responder) {
             self.responder = responder
         }
 

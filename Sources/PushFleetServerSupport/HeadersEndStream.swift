@@ -83,7 +83,7 @@ extension ServerLimits {
         let limits = self
         return HTTP1Channel.Configuration(
             additionalChannelHandlers: [HeadersEndStream.Installer(), RequestBodyGuard(limits: limits, isHTTP2: true)]
-                + (routes.map { [EventLoopRoutes.Installer(responder: $0)] } ?? []),
+                + (routes.map { [$0.installer()] } ?? []),
             idleTimeout: .nanoseconds(idleTimeout.saturatingNanoseconds)
         )
     }

@@ -178,7 +178,7 @@ extension ServerLimits {
         let limits = self
         return HTTP1Channel.Configuration(
             additionalChannelHandlers: [RequestBodyGuard(limits: limits, isHTTP2: false)]
-                + (routes.map { [EventLoopRoutes.Installer(responder: $0)] } ?? []),
+                + (routes.map { [$0.installer()] } ?? []),
             idleTimeout: .nanoseconds(idleTimeout.saturatingNanoseconds)
         )
     }
