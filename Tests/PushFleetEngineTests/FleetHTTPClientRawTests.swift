@@ -59,9 +59,9 @@ struct FleetHTTPClientRawTests {
         ]) { port, script in
             let client = FleetHTTPClient(host: "127.0.0.1", port: port, maxConnections: 1, group: MultiThreadedEventLoopGroup.singleton)
             for _ in 0..<3 {
-                let bytes = try await client.execute(.GET, "/bytes", timeout: .seconds(5))
+                let bytes = try await client.execute(.GET, "/bytes", timeout: .seconds(60))
                 #expect(bytes.status == 200 && String(buffer: bytes.body) == "hello world")
-                let interim = try await client.execute(.POST, "/interim", body: ByteBuffer(string: "{}"), timeout: .seconds(5))
+                let interim = try await client.execute(.POST, "/interim", body: ByteBuffer(string: "{}"), timeout: .seconds(60))
                 #expect(interim.status == 201 && String(buffer: interim.body) == "ok" && interim.headers["X-Id"] == ["42"])
             }
             await client.shutdown()
@@ -70,7 +70,7 @@ struct FleetHTTPClientRawTests {
     }
 
     static func get(_ backend: BackendClient, _ path: String, headers: [(String, String)] = []) async -> Result<HTTPExchange, TransportError> {
-        await backend.exchange(.GET, path, headers: headers, body: nil, timeout: .seconds(5))
+        await backend.exchange(.GET, path, headers: headers, body: nil, timeout: .seconds(60))
     }
 
     @Test("an answer that is not HTTP fails its request as malformed and the next one takes a new connection")
