@@ -84,6 +84,7 @@ extension CompleteResponse {
 
     /// The same response for the router.
     public var response: Response {
-        Response(status: status, headers: headers, body: .init(byteBuffer: body))
+        // An empty buffer would still be written as a body chunk (an empty DATA frame on HTTP/2).
+        Response(status: status, headers: headers, body: body.readableBytes == 0 ? .init() : .init(byteBuffer: body))
     }
 }

@@ -1,3 +1,6 @@
+import NIOCore
+import NIOHPACK
+
 /// HTTP/2 frames written and read by hand (RFC 9113 §4), headers as HPACK literals without
 /// Huffman coding (RFC 7541 §6.2.2).
 enum HTTP2Wire {
@@ -18,9 +21,21 @@ enum HTTP2Wire {
         let fields = [(":method", "POST"), (":scheme", "https"), (":path", path), (":authority", "api.push.apple.com")] + extra
         var block: [UInt8] = []
         for (name, value) in fields {
-            block += [0x00, UInt8(name.utf8.count)] + Array(name.utf8) + [UInt8(value.utf8.count)] + Array(value.utf8)
+            block += [0x00] + integer(name.utf8.count) + Array(name.utf8) + integer(value.utf8.count) + Array(value.utf8)
         }
         return frame(type: headersType, flags: 0x4 | (endStream ? 0x1 : 0), stream: stream, block)
+    }
+
+    /// A string length as an HPACK integer with a 7-bit prefix (RFC 7541 §5.1), Huffman bit clear.
+    static func integer(_ value: Int) -> [UInt8] {
+        guard value >= 127 else { return [UInt8(value)] }
+        var rest = value - 127
+        var bytes: [UInt8] = [127]
+        while rest >= 128 {
+            bytes.append(UInt8(rest % 128) | 0x80)
+            rest /= 128
+        }
+        return bytes + [UInt8(rest)]
     }
 
     static func data(stream: UInt32, _ bytes: [UInt8], endStream: Bool = false) -> [UInt8] {
@@ -63,6 +78,19 @@ enum HTTP2Wire {
         let huffman = Self.huffman(digits)
         let coded = [0x80 | UInt8(huffman.count)] + huffman
         return block.contains(subsequence: plain) || block.contains(subsequence: coded)
+    }
+
+    /// Each stream's `:status`, decoding every HEADERS frame in order with one HPACK decoder (the
+    /// server's dynamic table spans the connection).
+    static func statuses(_ bytes: [UInt8]) -> [UInt32: String] {
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var statuses: [UInt32: String] = [:]
+        for frame in frames(bytes) where frame.type == headersType {
+            var block = ByteBuffer(bytes: frame.payload)
+            guard let headers = try? decoder.decodeHeaders(from: &block) else { break }
+            if statuses[frame.stream] == nil { statuses[frame.stream] = headers.first(name: ":status") }
+        }
+        return statuses
     }
 
     /// RFC 7541 Appendix B for the digits: '0'–'2' five bits, '3'–'9' six.

@@ -38,8 +38,12 @@ package enum RawStream {
     }
 
     /// Connects, writes `parts` (stopping once the server has closed), and keeps reading until
-    /// the server closes or `wait` has passed since the connect; then closes.
-    package static func run(port: Int, tls: TLS? = nil, _ parts: [(delay: Duration, bytes: [UInt8])], wait: Duration) async throws -> Outcome {
+    /// the server closes, what it sent satisfies `until`, or `wait` has passed since the connect;
+    /// then closes.
+    package static func run(
+        port: Int, tls: TLS? = nil, _ parts: [(delay: Duration, bytes: [UInt8])], wait: Duration,
+        until: (@Sendable ([UInt8]) -> Bool)? = nil
+    ) async throws -> Outcome {
         let context = try tls.map { tls in
             var configuration = tls.configuration
             configuration.applicationProtocols = tls.alpn
@@ -65,10 +69,12 @@ package enum RawStream {
                 group.addTask {
                     do {
                         for try await buffer in inbound {
-                            received.withLockedValue { state in
+                            let bytes = received.withLockedValue { state in
                                 state.bytes += buffer.readableBytesView
                                 state.arrivals.append((seconds(), state.bytes.count))
+                                return state.bytes
                             }
+                            if let until, until(bytes) { return true }
                         }
                     } catch {
                         // A reset: the server is done with the connection too.
