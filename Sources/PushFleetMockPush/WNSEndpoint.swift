@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import PushFleetCore
+import PushFleetHub
 import PushFleetServerSupport
 import PushFleetWire
 
@@ -100,7 +101,7 @@ struct WNSEndpoint {
         }
         guard body.readableBytes > 0 else { return reject(.badRequest, "empty payload") }
         // Toast, tile and badge are XML that WNS parses; raw is the app's own bytes.
-        if type != "wns/raw", let problem = WellFormedXML.problem(in: body.data) {
+        if type != "wns/raw", let problem = Self.xmlProblem(body.data) {
             return reject(.badRequest, "the payload is not well-formed XML: \(problem)")
         }
 
@@ -147,4 +148,18 @@ extension HTTPField.Name {
     static let wnsMessageID = Self("X-WNS-Msg-ID")!
     static let wnsDeviceConnectionStatus = Self("X-WNS-DeviceConnectionStatus")!
     static let wnsErrorDescription = Self("X-WNS-Error-Description")!
+}
+
+extension WNSEndpoint {
+    /// Nil when a visual payload is one well-formed UTF-8 XML document, as WNS requires; the same
+    /// strict checker as the hub's (no DTD, no repair of what libxml2 would recover).
+    static func xmlProblem(_ data: Data) -> String? {
+        guard String(validating: data, as: UTF8.self) != nil else { return "not UTF-8" }
+        do {
+            _ = try StrictXML.utf8Document(data)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
 }
