@@ -1,6 +1,7 @@
 import Foundation
 import PushFleetHub
 import PushFleetWire
+import PushFleetCore
 
 /// A notification in one platform's native format, as the hub hands it to the push service.
 struct NativeNotification: Sendable, Equatable {
@@ -24,7 +25,7 @@ struct NativeNotification: Sendable, Equatable {
             return .init(platform: .fcm, pushType: "data", body: ["data": ["message": .string(text)]], contentType: "application/json")
         case .wns:
             let toast =
-                "<toast><visual><binding template=\"ToastText01\"><text id=\"1\">\(xmlEscaped(text))</text></binding></visual></toast>"
+                "<toast><visual><binding template=\"ToastText01\"><text id=\"1\">\(XMLText.escape(text))</text></binding></visual></toast>"
             return .init(platform: .wns, pushType: "wns/toast", text: toast, contentType: "text/xml")
         case .webpush:
             return .init(platform: .webpush, pushType: "webpush", body: ["message": .string(text)], contentType: "application/octet-stream")
@@ -100,10 +101,6 @@ struct NativeNotification: Sendable, Equatable {
         case .mpns:
             return nil
         }
-    }
-
-    static func xmlEscaped(_ text: String) -> String {
-        RegistrationXML.escape(text)
     }
 
     /// The first character of `text` that XML 1.0 cannot hold, not even as a character

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PushFleetCore
 
 /// Who may log in.
 ///
@@ -68,7 +69,7 @@ public struct UserDirectory: Sendable {
     public init(passwords: [(user: String, password: String)]) {
         var users: [String: StoredPassword] = [:]
         for (user, password) in passwords {
-            let salt = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let salt = Hex.lowercase((0..<8).map { _ in UInt8.random(in: 0...255) })
             users[user] = StoredPassword(salt: salt, digest: Data(SHA256.hash(data: Data((salt + password).utf8))))
         }
         self.init(rule: .file(users))
@@ -76,8 +77,8 @@ public struct UserDirectory: Sendable {
 
     /// A users-file line for `user` with a fresh random salt.
     public static func line(user: String, password: String) -> String {
-        let salt = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        let digest = SHA256.hash(data: Data((salt + password).utf8)).map { String(format: "%02x", $0) }.joined()
+        let salt = Hex.lowercase((0..<16).map { _ in UInt8.random(in: 0...255) })
+        let digest = Hex.lowercase(SHA256.hash(data: Data((salt + password).utf8)))
         return "\(user):sha256:\(salt):\(digest)"
     }
 
@@ -93,22 +94,7 @@ extension Data {
     /// Hexadecimal digits, two per byte, read as bytes (a character outside 0-9, a-f, A-F, even
     /// a multi-byte one, makes it no hex at all).
     init?(hex: String) {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        func nibble(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-        }
+        guard let bytes = Hex.bytes(hex) else { return nil }
         self.init(bytes)
     }
 }

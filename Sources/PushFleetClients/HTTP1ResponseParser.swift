@@ -5,6 +5,7 @@ import Darwin
 #endif
 package import NIOCore
 package import NIOHTTP1
+import PushFleetCore
 
 /// Why an answer could not be read; the connection it came on is closed.
 package enum HTTP1ParseError: Error, Equatable, Sendable {
@@ -203,12 +204,7 @@ package struct HTTP1ResponseParser {
     }
 
     private static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a") + 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A") + 10)
-        default: nil
-        }
+        Hex.value(byte).map(Int.init)
     }
 
     /// Stray line ends before a status line are skipped, as llhttp does.

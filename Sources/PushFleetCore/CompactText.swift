@@ -47,16 +47,11 @@ struct CompactText: Sendable, Equatable {
     }
 
     private static func hex(_ byte: UInt8, _ upper: inout Bool, _ lower: inout Bool) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"):
-            lower = true
-            return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"):
-            upper = true
-            return byte - UInt8(ascii: "A") + 10
-        default: return nil
+        guard let value = Hex.value(byte) else { return nil }
+        if value >= 10 {
+            if byte >= UInt8(ascii: "a") { lower = true } else { upper = true }
         }
+        return value
     }
 
     var text: String {

@@ -159,13 +159,8 @@ package struct StrictJSONReader {
     }
 
     private mutating func hex4() -> UInt32? {
-        guard at + 4 <= bytes.count else { return nil }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            guard let digit = Character(Unicode.Scalar(bytes[at])).hexDigitValue else { return nil }
-            value = value << 4 | UInt32(digit)
-            at += 1
-        }
+        guard let value = Hex.value4(bytes, at: at) else { return nil }
+        at += 4
         return value
     }
 

@@ -166,7 +166,7 @@ public struct HubEndpoint: Sendable {
         }
         let continuation = query["continuationtoken"].flatMap(Self.idFromToken)
         let (page, next) = hub.store.query(filter, top: top, continuation: continuation, now: hub.now())
-        let selfURL = RegistrationXML.escape(call.url(path))
+        let selfURL = XMLText.escape(call.url(path))
         var xml = "<feed xmlns=\"\(RegistrationXML.atomNamespace)\"><title type=\"text\">Registrations</title><id>\(selfURL)</id>"
         xml += "<updated>\(RegistrationXML.timestamp(hub.now()))</updated><link rel=\"self\" href=\"\(selfURL)\"/>"
         for registration in page {
@@ -188,10 +188,10 @@ public struct HubEndpoint: Sendable {
     }
 
     private func entryXML(_ registration: HubRegistration, _ call: Call, inFeed: Bool) -> String {
-        let url = RegistrationXML.escape(call.url("registrations/\(registration.id)"))
+        let url = XMLText.escape(call.url("registrations/\(registration.id)"))
         let namespaces = inFeed ? "" : " xmlns=\"\(RegistrationXML.atomNamespace)\""
         var xml = "<entry a:etag=\"W/&quot;\(registration.etag)&quot;\"\(namespaces) xmlns:a=\"\(RegistrationXML.metadataNamespace)\">"
-        xml += "<id>\(url)</id><title type=\"text\">\(RegistrationXML.escape(registration.id))</title>"
+        xml += "<id>\(url)</id><title type=\"text\">\(XMLText.escape(registration.id))</title>"
         xml += "<published>\(RegistrationXML.timestamp(registration.createdAt))</published>"
         xml += "<updated>\(RegistrationXML.timestamp(registration.updatedAt))</updated><link rel=\"self\" href=\"\(url)\"/>"
         xml += "<content type=\"application/xml\">\(RegistrationXML.descriptionXML(registration))</content></entry>"
@@ -282,7 +282,7 @@ public struct HubEndpoint: Sendable {
 
     /// The service's error body: `<Error><Code>…</Code><Detail>… TrackingId:…</Detail></Error>`.
     static func error(_ status: HTTPResponse.Status, _ detail: String, trackingID: String) -> Response {
-        let xml = "<Error><Code>\(status.code)</Code><Detail>\(RegistrationXML.escape(detail)). TrackingId:\(trackingID),TimeStamp:\(RegistrationXML.timestamp(Int64(Date().timeIntervalSince1970 * 1e9)))</Detail></Error>"
+        let xml = "<Error><Code>\(status.code)</Code><Detail>\(XMLText.escape(detail)). TrackingId:\(trackingID),TimeStamp:\(RegistrationXML.timestamp(Int64(Date().timeIntervalSince1970 * 1e9)))</Detail></Error>"
         return .bytes(Data(xml.utf8), status: status, headers: [.trackingID: trackingID], contentType: "application/xml; charset=utf-8")
     }
 

@@ -2,6 +2,7 @@ public import Foundation
 
 #if canImport(FoundationXML)
 import FoundationXML
+import PushFleetCore
 #endif
 
 /// Registration descriptions in the Atom XML the REST API speaks, in both directions.
@@ -184,7 +185,7 @@ public enum RegistrationXML {
         var xml = "<\(element) xmlns=\"\(hubNamespace)\" xmlns:i=\"\(instanceNamespace)\">"
         xml += "<ETag>\(registration.etag)</ETag>"
         xml += "<ExpirationTime>\(registration.expiresAt.map(timestamp) ?? never)</ExpirationTime>"
-        xml += "<RegistrationId>\(escape(registration.id))</RegistrationId>"
+        xml += "<RegistrationId>\(XMLText.escape(registration.id))</RegistrationId>"
         xml += body(
             platform: registration.platform, handle: registration.handle, tags: registration.tags,
             pushVariables: registration.pushVariables, secondaryTileName: registration.secondaryTileName, template: registration.template,
@@ -224,8 +225,8 @@ public enum RegistrationXML {
         template: HubRegistration.Template?, browserKeys: BrowserKeys? = nil, handleElement: String? = nil
     ) -> String {
         var xml = ""
-        if !tags.isEmpty { xml += "<Tags>\(escape(tags.joined(separator: ",")))</Tags>" }
-        if let pushVariables { xml += "<PushVariables>\(escape(pushVariables))</PushVariables>" }
+        if !tags.isEmpty { xml += "<Tags>\(XMLText.escape(tags.joined(separator: ",")))</Tags>" }
+        if let pushVariables { xml += "<PushVariables>\(XMLText.escape(pushVariables))</PushVariables>" }
         let handleName =
             handleElement
             ?? {
@@ -237,22 +238,22 @@ public enum RegistrationXML {
                 case .browser: "Endpoint"
                 }
             }()
-        xml += "<\(handleName)>\(escape(handle))</\(handleName)>"
-        if let browserKeys { xml += "<P256DH>\(escape(browserKeys.p256dh))</P256DH><Auth>\(escape(browserKeys.auth))</Auth>" }
-        if platform == .windows, let secondaryTileName { xml += "<SecondaryTileName>\(escape(secondaryTileName))</SecondaryTileName>" }
+        xml += "<\(handleName)>\(XMLText.escape(handle))</\(handleName)>"
+        if let browserKeys { xml += "<P256DH>\(XMLText.escape(browserKeys.p256dh))</P256DH><Auth>\(XMLText.escape(browserKeys.auth))</Auth>" }
+        if platform == .windows, let secondaryTileName { xml += "<SecondaryTileName>\(XMLText.escape(secondaryTileName))</SecondaryTileName>" }
         guard let template else { return xml }
         xml += "<BodyTemplate>\(cdata(template.body))</BodyTemplate>"
         switch platform {
         case .apple:
-            xml += template.expiry.map { "<Expiry>\(escape($0))</Expiry>" } ?? "<Expiry i:nil=\"true\"/>"
-            xml += template.name.map { "<TemplateName>\(escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
-            if let priority = template.priority { xml += "<Priority>\(escape(priority))</Priority>" }
+            xml += template.expiry.map { "<Expiry>\(XMLText.escape($0))</Expiry>" } ?? "<Expiry i:nil=\"true\"/>"
+            xml += template.name.map { "<TemplateName>\(XMLText.escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
+            if let priority = template.priority { xml += "<Priority>\(XMLText.escape(priority))</Priority>" }
             xml += headers("ApnsHeader", template.headers)
         case .windows:
             xml += headers("WnsHeader", template.headers)
-            xml += template.name.map { "<TemplateName>\(escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
+            xml += template.name.map { "<TemplateName>\(XMLText.escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
         case .gcm, .fcmv1, .browser:
-            xml += template.name.map { "<TemplateName>\(escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
+            xml += template.name.map { "<TemplateName>\(XMLText.escape($0))</TemplateName>" } ?? "<TemplateName i:nil=\"true\"/>"
         }
         return xml
     }
@@ -260,29 +261,12 @@ public enum RegistrationXML {
     private static func headers(_ element: String, _ headers: [HubRegistration.Header]) -> String {
         guard !headers.isEmpty else { return "<\(element)s/>" }
         return "<\(element)s>"
-            + headers.map { "<\(element)><Header>\(escape($0.name))</Header><Value>\(escape($0.value))</Value></\(element)>" }.joined()
+            + headers.map { "<\(element)><Header>\(XMLText.escape($0.name))</Header><Value>\(XMLText.escape($0.value))</Value></\(element)>" }.joined()
             + "</\(element)s>"
     }
 
     static func cdata(_ text: String) -> String {
         "<![CDATA[" + text.replacingOccurrences(of: "]]>", with: "]]]]><![CDATA[>") + "]]>"
-    }
-
-    /// Text for an XML text node or attribute value (both quote kinds escaped).
-    public static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            default: out.append(character)
-            }
-        }
-        return out
     }
 
     /// `2018-11-07T00:18:24Z` from wall-clock nanoseconds.

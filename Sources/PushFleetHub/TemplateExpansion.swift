@@ -1,4 +1,5 @@
 public import Foundation
+import PushFleetCore
 
 /// Fills a template registration's body with a template send's properties.
 ///
@@ -104,7 +105,7 @@ public enum TemplateExpansion {
             }
             let content = rest[start..<close]
             if let expression = Expression.parse(content.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                out += RegistrationXML.escape(expression.evaluate(properties))
+                out += XMLText.escape(expression.evaluate(properties))
             } else {
                 out += content
             }

@@ -50,7 +50,7 @@ public enum HTMLReport {
         @media print{main{max-width:none}svg.chart{page-break-inside:avoid}h2{page-break-after:avoid}}
         """
 
-    static func e(_ text: String) -> String { SVGChart.escape(text) }
+    static func e(_ text: String) -> String { XMLText.escape(text) }
     static func n(_ value: Double) -> String { String(format: "%.2f", value) }
 
     static func section(_ title: String, id: String, _ content: String) -> String {

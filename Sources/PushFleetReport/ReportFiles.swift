@@ -163,11 +163,11 @@ public enum JUnitReport {
         let failures = cases.filter { $0.failure != nil }.count
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         xml += "<testsuites name=\"pushfleet\" tests=\"\(cases.count)\" failures=\"\(failures)\">\n"
-        xml += "  <testsuite name=\"\(escape(r.info.scenario))\" tests=\"\(cases.count)\" failures=\"\(failures)\" time=\"\(ReportFiles.format(r.info.durationSeconds))\">\n"
+        xml += "  <testsuite name=\"\(XMLText.escape(r.info.scenario))\" tests=\"\(cases.count)\" failures=\"\(failures)\" time=\"\(ReportFiles.format(r.info.durationSeconds))\">\n"
         for item in cases {
-            xml += "    <testcase classname=\"pushfleet.\(escape(r.info.scenario))\" name=\"\(escape(item.name))\""
+            xml += "    <testcase classname=\"pushfleet.\(XMLText.escape(r.info.scenario))\" name=\"\(XMLText.escape(item.name))\""
             if let failure = item.failure {
-                xml += ">\n      <failure message=\"\(escape(failure))\"/>\n    </testcase>\n"
+                xml += ">\n      <failure message=\"\(XMLText.escape(failure))\"/>\n    </testcase>\n"
             } else {
                 xml += "/>\n"
             }
@@ -176,8 +176,4 @@ public enum JUnitReport {
         return xml
     }
 
-    static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-    }
 }

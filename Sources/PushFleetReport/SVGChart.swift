@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 
 /// Small SVG charts drawn as text: axes with labelled ticks and units, line series told apart by
 /// dash pattern and marker as well as colour (so they survive grey-scale printing), vertical
@@ -72,8 +73,8 @@ struct SVGChart {
         func py(_ y: Double) -> Double { top + plotHeight - y / yMax * plotHeight }
 
         var svg = "<svg id=\"\(id)\" class=\"chart\" role=\"img\" aria-labelledby=\"\(id)-title\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" xmlns=\"http://www.w3.org/2000/svg\">"
-        svg += "<title id=\"\(id)-title\">\(Self.escape(title))</title>"
-        svg += "<text x=\"\(left)\" y=\"20\" class=\"chart-title\">\(Self.escape(title))</text>"
+        svg += "<title id=\"\(id)-title\">\(XMLText.escape(title))</title>"
+        svg += "<text x=\"\(left)\" y=\"20\" class=\"chart-title\">\(XMLText.escape(title))</text>"
         // Axes and grid.
         for i in 0...4 {
             let value = yMax * Double(i) / 4
@@ -85,24 +86,24 @@ struct SVGChart {
         for tick in ticks where tick.value >= xMin && tick.value <= xMax {
             let x = px(tick.value)
             svg += "<line x1=\"\(f(x))\" y1=\"\(f(top + plotHeight))\" x2=\"\(f(x))\" y2=\"\(f(top + plotHeight + 5))\" class=\"axis\"/>"
-            svg += "<text x=\"\(f(x))\" y=\"\(f(top + plotHeight + 18))\" text-anchor=\"middle\" class=\"tick\">\(Self.escape(tick.label))</text>"
+            svg += "<text x=\"\(f(x))\" y=\"\(f(top + plotHeight + 18))\" text-anchor=\"middle\" class=\"tick\">\(XMLText.escape(tick.label))</text>"
         }
         svg += "<line x1=\"\(left)\" y1=\"\(top)\" x2=\"\(left)\" y2=\"\(f(top + plotHeight))\" class=\"axis\"/>"
         svg += "<line x1=\"\(left)\" y1=\"\(f(top + plotHeight))\" x2=\"\(f(width - right))\" y2=\"\(f(top + plotHeight))\" class=\"axis\"/>"
-        svg += "<text x=\"\(f(left + plotWidth / 2))\" y=\"\(f(top + plotHeight + 34))\" text-anchor=\"middle\" class=\"axis-label\">\(Self.escape(xLabel))</text>"
-        svg += "<text transform=\"translate(16 \(f(top + plotHeight / 2))) rotate(-90)\" text-anchor=\"middle\" class=\"axis-label\">\(Self.escape(yLabel))</text>"
+        svg += "<text x=\"\(f(left + plotWidth / 2))\" y=\"\(f(top + plotHeight + 34))\" text-anchor=\"middle\" class=\"axis-label\">\(XMLText.escape(xLabel))</text>"
+        svg += "<text transform=\"translate(16 \(f(top + plotHeight / 2))) rotate(-90)\" text-anchor=\"middle\" class=\"axis-label\">\(XMLText.escape(yLabel))</text>"
         // Event markers.
         for (index, marker) in markers.enumerated() {
             let x = px(marker.x)
-            svg += "<line x1=\"\(f(x))\" y1=\"\(top)\" x2=\"\(f(x))\" y2=\"\(f(top + plotHeight))\" class=\"marker\"><title>\(Self.escape(marker.label))</title></line>"
-            svg += "<text x=\"\(f(x + 3))\" y=\"\(f(top + 10 + Double(index % 3) * 11))\" class=\"marker-label\">\(Self.escape(marker.label))</text>"
+            svg += "<line x1=\"\(f(x))\" y1=\"\(top)\" x2=\"\(f(x))\" y2=\"\(f(top + plotHeight))\" class=\"marker\"><title>\(XMLText.escape(marker.label))</title></line>"
+            svg += "<text x=\"\(f(x + 3))\" y=\"\(f(top + 10 + Double(index % 3) * 11))\" class=\"marker-label\">\(XMLText.escape(marker.label))</text>"
         }
         // Series.
         for item in series where !item.points.isEmpty {
             let colour = item.colour
             let dash = item.pattern
             let path = item.points.map { "\(f(px($0.x))),\(f(py($0.y)))" }.joined(separator: " ")
-            svg += "<polyline class=\"series\" data-series=\"\(Self.escape(item.name))\" points=\"\(path)\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\""
+            svg += "<polyline class=\"series\" data-series=\"\(XMLText.escape(item.name))\" points=\"\(path)\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\""
             svg += dash.isEmpty ? "/>" : " stroke-dasharray=\"\(dash)\"/>"
         }
         // Legend, wrapped into rows.
@@ -111,7 +112,7 @@ struct SVGChart {
             for (item, x) in entries {
                 svg += "<line x1=\"\(f(x))\" y1=\"\(f(y - 4))\" x2=\"\(f(x + 24))\" y2=\"\(f(y - 4))\" stroke=\"\(item.colour)\" stroke-width=\"2\""
                 svg += item.pattern.isEmpty ? "/>" : " stroke-dasharray=\"\(item.pattern)\"/>"
-                svg += "<text x=\"\(f(x + 28))\" y=\"\(f(y))\" class=\"legend\">\(Self.escape(item.name))</text>"
+                svg += "<text x=\"\(f(x + 28))\" y=\"\(f(y))\" class=\"legend\">\(XMLText.escape(item.name))</text>"
             }
         }
         svg += "</svg>"
@@ -142,11 +143,6 @@ struct SVGChart {
         if abs(value) >= 100 || value == value.rounded() { return String(format: "%.0f", value) }
         if abs(value) >= 1 { return String(format: "%.1f", value) }
         return String(format: "%.2g", value)
-    }
-
-    static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
     }
 
     /// The HdrHistogram percentile axis: x = log10(1 / (1 − p)), so 90%, 99%, 99.9% … are evenly spaced.

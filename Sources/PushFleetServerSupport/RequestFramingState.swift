@@ -1,3 +1,5 @@
+import PushFleetCore
+
 /// Follows the framing of the HTTP/1.1 requests in a connection's raw bytes (heads,
 /// `Content-Length` bodies, chunks), to refuse a chunk declared larger than the body cap when
 /// its size line arrives, before any of it is read: the HTTP parser reports a chunk's size to
@@ -174,11 +176,6 @@ public struct RequestFramingState: Sendable, Equatable {
     }
 
     private static func hex(_ byte: UInt8) -> Int? {
-        switch byte {
-        case 0x30...0x39: Int(byte - 0x30)
-        case 0x41...0x46: Int(byte - 0x41 + 10)
-        case 0x61...0x66: Int(byte - 0x61 + 10)
-        default: nil
-        }
+        Hex.value(byte).map(Int.init)
     }
 }

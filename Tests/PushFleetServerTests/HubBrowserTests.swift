@@ -41,7 +41,7 @@ struct HubBrowserTests {
     static func entry(_ element: String, endpoint: String, p256dh: String, auth: String, tags: String, template: String? = nil) -> Data {
         var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?><entry xmlns=\"http://www.w3.org/2005/Atom\"><content type=\"application/xml\">"
         xml += "<\(element) xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\" xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\">"
-        xml += "<Tags>\(tags)</Tags><Endpoint>\(RegistrationXML.escape(endpoint))</Endpoint><P256DH>\(p256dh)</P256DH><Auth>\(auth)</Auth>"
+        xml += "<Tags>\(tags)</Tags><Endpoint>\(XMLText.escape(endpoint))</Endpoint><P256DH>\(p256dh)</P256DH><Auth>\(auth)</Auth>"
         if let template { xml += "<BodyTemplate><![CDATA[\(template)]]></BodyTemplate>" }
         return Data((xml + "</\(element)></content></entry>").utf8)
     }
@@ -59,7 +59,7 @@ struct HubBrowserTests {
                 headers: [("Content-Type", "application/atom+xml; type=entry; charset=utf-8")]
             )
             #expect(put.status == 200, "\(put.text)")
-            #expect(put.text.contains("<Tags>username:ann</Tags><Endpoint>\(RegistrationXML.escape(native.endpoint))</Endpoint><P256DH>\(native.keys.p256dh)</P256DH><Auth>\(native.keys.auth)</Auth></BrowserRegistrationDescription>"))
+            #expect(put.text.contains("<Tags>username:ann</Tags><Endpoint>\(XMLText.escape(native.endpoint))</Endpoint><P256DH>\(native.keys.p256dh)</P256DH><Auth>\(native.keys.auth)</Auth></BrowserRegistrationDescription>"))
             let template = try await sdk.request(
                 .PUT, "registrations/b2",
                 body: Self.entry(

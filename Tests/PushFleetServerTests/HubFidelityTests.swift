@@ -35,7 +35,7 @@ struct HubFidelityTests {
     static func windowsEntry(channel: String, tags: String) -> String {
         """
         <?xml version="1.0" encoding="utf-8"?>
-        <entry xmlns="\(atom)"><content type="application/xml"><WindowsRegistrationDescription xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="\(hubNS)"><Tags>\(tags)</Tags><ChannelUri>\(RegistrationXML.escape(channel))</ChannelUri></WindowsRegistrationDescription></content></entry>
+        <entry xmlns="\(atom)"><content type="application/xml"><WindowsRegistrationDescription xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="\(hubNS)"><Tags>\(tags)</Tags><ChannelUri>\(XMLText.escape(channel))</ChannelUri></WindowsRegistrationDescription></content></entry>
         """
     }
 
