@@ -336,6 +336,8 @@ let package = Package(
                 "FuzzDriver",
                 "PushFleetClients",
                 "PushFleetCore",
+                "PushFleetHub",
+                "PushFleetMetrics",
                 "PushFleetWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

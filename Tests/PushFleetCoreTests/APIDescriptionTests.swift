@@ -93,6 +93,12 @@ struct APIDescriptionTests {
         #expect(try JSONPointer("").value(in: Array(#""r-17""#.utf8)) == .text("r-17"))
         #expect(try JSONPointer("/x").value(in: Array("not json".utf8)) == nil)
         #expect(throws: TemplateError.self) { try JSONPointer("token") }
+        // An array index is decimal digits without a leading zero, and `\u` takes four hex
+        // digits exactly: `Int` and `UInt32(_:radix:)` alone would also take a sign.
+        #expect(try JSONPointer("/a/b~1c/+1").value(in: body) == nil)
+        #expect(try JSONPointer("/a/b~1c/01").value(in: body) == nil)
+        #expect(try JSONPointer("/k").value(in: Array(#"{"k":"\u+041"}"#.utf8)) == nil)
+        #expect(try JSONPointer("/k").value(in: Array(#"{"k":"\u0041"}"#.utf8)) == .text("A"))
     }
 
     @Test("session logins: a cookie's value is read from Set-Cookie, the last one for its name, quotes and attributes left out")

@@ -9,7 +9,7 @@ import PushFleetCore
 import PushFleetWire
 
 /// The fleet's hand-written readers of what a backend under test sends, each against a reference
-/// where one exists. The first byte picks one (`'0'`…`'4'`); for the two stream readers the
+/// where one exists. The first byte picks one (`'0'`…`'7'`); for the two stream readers the
 /// second byte says where the rest is cut into two reads. Besides a crash, a finding is an
 /// answer the reference reads otherwise.
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -17,12 +17,15 @@ public func fuzzWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data, size > 0 else { return 0 }
     let input = UnsafeBufferPointer(start: data, count: size)
     let rest = Array(input.dropFirst())
-    switch Int(input[0] &- UInt8(ascii: "0")) % 5 {
+    switch Int(input[0] &- UInt8(ascii: "0")) % 8 {
     case 0: httpAnswer(rest)
     case 1: webSocketFrames(rest)
     case 2: pushFrame(rest)
     case 3: jsonObject(rest)
-    default: base64url(rest)
+    case 4: base64url(rest)
+    case 5: jsonPointer(rest)
+    case 6: strictXML(rest)
+    default: eventTape(rest)
     }
     return 0
 }

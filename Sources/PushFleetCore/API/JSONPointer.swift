@@ -87,8 +87,10 @@ struct JSONScanner {
             }
             return false
         case UInt8(ascii: "["):
-            guard let wanted = Int(String(decoding: token, as: UTF8.self)), wanted >= 0,
-                token.first != UInt8(ascii: "0") || token.count == 1
+            // RFC 6901: decimal digits without a leading zero (`Int` alone would take "+1").
+            guard !token.isEmpty, token.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                token.first != UInt8(ascii: "0") || token.count == 1,
+                let wanted = Int(String(decoding: token, as: UTF8.self))
             else { return false }
             index += 1
             skipSpace()
@@ -156,9 +158,8 @@ struct JSONScanner {
     }
 
     private mutating func readHex4() -> UInt32? {
-        guard index + 4 <= bytes.count, let value = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
-            return nil
-        }
+        // Four digits exactly: `UInt32(_:radix:)` would also take a sign ("\u+041").
+        guard let value = Hex.value4(bytes, at: index) else { return nil }
         index += 4
         return value
     }
