@@ -354,11 +354,18 @@ public struct Scenario: Sendable, Equatable {
 
     /// Every platform a send of this traffic can reach: one call per listed platform for plain
     /// sends and sends the api makes per platform (only those it has requests for, when it
-    /// names them), one call reaching every platform otherwise.
+    /// names them), one call reaching every platform of the fleet otherwise.
     public func targetedPlatforms(of traffic: Traffic) -> [PlatformName] {
         guard let step = api?.send[traffic.kind], step.callsPerPlatform else {
-            return traffic.kind == .plain ? traffic.platforms : PlatformName.allCases
+            return traffic.kind == .plain ? traffic.platforms : fleetPlatforms
         }
         return traffic.platforms.filter { step.on($0) != nil }
+    }
+
+    /// The platforms the fleet has devices on, in `PlatformName.allCases` order: a send that
+    /// reaches every platform reaches these (a report shows no column for the others).
+    public var fleetPlatforms: [PlatformName] {
+        let present = PlatformName.allCases.filter { (fleet.platforms[$0] ?? 0) > 0 }
+        return present.isEmpty ? PlatformName.allCases : present
     }
 }

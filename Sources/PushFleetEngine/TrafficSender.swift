@@ -29,10 +29,10 @@ struct TrafficSender: Sendable {
         var platforms: [Scenario.PlatformName]
     }
 
-    func calls(_ api: APIDescription) -> [Call] {
+    func calls(_ api: APIDescription, fleet: [Scenario.PlatformName]) -> [Call] {
         guard let step = api.send[traffic.kind] else { return [] }
         guard step.callsPerPlatform else {
-            return [Call(step: step, platform: nil, platforms: traffic.kind == .plain ? traffic.platforms : Scenario.PlatformName.allCases)]
+            return [Call(step: step, platform: nil, platforms: traffic.kind == .plain ? traffic.platforms : fleet)]
         }
         return traffic.platforms.compactMap { platform in step.on(platform).map { Call(step: $0, platform: platform, platforms: [platform]) } }
     }
@@ -41,7 +41,7 @@ struct TrafficSender: Sendable {
     static let lateWake: Int64 = 10_000_000
 
     func run(_ context: RunContext, trafficStart: Int64) async {
-        let calls = calls(context.api)
+        let calls = calls(context.api, fleet: context.scenario.fleetPlatforms)
         let instants = traffic.profile.schedule
         var rng = SplitMix64(seed: context.scenario.seed ^ stableHash(traffic.name, seed: UInt64(index)))
         let inFlight = InFlight()
