@@ -61,6 +61,9 @@ final class EventPipe: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Poked each time the recorder has caught up (nothing waits to be applied): the drain waits
+    /// for it rather than looking again and again.
+    let drainSignal = DrainSignal()
     /// The most events a batch array keeps room for between batches.
     private static let retainedCapacity = 4_096
     /// Batches an emitter applies before it leaves the rest to the consumer, so that one
@@ -141,6 +144,7 @@ final class EventPipe: Sendable {
             return state.waiter
         }
         waiter?.resume()
+        drainSignal.poke()
     }
 
     /// Applies events to `recorder` until the pipe is finished and empty: what came before it

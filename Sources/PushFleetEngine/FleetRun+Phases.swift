@@ -146,24 +146,57 @@ extension FleetRun {
     ///
     /// A shard listens to the end: pushes for its devices may come from other shards' sends,
     /// which its ledger cannot await.
+    ///
+    /// Nothing polls: each look at what is unsettled names what it waits for — the quiet
+    /// period's end or the next confirmation (a time), the last push in hand handled or the
+    /// recorder caught up (a ``DrainSignal`` poke) — and the deadline or an abort end any wait.
     func drain(_ stop: StopControl, until deadline: Int64) async {
+        let signal = events.drainSignal
+        signal.arm()
         let quiet = scenario.quietPeriod.nanoseconds
         var nextConfirm: Int64 = 0
         while context.now() < deadline && stop.level < .aborting {
-            try? await context.clock.sleep(until: min(deadline, context.now() + 20_000_000))
+            let seen = signal.pokes
             let now = context.now()
-            guard options.shard.isWhole, context.pushesInHand.load(ordering: .relaxed) == 0,
-                now - context.lastPushArrival.load(ordering: .relaxed) >= quiet
-            else { continue }
-            let emitted = context.emitted
-            let (applied, awaited) = recorder.state.withLock { ($0.applied, $0.ledger.awaited) }
-            guard applied == emitted, awaited ?? 0 == 0, now >= nextConfirm else { continue }
-            let began = context.now()
-            let lost = recorder.state.withLock { state in
-                state.applied == emitted ? state.ledger.verdict(deadline: scenario.deadline, incidentLimit: 0).total.lost : -1
+            guard options.shard.isWhole else {
+                await settle(stop, seen: seen, until: deadline, poked: false)
+                continue
             }
+            let quietEnd = context.lastPushArrival.load(ordering: .relaxed) + quiet
+            if now < quietEnd {
+                await settle(stop, seen: seen, until: min(deadline, quietEnd), poked: false)
+                continue
+            }
+            let emitted = context.emitted
+            let (applied, awaited) = recorder.settlement()
+            // A push in hand, events not yet applied or pairs still awaited: the next handled
+            // push or the recorder catching up may settle it.
+            if context.pushesInHand.load(ordering: .relaxed) > 0 || applied != emitted || awaited ?? 0 > 0 {
+                await settle(stop, seen: seen, until: deadline, poked: true)
+                continue
+            }
+            if now < nextConfirm {
+                await settle(stop, seen: seen, until: min(deadline, nextConfirm), poked: true)
+                continue
+            }
+            let began = context.now()
+            let lost = recorder.lost(ifApplied: emitted, deadline: scenario.deadline)
             nextConfirm = now + max(100_000_000, 4 * (context.now() - began))
             if lost == 0 { return }
+            await settle(stop, seen: seen, until: min(deadline, nextConfirm), poked: true)
+        }
+    }
+
+    /// Waits until `wake`, a poke after `seen` (when `poked`), or an abort, whichever is first.
+    private func settle(_ stop: StopControl, seen: UInt64, until wake: Int64, poked: Bool) async {
+        let context = context
+        let signal = events.drainSignal
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { _ = try? await context.clock.sleep(until: wake) }
+            group.addTask { await stop.reached(.aborting) }
+            if poked { group.addTask { await signal.wait(after: seen) } }
+            await group.next()
+            group.cancelAll()
         }
     }
 

@@ -129,7 +129,7 @@ final class RunContext: Sendable {
     }
 
     func pushHandled() {
-        pushesInHand.subtract(1, ordering: .relaxed)
+        if pushesInHand.subtract(1, ordering: .relaxed).newValue == 0 { events.drainSignal.poke() }
     }
 
     func now() -> Int64 { clock.now() }
