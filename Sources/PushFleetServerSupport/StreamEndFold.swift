@@ -10,49 +10,57 @@ package import NIOHTTP2
 /// body chunk too. That is valid HTTP/2, but some clients read every DATA frame of an APNs answer
 /// as its JSON error body (aioapns fails on an empty one and resends the stream's push on a new
 /// connection, so the device gets it twice). Pure: `Token` is what the caller completes for each
-/// write (a promise), handed back with the frame that carries it.
+/// write (a promise), handed back with the frame that carries it; the tokens of writes folded
+/// into one frame are joined by `combine`. Nothing is allocated per frame: it runs on every
+/// stream of the servers.
 package struct StreamEndFold<Token> {
+    package typealias Frame = (payload: HTTP2Frame.FramePayload, token: Token)
+
+    /// What one write sends now: nothing, one frame, or a held frame and then another.
+    package struct Sends {
+        package var first: Frame?
+        package var second: Frame?
+    }
+
     /// The last final HEADERS or DATA frame not ending the stream, until the next write or flush.
-    private var held: (payload: HTTP2Frame.FramePayload, tokens: [Token])?
+    private var held: Frame?
+    private let combine: (Token, Token) -> Token
 
-    package init() {}
+    package init(combine: @escaping (Token, Token) -> Token) {
+        self.combine = combine
+    }
 
-    /// The frames to send now, each with the tokens it completes, for one frame written.
-    package mutating func write(_ payload: HTTP2Frame.FramePayload, _ token: Token) -> [(HTTP2Frame.FramePayload, [Token])] {
+    package mutating func write(_ payload: HTTP2Frame.FramePayload, _ token: Token) -> Sends {
         if case .data(let data) = payload, data.data.readableBytes == 0, var kept = held {
-            held = nil
-            kept.tokens.append(token)
+            kept.token = combine(kept.token, token)
             guard data.endStream else {
                 // An empty chunk carries nothing: its write completes with the frame kept.
                 held = kept
-                return []
+                return Sends()
             }
-            kept.payload.setEndStream()
-            return [kept]
-        }
-        var out: [(HTTP2Frame.FramePayload, [Token])] = []
-        if let kept = held {
             held = nil
-            out.append(kept)
+            kept.payload.setEndStream()
+            return Sends(first: kept)
         }
+        let before = held
+        held = nil
         if payload.isHoldable {
-            held = (payload, [token])
-        } else {
-            out.append((payload, [token]))
+            held = (payload, token)
+            return Sends(first: before)
         }
-        return out
+        return before == nil ? Sends(first: (payload, token)) : Sends(first: before, second: (payload, token))
     }
 
     /// What a flush sends: a held frame goes, so a streamed answer's chunks are never delayed.
-    package mutating func flush() -> (HTTP2Frame.FramePayload, [Token])? {
+    package mutating func flush() -> Frame? {
         defer { held = nil }
         return held
     }
 
-    /// The tokens of a held frame that will not be sent (the stream went away).
-    package mutating func drop() -> [Token] {
+    /// The token of a held frame that will not be sent (the stream went away).
+    package mutating func drop() -> Token? {
         defer { held = nil }
-        return held?.tokens ?? []
+        return held?.token
     }
 }
 

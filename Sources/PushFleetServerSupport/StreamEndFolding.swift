@@ -8,39 +8,37 @@ final class StreamEndFolding: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
 
-    private var fold = StreamEndFold<EventLoopPromise<Void>?>()
+    private var fold = StreamEndFold<EventLoopPromise<Void>?>(combine: StreamEndFolding.combine)
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        for (payload, promises) in fold.write(unwrapOutboundIn(data), promise) {
-            context.write(wrapOutboundOut(payload), promise: Self.combine(promises, on: context.eventLoop))
-        }
+        let sends = fold.write(unwrapOutboundIn(data), promise)
+        if let (payload, promise) = sends.first { context.write(wrapOutboundOut(payload), promise: promise) }
+        if let (payload, promise) = sends.second { context.write(wrapOutboundOut(payload), promise: promise) }
     }
 
     func flush(context: ChannelHandlerContext) {
-        if let (payload, promises) = fold.flush() {
-            context.write(wrapOutboundOut(payload), promise: Self.combine(promises, on: context.eventLoop))
-        }
+        if let (payload, promise) = fold.flush() { context.write(wrapOutboundOut(payload), promise: promise) }
         context.flush()
     }
 
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         // The stream is going: nothing more will be folded into a held frame.
-        if let (payload, promises) = fold.flush() {
-            context.writeAndFlush(wrapOutboundOut(payload), promise: Self.combine(promises, on: context.eventLoop))
-        }
+        if let (payload, held) = fold.flush() { context.writeAndFlush(wrapOutboundOut(payload), promise: held) }
         context.close(mode: mode, promise: promise)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        for promise in fold.drop() { promise?.fail(ChannelError.ioOnClosedChannel) }
+        fold.drop()??.fail(ChannelError.ioOnClosedChannel)
     }
 
-    private static func combine(_ promises: [EventLoopPromise<Void>?], on loop: any EventLoop) -> EventLoopPromise<Void>? {
-        let present = promises.compactMap { $0 }
-        guard present.count > 1 else { return present.first }
-        let all = loop.makePromise(of: Void.self)
-        for promise in present { all.futureResult.cascade(to: promise) }
-        return all
+    /// One promise for writes folded into one frame (most writes on a stream carry none).
+    private static func combine(_ first: EventLoopPromise<Void>?, _ second: EventLoopPromise<Void>?) -> EventLoopPromise<Void>? {
+        guard let first else { return second }
+        guard let second else { return first }
+        let both = first.futureResult.eventLoop.makePromise(of: Void.self)
+        both.futureResult.cascade(to: first)
+        both.futureResult.cascade(to: second)
+        return both
     }
 
     /// Added among a stream's HTTP handlers (after the codec), it puts ``StreamEndFolding``

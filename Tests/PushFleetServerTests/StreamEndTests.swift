@@ -17,7 +17,7 @@ struct StreamEndTests {
     static func data(_ text: String, end: Bool = false) -> Payload { .data(.init(data: .byteBuffer(ByteBuffer(string: text)), endStream: end)) }
 
     /// A frame as (kind, body, END_STREAM), and the tokens it completes.
-    static func shape(_ sent: [(Payload, [Int])]) -> [String] {
+    static func shape(_ sent: [(payload: Payload, token: [Int])]) -> [String] {
         sent.map { payload, tokens in
             switch payload {
             case .headers(let headers): "HEADERS \(headers.headers.first(name: ":status") ?? "") end=\(headers.endStream) \(tokens)"
@@ -33,10 +33,15 @@ struct StreamEndTests {
     }
 
     static func run(_ steps: [Payload?]) -> [String] {
-        var fold = StreamEndFold<Int>()
-        var sent: [(Payload, [Int])] = []
+        var fold = StreamEndFold<[Int]>(combine: +)
+        var sent: [(payload: Payload, token: [Int])] = []
         for (index, step) in steps.enumerated() {
-            if let step { sent += fold.write(step, index) } else if let held = fold.flush() { sent.append(held) }
+            if let step {
+                let sends = fold.write(step, [index])
+                sent += [sends.first, sends.second].compactMap { $0 }
+            } else if let held = fold.flush() {
+                sent.append(held)
+            }
         }
         return shape(sent)
     }
@@ -63,8 +68,8 @@ struct StreamEndTests {
                 == ["HEADERS 200 end=false [0]", "DATA 'a' end=false [2]", "DATA '' end=true [4]"]
         )
         #expect(Self.run([Self.head("100"), Self.head(), Self.data("", end: true)]) == ["HEADERS 100 end=false [0]", "HEADERS 200 end=true [1, 2]"])
-        var fold = StreamEndFold<Int>()
-        _ = fold.write(Self.head(), 7)
+        var fold = StreamEndFold<[Int]>(combine: +)
+        _ = fold.write(Self.head(), [7])
         #expect(fold.drop() == [7])
         #expect(fold.flush() == nil)
     }
