@@ -42,15 +42,21 @@ public enum Hex {
         return bytes
     }
 
+    /// The sixteen digits in one case, for writers that index them by a nibble.
+    public static func digits(upper: Bool) -> StaticString {
+        upper ? "0123456789ABCDEF" : "0123456789abcdef"
+    }
+
     /// The bytes as lowercase hex, two digits each.
     public static func lowercase(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+        digits(upper: false).withUTF8Buffer { digits in
+            var out: [UInt8] = []
+            out.reserveCapacity(bytes.underestimatedCount * 2)
+            for byte in bytes {
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0x0F)])
+            }
+            return String(decoding: out, as: UTF8.self)
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -42,8 +42,7 @@ package enum UUIDText {
 
     /// 16 bytes as canonical UUID text (8-4-4-4-12), in one case.
     package static func text(_ bytes: UnsafeRawBufferPointer, upper: Bool) -> String {
-        let digits: StaticString = upper ? "0123456789ABCDEF" : "0123456789abcdef"
-        return digits.withUTF8Buffer { digits in
+        return Hex.digits(upper: upper).withUTF8Buffer { digits in
             String(unsafeUninitializedCapacity: 36) { out in
                 var at = 0
                 for (index, byte) in bytes.prefix(16).enumerated() {
