@@ -92,7 +92,7 @@ struct ErrorLabelTests {
         var configuration = EmbeddedSystem.Configuration()
         configuration.backend.storeLimits = StoreLimits(maxRegistrations: 2)
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
-            let result = try await FleetRunTests.run(FleetRunTests.scenario(backend: system.backend, pushService: system.pushService))
+            let result = try await FleetRunTests.run(FleetRunTests.scenario(backend: system.backend, pushService: system.pushService, deadline: "2s"))
             let classes = result.errors.map(\.errorClass)
             #expect(classes.contains { $0.hasPrefix("register") && $0.hasSuffix(":status_507:store_limit") }, "\(classes)")
             #expect(!classes.contains { $0.hasSuffix(":status_507") }, "\(classes)")

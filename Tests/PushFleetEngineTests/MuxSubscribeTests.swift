@@ -34,7 +34,7 @@ struct MuxSubscribeTests {
                 lifecycle: [login, register, connect, receive]
                 traffic:
                   - { kind: plain, rate: 100/s, duration: 2s }
-                deadline: 3s
+                deadline: 30s
                 grace: 1s
                 thresholds:
                   sends.late_start_ratio: []

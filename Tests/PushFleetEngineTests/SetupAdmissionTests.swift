@@ -81,7 +81,7 @@ struct SetupAdmissionTests {
         lifecycle: [login, register, connect, receive]
         traffic:
           - { name: plain, kind: plain, rate: 10/s, duration: 1s }
-        deadline: 2s
+        deadline: 30s
         grace: 500ms
         quiet_period: 100ms
         thresholds:

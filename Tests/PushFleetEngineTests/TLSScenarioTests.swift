@@ -24,7 +24,7 @@ struct TLSScenarioTests {
         traffic:
           - { name: plain, kind: plain, platforms: [apns, fcm, wns], rate: 10/s, duration: 2s }
           - { name: secure, kind: secure, rate: 5/s, duration: 2s }
-        deadline: 2s
+        deadline: 30s
         grace: 1s
         embedded:
         \(embedded)
