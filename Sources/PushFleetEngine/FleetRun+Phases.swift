@@ -216,7 +216,9 @@ extension FleetRun {
         )
         var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
         if stop.level >= .aborting { builder.listeningEnded = timeline.listeningEnded }
-        builder.generatorLoad = .init(eventLag: timeline.eventLag, cpuCores: timeline.cpuCores, cores: provenance.host.cores)
+        builder.generatorLoad = .init(
+            eventLag: timeline.eventLag, cpuCores: timeline.cpuCores, cores: provenance.host.cores, pushService: timeline.pushServiceLoad
+        )
         builder.judgesLedger = options.shard.isWhole
         if let span = options.judgedWindow {
             builder.judgedWindow = (timeline.trafficStart + span.lowerBound.nanoseconds)..<(timeline.trafficStart + span.upperBound.nanoseconds)

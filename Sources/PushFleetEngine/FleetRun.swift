@@ -42,6 +42,8 @@ struct FleetRun: Sendable {
         var cpuCores: Double?
         /// The longest an event waited for the recorder during the traffic (ns).
         var eventLag: Int64 = 0
+        /// The push service's event loops over the traffic, when it said.
+        var pushServiceLoad: RunResult.Generator.PushServiceLoad?
     }
 
     /// The tasks that run beside the phases.
@@ -128,6 +130,7 @@ struct FleetRun: Sendable {
 
             await arrive()
             await waitForTrafficGate(stop)
+            let loadBefore = await PushServiceLoadReading.read(context)
             timeline.trafficStart = context.now()
             let cpuBefore = (CPUTime.own(), ContinuousClock.now)
             events.resetLag()
@@ -136,6 +139,9 @@ struct FleetRun: Sendable {
             if wall >= 0.5 { timeline.cpuCores = (CPUTime.own() - cpuBefore.0) / wall }
             // The drain judges under the recorder's lock; only the traffic's lag is the generator's.
             timeline.eventLag = events.longestLag
+            if let loadBefore, let loadAfter = await PushServiceLoadReading.read(context) {
+                timeline.pushServiceLoad = loadAfter.since(loadBefore)
+            }
             if context.isStopping { context.emit(.marker("stop requested", at: timeline.trafficEnd)) }
             let listen = stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace
             await drain(stop, until: timeline.trafficEnd + listen.nanoseconds)

@@ -1,6 +1,6 @@
 import Foundation
 import PushFleetCore
-import PushFleetResults
+package import PushFleetResults
 
 extension ResultBuilder {
     /// What the engine measured of its own load, beside the recorder's counts.
@@ -10,11 +10,14 @@ extension ResultBuilder {
         /// CPU used over the traffic, in cores.
         package var cpuCores: Double?
         package var cores: Int
+        /// The push service's event loops over the traffic, when it said.
+        package var pushService: RunResult.Generator.PushServiceLoad?
 
-        package init(eventLag: Int64, cpuCores: Double?, cores: Int) {
+        package init(eventLag: Int64, cpuCores: Double?, cores: Int, pushService: RunResult.Generator.PushServiceLoad? = nil) {
             self.eventLag = eventLag
             self.cpuCores = cpuCores
             self.cores = cores
+            self.pushService = pushService
         }
     }
 
@@ -27,6 +30,12 @@ extension ResultBuilder {
     static let eventLagLimit: Int64 = 1_000_000_000
     /// Share of the machine's cores past which the process is named CPU-saturated.
     static let cpuSaturation = 0.9
+    /// A push service event loop whose thread was busy this share of the traffic is saturated.
+    static let loopSaturation = 0.9
+    /// A push service whose loops' checks woke late this often (and at least
+    /// ``lateCheckMinimum`` times) kept pushes waiting.
+    static let lateCheckShare = 0.1
+    static let lateCheckMinimum = 5
 
     /// Whether the generator kept up: late wakes, a recorder fallen behind during the traffic and sends dropped while
     /// the target answered fast each make it the limit; CPU saturation is named beside them, or
@@ -52,16 +61,37 @@ extension ResultBuilder {
                 "dropped at max_in_flight: \(dropped.grouped) sends while the target's slowest answer (\(Self.ms(histograms[MetricName.send + ".raw"]?.max ?? 0))) could not have filled the limit at the offered rate"
             )
         }
+        limits += Self.pushServiceLimits(load.pushService)
         var notes: [String] = []
         if let cpu = load.cpuCores, load.cores > 0, cpu >= Self.cpuSaturation * Double(load.cores) {
             let text = "CPU saturation: the fleet process used \(Self.decimal(cpu)) of \(load.cores) cores over the traffic"
             if limits.isEmpty { notes.append(text + "; it still kept its schedule") } else { limits.append(text) }
         }
-        return RunResult.Generator(
+        var generator = RunResult.Generator(
             lateWakes: state.lateWakes, lateWakeRatio: lateShare, longestWakeLagMs: Double(state.longestWakeLag) / 1e6,
             eventLagMs: Double(load.eventLag) / 1e6, cpuCores: load.cpuCores, cores: load.cores, droppedWhileFast: dropped, limits: limits,
             notes: notes
         )
+        generator.pushService = load.pushService
+        return generator
+    }
+
+    /// The push service is pushfleet's: a backend's push waits for it to be accepted, so a push
+    /// service that cannot keep up shows as a slow backend (the `backend` hop) unless said here.
+    package static func pushServiceLimits(_ load: RunResult.Generator.PushServiceLoad?) -> [String] {
+        guard let load else { return [] }
+        var limits: [String] = []
+        let consequence = "pushes waited for pushfleet's push service, and the backend hop includes that wait"
+        if load.busiestLoopShare >= Self.loopSaturation {
+            limits.append("push service saturated: its busiest event loop was busy \(Self.percent(load.busiestLoopShare)) of the traffic; " + consequence)
+        }
+        if load.lateChecks >= Self.lateCheckMinimum, load.lateShare >= Self.lateCheckShare {
+            limits.append(
+                "push service behind: \(load.lateChecks.grouped) of its event loops' \(load.checks.grouped) timer checks (\(Self.percent(load.lateShare))) woke \(Self.decimal(load.lateThresholdMs)) ms or more late, \(Self.decimal(load.meanLateMs)) ms on average; "
+                    + consequence
+            )
+        }
+        return limits
     }
 
     /// Sends dropped at a sender's in-flight limit when, by Little's law, the target's slowest

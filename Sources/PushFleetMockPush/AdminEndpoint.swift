@@ -11,6 +11,7 @@ struct AdminEndpoint {
     let token: String?
     /// The gateway ports' device caps, for the stats.
     var deviceSlots: [DeviceSlots] = []
+    var loopLoad: LoopLoadMonitor? = nil
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/health") { _, _ in "ok" }
@@ -49,6 +50,7 @@ struct AdminEndpoint {
         stats.deviceSockets = caps.reduce(0) { $0 + $1.held }
         stats.deviceCapRefused = caps.reduce(0) { $0 + $1.refused }
         stats.deviceCapReached = caps.reduce(0) { $0 + $1.episodes }
+        stats.loops = loopLoad?.snapshot
         return stats
     }
 

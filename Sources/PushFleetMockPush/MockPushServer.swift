@@ -113,6 +113,8 @@ public struct MockPushServer: Sendable {
     /// The device share of the HTTP/1.1 port's connections, and of the TLS port's.
     let deviceSlots: DeviceSlots
     let tlsDeviceSlots: DeviceSlots?
+    /// How busy and how late the servers' event loops are, for `/admin/stats`.
+    let loopLoad = LoopLoadMonitor()
 
     public init(service: PushService, configuration: Configuration = .init()) {
         self.service = service
@@ -130,7 +132,9 @@ public struct MockPushServer: Sendable {
         FCMEndpoint(service: service).register(on: router)
         WNSEndpoint(service: service).register(on: router)
         WebPushEndpoint(service: service).register(on: router)
-        AdminEndpoint(service: service, token: configuration.adminToken, deviceSlots: [deviceSlots] + [tlsDeviceSlots].compactMap { $0 })
+        AdminEndpoint(
+            service: service, token: configuration.adminToken, deviceSlots: [deviceSlots] + [tlsDeviceSlots].compactMap { $0 }, loopLoad: loopLoad
+        )
             .register(on: router)
         DeviceGateway(service: service).register(on: router)
         // `/{hub}/…` matches only what the constant first segments above leave.
@@ -144,6 +148,7 @@ public struct MockPushServer: Sendable {
         let connections = self.connections
         let limits = configuration.limits
         var services: [any Service] = [
+            loopLoad,
             application(router, configuration.listen, limits, name: "pushfleet-mock-push", bound: bound, logger: logger) { responder, cap in
                 GuardedChildChannel(
                     webSocketChannel(connections.tracking(responder), limits: limits, slots: deviceSlots),

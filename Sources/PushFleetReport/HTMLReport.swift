@@ -86,6 +86,10 @@ public enum HTMLReport {
             facts.append(("what to do", RunResult.Generator.advice))
         }
         if let cpu = generator.cpuCores { facts.append(("fleet CPU", String(format: "%.2f of %d cores over the traffic", cpu, generator.cores))) }
+        if let load = generator.pushService {
+            let late = String(format: "%d of %d checks %.0f ms or more late", load.lateChecks, load.checks, load.lateThresholdMs)
+            facts.append(("push service loops", String(format: "busiest %.0f%% busy over the traffic; ", load.busiestLoopShare * 100) + late))
+        }
         return facts
     }
 

@@ -20,6 +20,9 @@ extension RunResult {
         public var limits: [String]
         /// Said of a fleet process near its CPU limit that still kept up.
         public var notes: [String]
+        /// pushfleet's push service over the traffic, as its event loops measured themselves;
+        /// nil when it did not say (an older `serve`, or a run too short for a check).
+        public var pushService: PushServiceLoad?
 
         package init(
             lateWakes: Int, lateWakeRatio: Double, longestWakeLagMs: Double, eventLagMs: Double, cpuCores: Double?, cores: Int,
@@ -34,6 +37,31 @@ extension RunResult {
             self.droppedWhileFast = droppedWhileFast
             self.limits = limits
             self.notes = notes
+        }
+
+        /// The push service's event loops over the traffic: the busiest loop's thread CPU as a
+        /// share of the wall time, and the timer checks that woke late (every request on a late
+        /// loop waited about as long).
+        public struct PushServiceLoad: Sendable, Codable, Equatable {
+            public var loops: Int
+            public var busiestLoopShare: Double
+            public var checks: Int
+            /// Checks that woke at least `lateThresholdMs` after they were due.
+            public var lateChecks: Int
+            public var lateThresholdMs: Double
+            /// How late the late checks woke, on average (ms).
+            public var meanLateMs: Double
+
+            public init(loops: Int, busiestLoopShare: Double, checks: Int, lateChecks: Int, lateThresholdMs: Double, meanLateMs: Double) {
+                self.loops = loops
+                self.busiestLoopShare = busiestLoopShare
+                self.checks = checks
+                self.lateChecks = lateChecks
+                self.lateThresholdMs = lateThresholdMs
+                self.meanLateMs = meanLateMs
+            }
+
+            public var lateShare: Double { checks > 0 ? Double(lateChecks) / Double(checks) : 0 }
         }
 
         public var bound: Bool { !limits.isEmpty }

@@ -37,6 +37,8 @@ public struct PushServiceStats: Codable, Sendable, Equatable {
     public var deviceCapReached: Int?
     /// Web Push subscriptions minted; nil from a push service that does not say.
     public var webPushSubscriptions: Int?
+    /// The service's event loops, one entry each; nil from a push service that does not say.
+    public var loops: [LoopLoad]?
 
     public init() {}
 }

@@ -197,7 +197,9 @@ public enum ShardMerge {
         let generators = ordered.compactMap(\.manifest.generator)
         builder.generatorLoad = .init(
             eventLag: Int64((generators.map(\.eventLagMs).max() ?? 0) * 1e6), cpuCores: generators.compactMap(\.cpuCores).max(),
-            cores: generators.first?.cores ?? 0
+            cores: generators.first?.cores ?? 0,
+            // The shards share one push service: the busiest reading of it stands for the run.
+            pushService: generators.compactMap(\.pushService).max { $0.busiestLoopShare < $1.busiestLoopShare }
         )
         var result = builder.build(info: info)
         // A shard that was its own limit makes the whole inconclusive, whatever the others did.

@@ -1,0 +1,47 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PushFleetClients
+import PushFleetResults
+import PushFleetWire
+
+/// The push service's event loops as its `/admin/stats` gives them. Read as the traffic starts
+/// and as it ends, the difference is what the service's loops did over the traffic.
+struct PushServiceLoadReading: Sendable, Equatable {
+    let loops: [LoopLoad]
+
+    /// nil when the push service does not answer or does not say (it is not pushfleet's, or an
+    /// older one): the run then makes no claim about it.
+    static func read(_ context: RunContext) async -> PushServiceLoadReading? {
+        let admin = BackendClient(baseURL: context.system.pushService, connections: 1, clock: context.clock)
+        let answer = await admin.exchange(
+            .GET, "/admin/stats", authorization: context.system.pushAdminToken.map { "Bearer \($0)" }, timeout: .seconds(2)
+        )
+        await admin.shutdown()
+        guard case .success(let exchange) = answer, exchange.status == 200,
+            let stats = try? JSONDecoder().decode(PushServiceStats.self, from: Data(exchange.body.readableBytesView)),
+            let loops = stats.loops, !loops.isEmpty
+        else { return nil }
+        return PushServiceLoadReading(loops: loops)
+    }
+
+    /// From `earlier` to this reading; nil when they are not of the same loops (the service
+    /// restarted) or no check fell between them.
+    func since(_ earlier: PushServiceLoadReading) -> RunResult.Generator.PushServiceLoad? {
+        guard loops.count == earlier.loops.count else { return nil }
+        var spans: [LoopLoad] = []
+        for (now, then) in zip(loops, earlier.loops) {
+            guard let span = now.since(then) else { return nil }
+            spans.append(span)
+        }
+        let checks = spans.reduce(0) { $0 + $1.checks }
+        guard checks > 0 else { return nil }
+        let late = spans.reduce(0) { $0 + $1.lateChecks }
+        let lateNanoseconds = spans.reduce(Int64(0)) { $0 + $1.lateNanoseconds }
+        let busiest = spans.filter { $0.wallNanoseconds > 0 }.map { min(1, Double($0.cpuNanoseconds) / Double($0.wallNanoseconds)) }.max() ?? 0
+        return RunResult.Generator.PushServiceLoad(
+            loops: spans.count, busiestLoopShare: busiest, checks: checks, lateChecks: late,
+            lateThresholdMs: Double(LoopLoad.lateThreshold) / 1e6, meanLateMs: late > 0 ? Double(lateNanoseconds) / Double(late) / 1e6 : 0
+        )
+    }
+}

@@ -1,0 +1,37 @@
+/// One event loop of a server, as a timer it runs every ``interval`` measures it: its thread's
+/// CPU time and how late the timer woke. Totals since the server started (`GET /admin/stats`,
+/// `loops`), so a client takes the difference of two readings for the time between them.
+public struct LoopLoad: Codable, Sendable, Equatable {
+    /// How often the timer is due (ns).
+    public static let interval: Int64 = 100_000_000
+    /// A check that woke this much after it was due counts as late (ns): every request on the
+    /// loop waited about as long.
+    public static let lateThreshold: Int64 = 100_000_000
+
+    /// Wall time from the loop's first check to its latest (ns).
+    public var wallNanoseconds: Int64 = 0
+    /// CPU the loop's thread used over the same span (ns).
+    public var cpuNanoseconds: Int64 = 0
+    /// Checks made after the first.
+    public var checks: Int = 0
+    /// Checks that woke at least ``lateThreshold`` after they were due, and by how much in all (ns).
+    public var lateChecks: Int = 0
+    public var lateNanoseconds: Int64 = 0
+
+    public init() {}
+
+    /// The counts from `earlier` to `self`; nil when `earlier` is not an earlier reading of the
+    /// same loop (the server restarted in between).
+    public func since(_ earlier: LoopLoad) -> LoopLoad? {
+        var span = LoopLoad()
+        span.wallNanoseconds = wallNanoseconds - earlier.wallNanoseconds
+        span.cpuNanoseconds = cpuNanoseconds - earlier.cpuNanoseconds
+        span.checks = checks - earlier.checks
+        span.lateChecks = lateChecks - earlier.lateChecks
+        span.lateNanoseconds = lateNanoseconds - earlier.lateNanoseconds
+        guard span.wallNanoseconds >= 0, span.cpuNanoseconds >= 0, span.checks >= 0, span.lateChecks >= 0, span.lateNanoseconds >= 0 else {
+            return nil
+        }
+        return span
+    }
+}

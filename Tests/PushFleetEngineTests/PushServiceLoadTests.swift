@@ -1,0 +1,110 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import PushFleetCore
+@testable import PushFleetEngine
+import PushFleetMetrics
+import PushFleetReport
+import PushFleetResults
+import PushFleetTestSupport
+import PushFleetWire
+import Synchronization
+import Testing
+
+/// pushfleet's own push service saturating is pushfleet's limit, never the backend's: the run
+/// reads the service's event loops before and after the traffic and says so.
+@Suite("Push service load")
+struct PushServiceLoadTests {
+    static func loop(wall: Int64, cpu: Int64, checks: Int, late: Int = 0, lateNanoseconds: Int64 = 0) -> LoopLoad {
+        var load = LoopLoad()
+        load.wallNanoseconds = wall
+        load.cpuNanoseconds = cpu
+        load.checks = checks
+        load.lateChecks = late
+        load.lateNanoseconds = lateNanoseconds
+        return load
+    }
+
+    @Test("two readings give the busiest loop's share and the late checks between them; a restart or no check gives nothing")
+    func readings() throws {
+        let before = PushServiceLoadReading(loops: [Self.loop(wall: 1_000, cpu: 100, checks: 10), Self.loop(wall: 1_000, cpu: 900, checks: 10)])
+        let after = PushServiceLoadReading(loops: [
+            Self.loop(wall: 3_000, cpu: 1_900, checks: 30, late: 4, lateNanoseconds: 800_000_000),
+            Self.loop(wall: 3_000, cpu: 1_100, checks: 30),
+        ])
+        let load = try #require(after.since(before))
+        #expect(load.loops == 2 && load.checks == 40 && load.lateChecks == 4)
+        #expect(abs(load.busiestLoopShare - 0.9) < 1e-9)
+        #expect(abs(load.meanLateMs - 200) < 1e-9 && load.lateThresholdMs == 100)
+        #expect(before.since(after) == nil)
+        #expect(before.since(before) == nil)
+        #expect(after.since(PushServiceLoadReading(loops: [Self.loop(wall: 0, cpu: 0, checks: 0)])) == nil)
+    }
+
+    @Test("a saturated loop, or loops often late, are the generator's limits; a push service that kept up is none")
+    func limits() {
+        func limits(_ load: RunResult.Generator.PushServiceLoad) -> [String] {
+            ResultBuilder.pushServiceLimits(load)
+        }
+        let calm = RunResult.Generator.PushServiceLoad(loops: 2, busiestLoopShare: 0.4, checks: 200, lateChecks: 3, lateThresholdMs: 100, meanLateMs: 150)
+        #expect(limits(calm).isEmpty)
+        var saturated = calm
+        saturated.busiestLoopShare = 0.95
+        #expect(limits(saturated).count == 1 && limits(saturated)[0].hasPrefix("push service saturated: its busiest event loop was busy 95.0%"))
+        var late = calm
+        late.lateChecks = 40
+        #expect(limits(late).count == 1 && limits(late)[0].hasPrefix("push service behind: 40 of its event loops' 200 timer checks (20.0%)"))
+        #expect(limits(late)[0].contains("the backend hop includes that wait"))
+        var few = calm
+        few.checks = 20
+        few.lateChecks = 4
+        #expect(limits(few).isEmpty, "fewer than five late checks are noise")
+    }
+
+    @Test("a run whose push service's loops are held busy through the traffic is inconclusive, named as pushfleet's push service")
+    func heldLoops() async throws {
+        let spinner = Mutex<Task<Void, Never>?>(nil)
+        let result = try await GeneratorHonestyTests.run(GeneratorHonestyTests.yaml.replacingOccurrences(of: "[\"value < 0.25\"]", with: "[]")) {
+            $0.beforeTraffic = {
+                // Every loop runs 300 ms stretches, one after another, for longer than the
+                // traffic: the loops' timers, due every 100 ms, wake 200 ms late or more.
+                let task = Task {
+                    let end = ContinuousClock.now + .seconds(3)
+                    await withDiscardingTaskGroup { group in
+                        for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() {
+                            group.addTask {
+                                while ContinuousClock.now < end {
+                                    try? await loop.submit {
+                                        let stretch = NIODeadline.now() + .milliseconds(300)
+                                        while NIODeadline.now() < stretch {}
+                                    }.get()
+                                    try? await Task.sleep(for: .milliseconds(5))
+                                }
+                            }
+                        }
+                    }
+                }
+                spinner.withLock { $0 = task }
+            }
+        }
+        await spinner.withLock { $0 }?.value
+        let generator = try #require(result.generator)
+        let load = try #require(generator.pushService)
+        #expect(load.lateChecks >= 5 && load.meanLateMs >= 150, "\(load)")
+        #expect(generator.limits.contains { $0.hasPrefix("push service behind") }, "\(generator.limits)")
+        #expect(result.inconclusive)
+        #expect(ReportFiles.verdict(result) == "inconclusive")
+        #expect(result.delivery.misdelivered == 0)
+    }
+
+    @Test("a run at ease reads the push service's loops and names no limit of theirs")
+    func easyRun() async throws {
+        let result = try await GeneratorHonestyTests.run(GeneratorHonestyTests.yaml)
+        let load = try #require(result.generator?.pushService)
+        #expect(load.loops == MultiThreadedEventLoopGroup.singleton.makeIterator().reduce(0) { count, _ in count + 1 })
+        #expect(load.checks >= load.loops * 10, "\(load)")
+        #expect(!(result.generator?.limits ?? []).contains { $0.hasPrefix("push service") })
+        let html = String(decoding: try ReportFiles.render(result).first { $0.name == "report.html" }!.data, as: UTF8.self)
+        #expect(html.contains("push service loops") && html.contains("of \(load.checks) checks 100 ms or more late"))
+    }
+}
