@@ -250,6 +250,7 @@ let package = Package(
             name: "PushFleetBench",
             dependencies: [
                 "PushFleetCore",
+                "PushFleetBackend",
                 "PushFleetWebPush",
                 "PushFleetScenario",
                 "PushFleetEngine",

@@ -1,10 +1,10 @@
 import Crypto
-import Foundation
+package import Foundation
 import PushFleetCore
 
 /// Issues and checks the backend's login tokens: compact JWTs (HS256) carrying the user and an
 /// expiry, signed with HMAC-SHA256 from swift-crypto.
-struct TokenSigner: Sendable {
+package struct TokenSigner: Sendable {
     private struct Header: Codable {
         var alg = "HS256"
         var typ = "JWT"
@@ -16,7 +16,7 @@ struct TokenSigner: Sendable {
         var exp: Int64
     }
 
-    enum VerifyError: Error, Equatable {
+    package enum VerifyError: Error, Equatable {
         case malformed
         case badSignature
         case expired
@@ -25,7 +25,7 @@ struct TokenSigner: Sendable {
     private let key: SymmetricKey
     let lifetime: Duration
 
-    init(secret: Data, lifetime: Duration) {
+    package init(secret: Data, lifetime: Duration) {
         self.key = SymmetricKey(data: secret)
         self.lifetime = lifetime
     }
@@ -34,7 +34,7 @@ struct TokenSigner: Sendable {
     private static let headerSegment = encode(Header())
 
     /// - Parameter now: seconds since the epoch.
-    func issue(user: String, now: Int64) -> String {
+    package func issue(user: String, now: Int64) -> String {
         let header = Self.headerSegment
         let claims = Self.encode(Claims(sub: user, iat: now, exp: now + lifetime.components.seconds))
         let signingInput = header + "." + claims
@@ -42,7 +42,7 @@ struct TokenSigner: Sendable {
     }
 
     /// Returns the user a valid, unexpired token names.
-    func verify(_ token: String, now: Int64) throws(VerifyError) -> String {
+    package func verify(_ token: String, now: Int64) throws(VerifyError) -> String {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let signature = Base64URL.decode(parts[2]) else { throw .malformed }
         // The header this signer writes is known; another is read to see whether it says HS256.
