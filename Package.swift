@@ -428,6 +428,7 @@ let package = Package(
         .testTarget(
             name: "PushFleetServerTests",
             dependencies: [
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

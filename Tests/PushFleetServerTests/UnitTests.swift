@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 import PushFleetCore
 import PushFleetServerSupport
 import PushFleetTestSupport
@@ -10,6 +11,30 @@ import Testing
 
 @Suite("Units")
 struct UnitTests {
+    /// The claims the reference backend writes, as jwt-kit reads them.
+    struct LoginClaims: JWTPayload {
+        var sub: String
+        var iat: Int64
+        var exp: Int64
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    @Test("tokens are HS256 JWTs to jwt-kit: it verifies the backend's, and the backend verifies its own; a foreign key fails both ways")
+    func tokenSignerAgainstJWTKit() async throws {
+        let secret = Data(repeating: 7, count: 32)
+        let signer = TokenSigner(secret: secret, lifetime: .seconds(60))
+        let keys = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        let claims = try await keys.verify(signer.issue(user: "bob/ü", now: 1_000), as: LoginClaims.self)
+        #expect(claims.sub == "bob/ü" && claims.iat == 1_000 && claims.exp == 1_060)
+        let theirs = try await keys.sign(LoginClaims(sub: "ann", iat: 1_000, exp: 1_030))
+        #expect(try signer.verify(theirs, now: 1_029) == "ann")
+        #expect(throws: TokenSigner.VerifyError.expired) { try signer.verify(theirs, now: 1_030) }
+        let foreign = await JWTKeyCollection().add(hmac: HMACKey(from: Data(repeating: 8, count: 32)), digestAlgorithm: .sha256)
+        let foreignToken = try await foreign.sign(LoginClaims(sub: "ann", iat: 0, exp: 9_999))
+        #expect(throws: TokenSigner.VerifyError.badSignature) { try signer.verify(foreignToken, now: 1) }
+        await #expect(throws: (any Error).self) { try await foreign.verify(signer.issue(user: "bob", now: 1_000), as: LoginClaims.self) }
+    }
+
     @Test("tokens: issued ones verify; tampered, foreign-key and expired ones do not")
     func tokenSigner() throws {
         let signer = TokenSigner(secret: Data(repeating: 1, count: 32), lifetime: .seconds(60))
