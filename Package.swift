@@ -392,6 +392,33 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The fleet against live servers.
+        // Pure tests of the fleet's sockets' parsers and state machines: no servers linked.
+        .testTarget(
+            name: "PushFleetClientsTests",
+            dependencies: [
+                "PushFleetClients",
+                "PushFleetCore",
+                "PushFleetWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Pure tests of what a run records and reports: the event tape, sketches, capacity analysis.
+        .testTarget(
+            name: "PushFleetResultsTests",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetMetrics",
+                "PushFleetReport",
+                "PushFleetResults",
+                "PushFleetScenario",
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PushFleetEngineTests",
             dependencies: [
