@@ -12,7 +12,7 @@ extension ReferenceBackend {
     }
 
     /// The caller's user name, from Basic credentials or a login token; 401 otherwise.
-    func authenticate(_ request: Request) throws -> String {
+    func authenticate(_ request: Request) async throws -> String {
         let credentials: Credentials
         do {
             credentials = try Credentials(header: request.headers[.authorization])
@@ -27,7 +27,7 @@ extension ReferenceBackend {
             return user
         case .bearer(let token):
             do {
-                return try signer.verify(token, now: Int64(Date().timeIntervalSince1970))
+                return try await signer.verify(token, now: Int64(Date().timeIntervalSince1970))
             } catch .expired {
                 throw Self.unauthorized("token expired; log in again")
             } catch {
@@ -40,8 +40,8 @@ extension ReferenceBackend {
         // Basic credentials in, a signed expiring token out: the scheme the seeds recommend in
         // place of sending the password on every call.
         api.post("login") { request, _ -> Response in
-            let user = try self.authenticate(request)
-            let token = self.signer.issue(user: user, now: Int64(Date().timeIntervalSince1970))
+            let user = try await self.authenticate(request)
+            let token = try await self.signer.issue(user: user, now: Int64(Date().timeIntervalSince1970))
             return .json(LoginResponse(token: token, expiresIn: Int(self.signer.lifetime.components.seconds)))
         }
     }

@@ -12,7 +12,7 @@ extension ReferenceBackend {
 
     func addNotificationRoutes(to api: RouterGroup<BasicRequestContext>) {
         api.post("notifications") { request, _ -> Response in
-            let user = try self.authenticate(request)
+            let user = try await self.authenticate(request)
             let query = request.uri.queryParameters
             guard let pnsName = query["pns"], let platform = Platform(name: pnsName), Platform.pushable.contains(platform) else {
                 throw HTTPError(.badRequest, message: "pns must be apns, fcm (or gcm), wns or webpush")
@@ -35,7 +35,7 @@ extension ReferenceBackend {
         }
 
         api.post("notifications/secure") { request, _ -> Response in
-            let user = try self.authenticate(request)
+            let user = try await self.authenticate(request)
             let recipient = try self.recipient(request.uri.queryParameters["to_tag"], default: user)
             let payload = try await self.decodeBody(
                 String.self, from: request, limit: self.configuration.limits.maxBodyBytes, what: "a JSON string (the payload)"
@@ -53,7 +53,7 @@ extension ReferenceBackend {
         }
 
         api.post("notifications/rich") { request, _ -> Response in
-            let user = try self.authenticate(request)
+            let user = try await self.authenticate(request)
             let recipient = try self.recipient(request.uri.queryParameters["to_tag"], default: user)
             let content = try await self.richContent(from: request)
             if case .rich(let message, let type, _, _) = content {
@@ -75,7 +75,7 @@ extension ReferenceBackend {
         }
 
         api.get("notifications/:id") { request, context -> Response in
-            let user = try self.authenticate(request)
+            let user = try await self.authenticate(request)
             let id = try context.parameters.require("id")
             guard let notification = try await self.storing({ try await $0.readNotification(id: id, reader: user, now: self.configuration.clock()) }) else {
                 throw HTTPError(.notFound, message: "no notification \(id) for you")

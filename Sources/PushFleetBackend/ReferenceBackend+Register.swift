@@ -35,7 +35,7 @@ extension ReferenceBackend {
             return .json(Key(publicKey: self.sender.vapid.applicationServerKey))
         }
         api.post("register") { request, _ -> Response in
-            let user = try self.authenticate(request)
+            let user = try await self.authenticate(request)
             let handle = request.uri.queryParameters["handle"].map(String.init)
             if let handle { try self.validateHandle(handle) }
             let now = self.configuration.clock()
@@ -47,7 +47,7 @@ extension ReferenceBackend {
         }
 
         api.put("register/:id") { request, context -> Response in
-            let user = try self.authenticate(request)
+            let user = try await self.authenticate(request)
             let id = try context.parameters.require("id")
             let update = try await self.decodeBody(
                 DeviceRegistration.self, from: request, limit: self.configuration.limits.maxBodyBytes,
@@ -79,7 +79,7 @@ extension ReferenceBackend {
         }
 
         api.delete("register/:id") { request, context -> Response in
-            let user = try self.authenticate(request)
+            let user = try await self.authenticate(request)
             let id = try context.parameters.require("id")
             switch try await self.storing({ try await $0.deleteRegistration(id: id, owner: user, now: self.configuration.clock()) }) {
             case .updated:

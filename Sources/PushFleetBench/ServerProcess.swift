@@ -17,7 +17,9 @@ public struct ServerProcess: Sendable {
         var options = PlatformOptions()
         // Should the work be cancelled: SIGINT as on a normal stop, then SIGKILL 10 s on.
         options.teardownSequence = [.send(signal: .interrupt, allowedDurationToNextStep: .seconds(10))]
-        let arguments = ["serve", "--backend-listen", "127.0.0.1:0", "--pns-listen", "127.0.0.1:0", "--log-level", "warning"] + extra
+        // The admin API open (loopback only): the fleet reads the push service's load and sets
+        // its faults without a token.
+        let arguments = ["serve", "--backend-listen", "127.0.0.1:0", "--pns-listen", "127.0.0.1:0", "--admin-auth", "off", "--log-level", "warning"] + extra
         return try await Subprocess.run(
             .path(FilePath(PushFleetExecutable.path)), arguments: Arguments(arguments), platformOptions: options,
             input: .none, output: .sequence, error: .currentStandardError

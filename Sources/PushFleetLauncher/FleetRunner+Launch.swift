@@ -10,6 +10,9 @@ import PushFleetServerSupport
 import ServiceLifecycle
 
 extension FleetRunner {
+    /// The environment variable that gives an external push service's admin token.
+    public static let pushAdminTokenVariable = "PUSHFLEET_PUSH_ADMIN_TOKEN"
+
     /// Starts what the scenario's target names — the embedded system, or an embedded push
     /// service beside an external backend — and plays the scenario against it, until its end or
     /// until `stop` says so.
@@ -54,7 +57,9 @@ extension FleetRunner {
                 )
             }
         case .external(let backend, .url(let pushService)):
-            return try await run(against: SystemUnderTest(backend: backend, pushService: pushService), stop: stop)
+            // A `serve` with its admin token: faults and the push service's load readings need it.
+            let token = ProcessInfo.processInfo.environment[FleetRunner.pushAdminTokenVariable].flatMap { $0.isEmpty ? nil : $0 }
+            return try await run(against: SystemUnderTest(backend: backend, pushService: pushService, pushAdminToken: token), stop: stop)
         case .external(let backend, .embedded(let listen)):
             let tls = try scenario.embedded.tls.map { try EmbeddedSystem.tlsListener(listen: $0.listen, names: $0.names, caFile: $0.caFile) }
             let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen), tls: tls))

@@ -55,7 +55,8 @@ extension Serve {
         backend.notificationTTL = try Self.lifetime(notificationTtl, "notification-ttl")
         backend.tokenLifetime = try Self.lifetime(tokenTtl, "token-ttl")
         if let secret = tokenSecret ?? ProcessInfo.processInfo.environment["PUSHFLEET_TOKEN_SECRET"] {
-            guard secret.utf8.count >= 16 else { throw ValidationError("the token secret must be at least 16 bytes") }
+            // An HS256 key is at least the hash's size (RFC 7518 §3.2).
+            guard secret.utf8.count >= 32 else { throw ValidationError("the token secret must be at least 32 bytes (HS256 keys are at least the hash's size, RFC 7518 §3.2)") }
             backend.tokenSecret = Data(secret.utf8)
         }
         if let users = try userDirectory() { backend.users = users }

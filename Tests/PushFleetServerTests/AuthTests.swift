@@ -43,7 +43,7 @@ struct AuthTests {
     @Test("forged and expired tokens are refused")
     func tokens() async throws {
         var configuration = EmbeddedSystem.Configuration()
-        let secret = Data("a test secret of enough length".utf8)
+        let secret = Data("a test secret of at least 32 bytes".utf8)
         configuration.backend.tokenSecret = secret
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
             let token = try await TestHTTP.request(.POST, "\(system.backend)/api/login", auth: .user("bob")).json(LoginResponse.self).token
@@ -63,7 +63,7 @@ struct AuthTests {
             #expect(try await TestHTTP.request(.POST, "\(system.backend)/api/register", auth: .bearer(none)).status == 401)
 
             // A genuine signature whose lifetime ended an hour ago.
-            let old = TokenSigner(secret: secret, lifetime: .seconds(60)).issue(user: "bob", now: Int64(Date().timeIntervalSince1970) - 3600)
+            let old = try await TokenSigner(secret: secret, lifetime: .seconds(60)).issue(user: "bob", now: Int64(Date().timeIntervalSince1970) - 3600)
             let expired = try await TestHTTP.request(.POST, "\(system.backend)/api/register", auth: .bearer(old))
             #expect(expired.status == 401)
             #expect(expired.text.contains("expired"))

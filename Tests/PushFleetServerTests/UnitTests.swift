@@ -19,34 +19,40 @@ struct UnitTests {
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    @Test("tokens are HS256 JWTs to jwt-kit: it verifies the backend's, and the backend verifies its own; a foreign key fails both ways")
+    @Test("tokens are HS256 JWTs to any JWT library: jwt-kit with the key verifies the backend's, the backend verifies jwt-kit's; a foreign key fails both ways")
     func tokenSignerAgainstJWTKit() async throws {
         let secret = Data(repeating: 7, count: 32)
         let signer = TokenSigner(secret: secret, lifetime: .seconds(60))
         let keys = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
-        let claims = try await keys.verify(signer.issue(user: "bob/ü", now: 1_000), as: LoginClaims.self)
+        let claims = try await keys.verify(try await signer.issue(user: "bob/ü", now: 1_000), as: LoginClaims.self)
         #expect(claims.sub == "bob/ü" && claims.iat == 1_000 && claims.exp == 1_060)
         let theirs = try await keys.sign(LoginClaims(sub: "ann", iat: 1_000, exp: 1_030))
-        #expect(try signer.verify(theirs, now: 1_029) == "ann")
-        #expect(throws: TokenSigner.VerifyError.expired) { try signer.verify(theirs, now: 1_030) }
+        #expect(try await signer.verify(theirs, now: 1_029) == "ann")
+        await #expect(throws: TokenSigner.VerifyError.expired) { try await signer.verify(theirs, now: 1_030) }
         let foreign = await JWTKeyCollection().add(hmac: HMACKey(from: Data(repeating: 8, count: 32)), digestAlgorithm: .sha256)
         let foreignToken = try await foreign.sign(LoginClaims(sub: "ann", iat: 0, exp: 9_999))
-        #expect(throws: TokenSigner.VerifyError.badSignature) { try signer.verify(foreignToken, now: 1) }
-        await #expect(throws: (any Error).self) { try await foreign.verify(signer.issue(user: "bob", now: 1_000), as: LoginClaims.self) }
+        await #expect(throws: TokenSigner.VerifyError.badSignature) { try await signer.verify(foreignToken, now: 1) }
+        let ours = try await signer.issue(user: "bob", now: 1_000)
+        await #expect(throws: (any Error).self) { try await foreign.verify(ours, as: LoginClaims.self) }
     }
 
     @Test("tokens: issued ones verify; tampered, foreign-key and expired ones do not")
-    func tokenSigner() throws {
+    func tokenSigner() async throws {
         let signer = TokenSigner(secret: Data(repeating: 1, count: 32), lifetime: .seconds(60))
-        let token = signer.issue(user: "bob", now: 1000)
-        #expect(try signer.verify(token, now: 1059) == "bob")
-        #expect(throws: TokenSigner.VerifyError.expired) { try signer.verify(token, now: 1060) }
+        let token = try await signer.issue(user: "bob", now: 1000)
+        #expect(try await signer.verify(token, now: 1059) == "bob")
+        await #expect(throws: TokenSigner.VerifyError.expired) { try await signer.verify(token, now: 1060) }
         let other = TokenSigner(secret: Data(repeating: 2, count: 32), lifetime: .seconds(60))
-        #expect(throws: TokenSigner.VerifyError.badSignature) { try other.verify(token, now: 1000) }
-        #expect(throws: TokenSigner.VerifyError.malformed) { try signer.verify("a.b", now: 1000) }
+        await #expect(throws: TokenSigner.VerifyError.badSignature) { try await other.verify(token, now: 1000) }
+        await #expect(throws: TokenSigner.VerifyError.malformed) { try await signer.verify("a.b", now: 1000) }
         var tampered = Array(token)
         tampered[tampered.count / 2] = tampered[tampered.count / 2] == "A" ? "B" : "A"
-        #expect(throws: (any Error).self) { try signer.verify(String(tampered), now: 1000) }
+        await #expect(throws: (any Error).self) { try await signer.verify(String(tampered), now: 1000) }
+        // Another algorithm named in the header is refused, whatever the signature.
+        let parts = token.split(separator: ".")
+        let none = Data(#"{"alg":"none","typ":"JWT"}"#.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+        await #expect(throws: (any Error).self) { try await signer.verify("\(none).\(parts[1]).", now: 1000) }
+        await #expect(throws: (any Error).self) { try await signer.verify("\(none).\(parts[1]).\(parts[2])", now: 1000) }
     }
 
     @Test("credentials parsing")
