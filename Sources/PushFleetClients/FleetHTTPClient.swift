@@ -39,6 +39,9 @@ package struct Origin: Sendable {
         self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         self.port = parsed.port ?? 80
     }
+
+    /// Whether the host is this machine's loopback.
+    package var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
 }
 
 /// An HTTP/1.1 keep-alive pool to one origin, built straight on NIO: one request in flight per

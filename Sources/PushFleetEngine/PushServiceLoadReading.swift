@@ -9,6 +9,7 @@ import PushFleetWire
 /// and as it ends, the difference is what the service's loops did over the traffic.
 struct PushServiceLoadReading: Sendable, Equatable {
     let loops: [LoopLoad]
+    var process: ProcessLoad? = nil
 
     /// nil when the push service does not answer or does not say (it is not pushfleet's, or an
     /// older one): the run then makes no claim about it.
@@ -22,7 +23,7 @@ struct PushServiceLoadReading: Sendable, Equatable {
             let stats = try? JSONDecoder().decode(PushServiceStats.self, from: Data(exchange.body.readableBytesView)),
             let loops = stats.loops, !loops.isEmpty
         else { return nil }
-        return PushServiceLoadReading(loops: loops)
+        return PushServiceLoadReading(loops: loops, process: stats.process)
     }
 
     /// From `earlier` to this reading; nil when they are not of the same loops (the service
@@ -39,9 +40,14 @@ struct PushServiceLoadReading: Sendable, Equatable {
         let late = spans.reduce(0) { $0 + $1.lateChecks }
         let lateNanoseconds = spans.reduce(Int64(0)) { $0 + $1.lateNanoseconds }
         let busiest = spans.filter { $0.wallNanoseconds > 0 }.map { min(1, Double($0.cpuNanoseconds) / Double($0.wallNanoseconds)) }.max() ?? 0
-        return RunResult.Generator.PushServiceLoad(
+        var load = RunResult.Generator.PushServiceLoad(
             loops: spans.count, busiestLoopShare: busiest, checks: checks, lateChecks: late,
             lateThresholdMs: Double(LoopLoad.lateThreshold) / 1e6, meanLateMs: late > 0 ? Double(lateNanoseconds) / Double(late) / 1e6 : 0
         )
+        if let now = process, let then = earlier.process, let share = now.coreShare(since: then) {
+            load.processCoreShare = share
+            load.processCores = now.cores
+        }
+        return load
     }
 }

@@ -62,6 +62,9 @@ extension ResultBuilder {
             )
         }
         limits += Self.pushServiceLimits(load.pushService)
+        if let shared = Self.sharedMachineLimit(fleetCores: load.cpuCores, machineCores: load.cores, pushService: load.pushService) {
+            limits.append(shared)
+        }
         var notes: [String] = []
         if let cpu = load.cpuCores, load.cores > 0, cpu >= Self.cpuSaturation * Double(load.cores) {
             let text = "CPU saturation: the fleet process used \(Self.decimal(cpu)) of \(load.cores) cores over the traffic"
@@ -76,6 +79,19 @@ extension ResultBuilder {
         return generator
     }
 
+    /// The fleet and its push service in another process on the same machine, together at the
+    /// machine's CPU limit: each starves the other, whichever hop it shows in.
+    package static func sharedMachineLimit(fleetCores: Double?, machineCores: Int, pushService: RunResult.Generator.PushServiceLoad?)
+        -> String?
+    {
+        guard let fleet = fleetCores, machineCores > 0, let service = pushService, service.processOnFleetMachine == true,
+            let share = service.processCoreShare, let cores = service.processCores
+        else { return nil }
+        let serviceCores = share * Double(cores)
+        guard fleet + serviceCores >= cpuSaturation * Double(machineCores), share < cpuSaturation else { return nil }
+        return "pushfleet's processes saturated this machine: the fleet used \(decimal(fleet)) and its push service \(decimal(serviceCores)) of \(machineCores) cores over the traffic; pushes waited for CPU on pushfleet's side"
+    }
+
     /// The push service is pushfleet's: a backend's push waits for it to be accepted, so a push
     /// service that cannot keep up shows as a slow backend (the `backend` hop) unless said here.
     package static func pushServiceLimits(_ load: RunResult.Generator.PushServiceLoad?) -> [String] {
@@ -84,6 +100,11 @@ extension ResultBuilder {
         let consequence = "pushes waited for pushfleet's push service, and the backend hop includes that wait"
         if load.busiestLoopShare >= Self.loopSaturation {
             limits.append("push service saturated: its busiest event loop was busy \(Self.percent(load.busiestLoopShare)) of the traffic; " + consequence)
+        }
+        if let share = load.processCoreShare, let cores = load.processCores, share >= Self.cpuSaturation {
+            limits.append(
+                "push service's process saturated: it used \(Self.percent(share)) of its \(cores) core\(cores == 1 ? "" : "s") over the traffic; " + consequence
+            )
         }
         if load.lateChecks >= Self.lateCheckMinimum, load.lateShare >= Self.lateCheckShare {
             limits.append(

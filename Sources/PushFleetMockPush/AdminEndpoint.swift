@@ -51,6 +51,7 @@ struct AdminEndpoint {
         stats.deviceCapRefused = caps.reduce(0) { $0 + $1.refused }
         stats.deviceCapReached = caps.reduce(0) { $0 + $1.episodes }
         stats.loops = loopLoad?.snapshot
+        stats.process = loopLoad?.process
         return stats
     }
 

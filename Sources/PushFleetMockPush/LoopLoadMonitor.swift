@@ -11,6 +11,8 @@ import ServiceLifecycle
 final class LoopLoadMonitor: Service, Sendable {
     private let loops: [any EventLoop]
     private let tallies: [NIOLockedValueBox<LoopLoadTally>]
+    private let started = NIODeadline.now()
+    private let cores = LoopLoadMonitor.usableCores()
 
     init(group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
         var loops: [any EventLoop] = []
@@ -20,6 +22,16 @@ final class LoopLoadMonitor: Service, Sendable {
     }
 
     var snapshot: [LoopLoad] { tallies.map { $0.withLockedValue(\.load) } }
+
+    /// The whole process: every thread's CPU (the servers' Swift tasks run off the loops).
+    var process: ProcessLoad {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        let cpu = (Int64(usage.ru_utime.tv_sec) + Int64(usage.ru_stime.tv_sec)) * 1_000_000_000
+            + (Int64(usage.ru_utime.tv_usec) + Int64(usage.ru_stime.tv_usec)) * 1_000
+        let wall = Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds - started.uptimeNanoseconds)
+        return ProcessLoad(cpuNanoseconds: cpu, wallNanoseconds: wall, cores: cores)
+    }
 
     func run() async throws {
         let interval = TimeAmount.nanoseconds(LoopLoad.interval)
@@ -33,10 +45,23 @@ final class LoopLoadMonitor: Service, Sendable {
         for timer in timers { timer.cancel() }
     }
 
+    /// The cores this process may run on: its CPU affinity (`taskset`; `Cpus_allowed` in
+    /// /proc/self/status, as Swift's Glibc does not offer sched_getaffinity), within NIO's count
+    /// (which reads a cgroup's CPU quota).
+    static func usableCores() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed:") }) else { return System.coreCount }
+        let mask = line.dropFirst("Cpus_allowed:".count).filter { $0.isHexDigit }
+        let allowed = mask.reduce(0) { $0 + ($1.hexDigitValue ?? 0).nonzeroBitCount }
+        return allowed > 0 ? min(allowed, System.coreCount) : System.coreCount
+    }
+
     /// CPU time of the calling thread (ns).
     static func threadCPU() -> Int64 {
-        var time = timespec()
-        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
-        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+        // A timespec is two 64-bit words here (seconds, nanoseconds).
+        withUnsafeTemporaryAllocation(of: Int64.self, capacity: 2) { words in
+            let done = words.baseAddress!.withMemoryRebound(to: timespec.self, capacity: 1) { clock_gettime(CLOCK_THREAD_CPUTIME_ID, $0) }
+            return done == 0 ? words[0] * 1_000_000_000 + words[1] : 0
+        }
     }
 }

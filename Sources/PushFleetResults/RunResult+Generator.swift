@@ -51,6 +51,14 @@ extension RunResult {
             public var lateThresholdMs: Double
             /// How late the late checks woke, on average (ms).
             public var meanLateMs: Double
+            /// The share of its cores the push service's process used over the traffic, when it
+            /// runs in a process of its own (`serve`); nil in the fleet's process, whose CPU the
+            /// generator's own figures give.
+            public var processCoreShare: Double?
+            public var processCores: Int?
+            /// Whether that process runs on the fleet's machine (its URL is a loopback address):
+            /// the two then share the machine's cores.
+            public var processOnFleetMachine: Bool?
 
             public init(loops: Int, busiestLoopShare: Double, checks: Int, lateChecks: Int, lateThresholdMs: Double, meanLateMs: Double) {
                 self.loops = loops

@@ -35,3 +35,26 @@ public struct LoopLoad: Codable, Sendable, Equatable {
         return span
     }
 }
+
+/// The push service's process, totals since its load monitor started (`GET /admin/stats`,
+/// `process`): its CPU (every thread's) and the cores it may run on.
+public struct ProcessLoad: Codable, Sendable, Equatable {
+    public var cpuNanoseconds: Int64
+    public var wallNanoseconds: Int64
+    public var cores: Int
+
+    public init(cpuNanoseconds: Int64, wallNanoseconds: Int64, cores: Int) {
+        self.cpuNanoseconds = cpuNanoseconds
+        self.wallNanoseconds = wallNanoseconds
+        self.cores = cores
+    }
+
+    /// The share of its cores the process used from `earlier` to `self`; nil when `earlier` is
+    /// not an earlier reading of the same process, or no time passed.
+    public func coreShare(since earlier: ProcessLoad) -> Double? {
+        let cpu = cpuNanoseconds - earlier.cpuNanoseconds
+        let wall = wallNanoseconds - earlier.wallNanoseconds
+        guard cpu >= 0, wall > 0, cores > 0, cores == earlier.cores else { return nil }
+        return Double(cpu) / Double(wall) / Double(cores)
+    }
+}

@@ -39,6 +39,8 @@ public struct PushServiceStats: Codable, Sendable, Equatable {
     public var webPushSubscriptions: Int?
     /// The service's event loops, one entry each; nil from a push service that does not say.
     public var loops: [LoopLoad]?
+    /// The service's process; nil from a push service that does not say.
+    public var process: ProcessLoad?
 
     public init() {}
 }

@@ -27,12 +27,16 @@ struct PushServiceLoadTests {
 
     @Test("two readings give the busiest loop's share and the late checks between them; a restart or no check gives nothing")
     func readings() throws {
-        let before = PushServiceLoadReading(loops: [Self.loop(wall: 1_000, cpu: 100, checks: 10), Self.loop(wall: 1_000, cpu: 900, checks: 10)])
-        let after = PushServiceLoadReading(loops: [
-            Self.loop(wall: 3_000, cpu: 1_900, checks: 30, late: 4, lateNanoseconds: 800_000_000),
-            Self.loop(wall: 3_000, cpu: 1_100, checks: 30),
-        ])
+        let before = PushServiceLoadReading(
+            loops: [Self.loop(wall: 1_000, cpu: 100, checks: 10), Self.loop(wall: 1_000, cpu: 900, checks: 10)],
+            process: ProcessLoad(cpuNanoseconds: 1_000, wallNanoseconds: 1_000, cores: 2)
+        )
+        let after = PushServiceLoadReading(
+            loops: [Self.loop(wall: 3_000, cpu: 1_900, checks: 30, late: 4, lateNanoseconds: 800_000_000), Self.loop(wall: 3_000, cpu: 1_100, checks: 30)],
+            process: ProcessLoad(cpuNanoseconds: 3_000, wallNanoseconds: 3_000, cores: 2)
+        )
         let load = try #require(after.since(before))
+        #expect(load.processCoreShare == 0.5 && load.processCores == 2)
         #expect(load.loops == 2 && load.checks == 40 && load.lateChecks == 4)
         #expect(abs(load.busiestLoopShare - 0.9) < 1e-9)
         #expect(abs(load.meanLateMs - 200) < 1e-9 && load.lateThresholdMs == 100)
@@ -55,6 +59,22 @@ struct PushServiceLoadTests {
         late.lateChecks = 40
         #expect(limits(late).count == 1 && limits(late)[0].hasPrefix("push service behind: 40 of its event loops' 200 timer checks (20.0%)"))
         #expect(limits(late)[0].contains("the backend hop includes that wait"))
+        var busyProcess = calm
+        busyProcess.processCoreShare = 0.93
+        busyProcess.processCores = 1
+        #expect(limits(busyProcess) == [
+            "push service's process saturated: it used 93.0% of its 1 core over the traffic; pushes waited for pushfleet's push service, and the backend hop includes that wait"
+        ])
+        // The fleet's 0.7 cores and serve's 1.2 on one 2-core machine: together at its limit.
+        var beside = calm
+        beside.processCoreShare = 0.6
+        beside.processCores = 2
+        beside.processOnFleetMachine = true
+        let shared = ResultBuilder.sharedMachineLimit(fleetCores: 0.7, machineCores: 2, pushService: beside)
+        #expect(shared?.hasPrefix("pushfleet's processes saturated this machine: the fleet used 0.7 and its push service 1.2 of 2 cores") == true)
+        #expect(ResultBuilder.sharedMachineLimit(fleetCores: 0.3, machineCores: 2, pushService: beside) == nil)
+        beside.processOnFleetMachine = false
+        #expect(ResultBuilder.sharedMachineLimit(fleetCores: 0.7, machineCores: 2, pushService: beside) == nil, "on another machine")
         var few = calm
         few.checks = 20
         few.lateChecks = 4
@@ -104,6 +124,8 @@ struct PushServiceLoadTests {
         #expect(load.loops == MultiThreadedEventLoopGroup.singleton.makeIterator().reduce(0) { count, _ in count + 1 })
         #expect(load.checks >= load.loops * 10, "\(load)")
         #expect(!(result.generator?.limits ?? []).contains { $0.hasPrefix("push service") })
+        // In the fleet's own process the push service's CPU is the fleet's, and not given twice.
+        #expect(load.processCoreShare == nil)
         let html = String(decoding: try ReportFiles.render(result).first { $0.name == "report.html" }!.data, as: UTF8.self)
         #expect(html.contains("push service loops") && html.contains("of \(load.checks) checks 100 ms or more late"))
     }

@@ -43,6 +43,15 @@ struct LoopLoadTests {
         #expect(earlier.since(later) == nil)
     }
 
+    @Test("a process's share of its cores between two readings; none from another process or with no time between")
+    func processShare() {
+        let before = ProcessLoad(cpuNanoseconds: 1_000, wallNanoseconds: 10_000, cores: 2)
+        #expect(ProcessLoad(cpuNanoseconds: 19_000, wallNanoseconds: 20_000, cores: 2).coreShare(since: before) == 0.9)
+        #expect(ProcessLoad(cpuNanoseconds: 19_000, wallNanoseconds: 20_000, cores: 1).coreShare(since: before) == nil)
+        #expect(ProcessLoad(cpuNanoseconds: 500, wallNanoseconds: 20_000, cores: 2).coreShare(since: before) == nil)
+        #expect(before.coreShare(since: before) == nil)
+    }
+
     @Test("a push service whose loops are held busy says so in /admin/stats: every loop, its CPU and its late checks")
     func busyLoops() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
@@ -56,6 +65,8 @@ struct LoopLoadTests {
             }
             let first = try #require(before.loops)
             #expect(first.count == loops.count)
+            let process = try #require(before.process)
+            #expect(process.cores >= 1 && process.cpuNanoseconds > 0 && process.wallNanoseconds > 0, "\(process)")
             // Each loop spins for 400 ms of its thread's CPU (a loaded machine may take longer):
             // its timer, due every 100 ms, wakes at least 300 ms late.
             for loop in loops {
