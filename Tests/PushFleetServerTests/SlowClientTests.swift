@@ -118,14 +118,19 @@ struct SlowClientTests {
         let post = HTTP2Wire.headers(stream: 1, path: "/token", extra: [("content-length", "50000")], endStream: false)
         let parts: [(delay: Duration, bytes: [UInt8])] =
             [(.zero, HTTP2Wire.preface + post)] + (0..<40).map { _ in (.milliseconds(250), HTTP2Wire.data(stream: 1, [0x20])) }
+        // Read until the stream's answer ends it; the body guard's 408 comes long before the 20 s
+        // header and idle timeouts, however loaded the machine.
+        let answered: @Sendable ([UInt8]) -> Bool = { bytes in
+            HTTP2Wire.frames(bytes).contains { $0.type == HTTP2Wire.headersType && $0.stream == 1 && $0.flags & 0x1 != 0 }
+        }
         try await TestSystem.run(Self.configuration()) { (system: TestSystem) async throws in
-            let outcome = try await RawStream.run(port: Self.port(system.pushServiceHTTP2!), parts, wait: .seconds(6))
-            Self.expectStreamEnded(outcome, status: 408, within: 5, "h2c")
+            let outcome = try await RawStream.run(port: Self.port(system.pushServiceHTTP2!), parts, wait: .seconds(40), until: answered)
+            Self.expectStreamEnded(outcome, status: 408, within: 15, "h2c")
         }
         try await TLSTestSystem.run(limits: Self.limits()) { (tls: TLSTestSystem) async throws in
             let client = RawStream.TLS(configuration: try tls.clientTLS(), serverName: "api.push.apple.com", alpn: ["h2"])
-            let outcome = try await RawStream.run(port: tls.port, tls: client, parts, wait: .seconds(6))
-            Self.expectStreamEnded(outcome, status: 408, within: 5, "TLS h2")
+            let outcome = try await RawStream.run(port: tls.port, tls: client, parts, wait: .seconds(40), until: answered)
+            Self.expectStreamEnded(outcome, status: 408, within: 15, "TLS h2")
         }
     }
 
@@ -214,14 +219,17 @@ struct SlowClientTests {
         let liveness: [(delay: Duration, bytes: [UInt8])] =
             [(.zero, HTTP2Wire.preface)] + (1...5).map { (.milliseconds(300), HTTP2Wire.ping(UInt8($0))) }
         let flood: [(delay: Duration, bytes: [UInt8])] = [(.zero, HTTP2Wire.preface + (1...40).flatMap { HTTP2Wire.ping(UInt8($0)) })]
-        // The liveness run waits 3 s to see the connection kept; the flood's wait only bounds a
-        // hang (a loaded machine may take seconds to answer it), as the read ends at the close.
-        @Sendable func check(_ run: ([(delay: Duration, bytes: [UInt8])], Duration) async throws -> RawStream.Outcome, _ what: String) async throws {
-            let kept = try await run(liveness, .seconds(3))
+        // Each read ends at its outcome (the fifth ack, or the close); the waits only bound a
+        // hang, as a loaded machine may take seconds to answer.
+        let acked: @Sendable ([UInt8]) -> Bool = { bytes in HTTP2Wire.frames(bytes).count { $0.type == HTTP2Wire.pingType && $0.flags & 0x1 != 0 } >= 5 }
+        @Sendable func check(
+            _ run: ([(delay: Duration, bytes: [UInt8])], Duration, (@Sendable ([UInt8]) -> Bool)?) async throws -> RawStream.Outcome, _ what: String
+        ) async throws {
+            let kept = try await run(liveness, .seconds(60), acked)
             let keptFrames = HTTP2Wire.frames(kept.bytes)
             #expect(keptFrames.count { $0.type == HTTP2Wire.pingType && $0.flags & 0x1 != 0 } == 5, "\(what): acks \(keptFrames.map(\.type))")
             #expect(!keptFrames.contains { $0.type == HTTP2Wire.goAwayType } && kept.closedAfter == nil, "\(what): liveness pings closed the connection after \(String(describing: kept.closedAfter)) s: \(keptFrames)")
-            let flooded = try await run(flood, .seconds(60))
+            let flooded = try await run(flood, .seconds(60), nil)
             let goAway = HTTP2Wire.frames(flooded.bytes).first { $0.type == HTTP2Wire.goAwayType }
             #expect(goAway.map { Array($0.payload[4..<8]) } == [0, 0, 0, 11], "\(what): GOAWAY \(String(describing: goAway))")
             #expect(goAway.map { String(decoding: $0.payload.dropFirst(8), as: UTF8.self) } == "too_many_pings")
@@ -229,11 +237,11 @@ struct SlowClientTests {
         }
         try await TestSystem.run(Self.configuration()) { (system: TestSystem) async throws in
             let port = Self.port(system.pushServiceHTTP2!)
-            try await check({ try await RawStream.run(port: port, $0, wait: $1) }, "h2c")
+            try await check({ try await RawStream.run(port: port, $0, wait: $1, until: $2) }, "h2c")
         }
         try await TLSTestSystem.run(limits: Self.limits()) { (tls: TLSTestSystem) async throws in
             let client = RawStream.TLS(configuration: try tls.clientTLS(), serverName: "api.push.apple.com", alpn: ["h2"])
-            try await check({ try await RawStream.run(port: tls.port, tls: client, $0, wait: $1) }, "TLS h2")
+            try await check({ try await RawStream.run(port: tls.port, tls: client, $0, wait: $1, until: $2) }, "TLS h2")
         }
     }
 
