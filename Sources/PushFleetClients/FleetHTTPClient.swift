@@ -41,7 +41,7 @@ package struct Origin: Sendable {
     }
 
     /// Whether the host is this machine's loopback.
-    package var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
+    package var isLoopback: Bool { LoopbackHost.contains(host) }
 }
 
 /// An HTTP/1.1 keep-alive pool to one origin, built straight on NIO: one request in flight per

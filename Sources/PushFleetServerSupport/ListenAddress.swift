@@ -1,3 +1,5 @@
+import PushFleetCore
+
 /// A `HOST:PORT` to listen on or connect to. IPv6 hosts are written in brackets: `[::1]:8080`.
 public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     public var host: String
@@ -40,7 +42,5 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     public var httpURL: String { "http://\(authority)" }
 
     /// Whether only this machine can reach the address.
-    public var isLoopback: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
+    public var isLoopback: Bool { LoopbackHost.contains(host) }
 }
