@@ -140,14 +140,10 @@ struct FleetRun: Sendable {
             // The drain judges under the recorder's lock; only the traffic's lag is the generator's.
             timeline.eventLag = events.longestLag
             if let loadBefore, let loadAfter = await PushServiceLoadReading.read(context) {
-                timeline.pushServiceLoad = loadAfter.since(loadBefore)
-                // In this process the push service's CPU is the fleet's, judged as such.
-                if context.system.pushWatch != nil {
-                    timeline.pushServiceLoad?.processCoreShare = nil
-                    timeline.pushServiceLoad?.processCores = nil
-                } else if timeline.pushServiceLoad?.processCoreShare != nil {
-                    timeline.pushServiceLoad?.processOnFleetMachine = Origin(context.system.pushService)?.isLoopback ?? false
-                }
+                timeline.pushServiceLoad = loadAfter.since(
+                    loadBefore, inFleetProcess: context.system.pushWatch != nil,
+                    onFleetMachine: Origin(context.system.pushService)?.isLoopback ?? false
+                )
             }
             if context.isStopping { context.emit(.marker("stop requested", at: timeline.trafficEnd)) }
             let listen = stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace

@@ -11,6 +11,37 @@ struct PushServiceLoadReading: Sendable, Equatable {
     let loops: [LoopLoad]
     var process: ProcessLoad? = nil
 
+    /// Bounds on what a push service may report, checked where a reading enters: beyond them
+    /// (a broken or hostile service) the run makes no claim, and the arithmetic below cannot
+    /// overflow (1,024 loops of 2^52 ns, about 52 days of uptime, sum within Int64).
+    static let maxLoops = 1_024
+    static let maxNanoseconds: Int64 = 1 << 52
+    static let maxChecks = 1 << 40
+    static let maxCores = 4_096
+
+    init(loops: [LoopLoad], process: ProcessLoad? = nil) {
+        self.loops = loops
+        self.process = process
+    }
+
+    /// nil when `stats` gives no loops or a value out of range.
+    init?(stats: PushServiceStats) {
+        guard let loops = stats.loops, (1...Self.maxLoops).contains(loops.count) else { return nil }
+        let nanoseconds = 0...Self.maxNanoseconds
+        let counts = 0...Self.maxChecks
+        for loop in loops {
+            guard nanoseconds.contains(loop.wallNanoseconds), nanoseconds.contains(loop.cpuNanoseconds), nanoseconds.contains(loop.lateNanoseconds),
+                counts.contains(loop.checks), counts.contains(loop.lateChecks)
+            else { return nil }
+        }
+        if let process = stats.process {
+            guard nanoseconds.contains(process.cpuNanoseconds), nanoseconds.contains(process.wallNanoseconds),
+                (1...Self.maxCores).contains(process.cores)
+            else { return nil }
+        }
+        self.init(loops: loops, process: stats.process)
+    }
+
     /// nil when the push service does not answer or does not say (it is not pushfleet's, or an
     /// older one): the run then makes no claim about it.
     static func read(_ context: RunContext) async -> PushServiceLoadReading? {
@@ -20,15 +51,18 @@ struct PushServiceLoadReading: Sendable, Equatable {
         )
         await admin.shutdown()
         guard case .success(let exchange) = answer, exchange.status == 200,
-            let stats = try? JSONDecoder().decode(PushServiceStats.self, from: Data(exchange.body.readableBytesView)),
-            let loops = stats.loops, !loops.isEmpty
+            let stats = try? JSONDecoder().decode(PushServiceStats.self, from: Data(exchange.body.readableBytesView))
         else { return nil }
-        return PushServiceLoadReading(loops: loops, process: stats.process)
+        return PushServiceLoadReading(stats: stats)
     }
 
     /// From `earlier` to this reading; nil when they are not of the same loops (the service
-    /// restarted) or no check fell between them.
-    func since(_ earlier: PushServiceLoadReading) -> RunResult.Generator.PushServiceLoad? {
+    /// restarted) or no check fell between them. A push service in the fleet's own process gives
+    /// no process figures (its CPU is the fleet's, judged as such); one in another process says
+    /// whether it shares the fleet's machine.
+    func since(
+        _ earlier: PushServiceLoadReading, inFleetProcess: Bool = false, onFleetMachine: Bool = false
+    ) -> RunResult.Generator.PushServiceLoad? {
         guard loops.count == earlier.loops.count else { return nil }
         var spans: [LoopLoad] = []
         for (now, then) in zip(loops, earlier.loops) {
@@ -44,9 +78,10 @@ struct PushServiceLoadReading: Sendable, Equatable {
             loops: spans.count, busiestLoopShare: busiest, checks: checks, lateChecks: late,
             lateThresholdMs: Double(LoopLoad.lateThreshold) / 1e6, meanLateMs: late > 0 ? Double(lateNanoseconds) / Double(late) / 1e6 : 0
         )
-        if let now = process, let then = earlier.process, let share = now.coreShare(since: then) {
+        if !inFleetProcess, let now = process, let then = earlier.process, let share = now.coreShare(since: then) {
             load.processCoreShare = share
             load.processCores = now.cores
+            load.processOnFleetMachine = onFleetMachine
         }
         return load
     }

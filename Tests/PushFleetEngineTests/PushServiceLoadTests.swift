@@ -45,6 +45,43 @@ struct PushServiceLoadTests {
         #expect(after.since(PushServiceLoadReading(loops: [Self.loop(wall: 0, cpu: 0, checks: 0)])) == nil)
     }
 
+    @Test("a reading out of range, from a broken or hostile push service, is none, and no difference overflows; in the fleet's process no process figures")
+    func hostileReadings() throws {
+        func stats(_ loops: [LoopLoad]?, process: ProcessLoad? = nil) -> PushServiceStats {
+            var stats = PushServiceStats()
+            stats.loops = loops
+            stats.process = process
+            return stats
+        }
+        let fine = Self.loop(wall: 1_000, cpu: 10, checks: 1)
+        #expect(PushServiceLoadReading(stats: stats([fine])) != nil)
+        #expect(PushServiceLoadReading(stats: stats(nil)) == nil)
+        #expect(PushServiceLoadReading(stats: stats([])) == nil)
+        #expect(PushServiceLoadReading(stats: stats(Array(repeating: fine, count: 1_025))) == nil)
+        for hostile in [
+            Self.loop(wall: .max, cpu: 0, checks: 1), Self.loop(wall: 1, cpu: .min, checks: 1), Self.loop(wall: 1, cpu: 0, checks: .max),
+            Self.loop(wall: 1, cpu: 0, checks: 1, late: -1), Self.loop(wall: 1, cpu: 0, checks: 1, late: 1, lateNanoseconds: .max),
+        ] {
+            #expect(PushServiceLoadReading(stats: stats([fine, hostile])) == nil, "\(hostile)")
+        }
+        #expect(PushServiceLoadReading(stats: stats([fine], process: ProcessLoad(cpuNanoseconds: 1, wallNanoseconds: 1, cores: 0))) == nil)
+        #expect(PushServiceLoadReading(stats: stats([fine], process: ProcessLoad(cpuNanoseconds: .max, wallNanoseconds: 1, cores: 2))) == nil)
+        // At the bounds, every difference and sum stays within Int64.
+        let top = Self.loop(wall: PushServiceLoadReading.maxNanoseconds, cpu: PushServiceLoadReading.maxNanoseconds, checks: PushServiceLoadReading.maxChecks,
+            late: PushServiceLoadReading.maxChecks, lateNanoseconds: PushServiceLoadReading.maxNanoseconds)
+        let zero = Self.loop(wall: 0, cpu: 0, checks: 0)
+        let high = try #require(PushServiceLoadReading(stats: stats(Array(repeating: top, count: PushServiceLoadReading.maxLoops))))
+        let low = try #require(PushServiceLoadReading(stats: stats(Array(repeating: zero, count: PushServiceLoadReading.maxLoops))))
+        #expect(high.since(low)?.busiestLoopShare == 1)
+        #expect(low.since(high) == nil)
+        // A push service in the fleet's process gives no process figures; another says where it runs.
+        let before = PushServiceLoadReading(loops: [zero], process: ProcessLoad(cpuNanoseconds: 0, wallNanoseconds: 0, cores: 2))
+        let after = PushServiceLoadReading(loops: [fine], process: ProcessLoad(cpuNanoseconds: 500, wallNanoseconds: 1_000, cores: 2))
+        #expect(after.since(before, inFleetProcess: true, onFleetMachine: true)?.processCoreShare == nil)
+        let beside = try #require(after.since(before, onFleetMachine: true))
+        #expect(beside.processCoreShare == 0.25 && beside.processOnFleetMachine == true)
+    }
+
     @Test("a saturated loop, or loops often late, are the generator's limits; a push service that kept up is none")
     func limits() {
         func limits(_ load: RunResult.Generator.PushServiceLoad) -> [String] {
