@@ -133,14 +133,16 @@ public struct EmbeddedSystem: Sendable {
         )
     }
 
-    /// Runs the system for the duration of `body`, then shuts it down gracefully.
+    /// Runs the system for the duration of `body`, then shuts it down gracefully, waiting up to
+    /// `shutdownWithin` before the servers still closing are cancelled.
     public static func withRunning<T: Sendable>(
         _ configuration: Configuration = .init(),
         logger: Logger = Logger(label: "pushfleet.embedded"),
+        shutdownWithin: Duration = .seconds(5),
         _ body: @escaping @Sendable (EmbeddedSystem, Endpoints) async throws -> T
     ) async throws -> T {
         let system = EmbeddedSystem(configuration: configuration)
-        return try await withServices(system.makeServices(logger: logger), logger: logger) {
+        return try await withServices(system.makeServices(logger: logger), logger: logger, shutdownWithin: shutdownWithin) {
             try await body(system, try await system.endpoints())
         }
     }

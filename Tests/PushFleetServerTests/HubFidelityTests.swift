@@ -245,9 +245,11 @@ struct HubFidelityTests {
 @Suite("Notification hub shutdown")
 struct HubShutdownTests {
     @Test func stoppingWhileSendsFanOutIsPrompt() async throws {
-        // Every push throttled and retried with long backoffs: a send would take seconds to finish.
-        let settings = NotificationHub.Settings(namespace: "stopping", hubName: "hub", backoff: .milliseconds(400))
-        let stoppedAt = try await TestSystem.run(.withHub(settings)) { system in
+        // Every push throttled and retried nine times, up to 2 s apart: a send left to finish
+        // takes about 9 s, its slowest push longer. The servers may take a minute to stop, so
+        // only the hub's own promptness is measured.
+        let settings = NotificationHub.Settings(namespace: "stopping", hubName: "hub", maxAttempts: 10, backoff: .seconds(2))
+        let stoppedAt = try await TestSystem.run(.withHub(settings), shutdownWithin: .seconds(60)) { system in
             try await system.setFaults(FaultSettings(throttle: 1))
             let sdk = DotNetHubWire(base: system.pushService, settings: settings)
             for index in 0..<100 {
@@ -263,7 +265,7 @@ struct HubShutdownTests {
             return ContinuousClock.now
         }
         let took = ContinuousClock.now - stoppedAt
-        #expect(took < .seconds(2), "stopping took \(took)")
+        #expect(took < .seconds(6), "stopping took \(took)")
     }
 }
 

@@ -16,19 +16,21 @@ package struct TestSystem: Sendable {
 
     package static func run<T: Sendable>(
         _ configuration: EmbeddedSystem.Configuration = .init(),
+        shutdownWithin: Duration = .seconds(5),
         _ body: @escaping @Sendable (TestSystem) async throws -> T
     ) async throws -> T {
-        try await runEmbedded(configuration) { _, test in try await body(test) }
+        try await runEmbedded(configuration, shutdownWithin: shutdownWithin) { _, test in try await body(test) }
     }
 
     /// The same, with the running system at hand (to restart its backend, say).
     package static func runEmbedded<T: Sendable>(
         _ configuration: EmbeddedSystem.Configuration = .init(),
+        shutdownWithin: Duration = .seconds(5),
         _ body: @escaping @Sendable (EmbeddedSystem, TestSystem) async throws -> T
     ) async throws -> T {
         var logger = Logger(label: "test-system")
         logger.logLevel = .warning
-        return try await EmbeddedSystem.withRunning(configuration, logger: logger) { system, endpoints in
+        return try await EmbeddedSystem.withRunning(configuration, logger: logger, shutdownWithin: shutdownWithin) { system, endpoints in
             try await body(
                 system,
                 TestSystem(
