@@ -47,6 +47,9 @@ let package = Package(
         .target(name: "PushFleetWire", dependencies: ["PushFleetCore"], swiftSettings: swiftSettings),
         // Pure domain: no I/O, no clocks read except through WallClock, no networking.
         .target(name: "PushFleetCore", swiftSettings: swiftSettings),
+        // The delivery ledger, its judge and the hops: what each (send, device) pair became and
+        // why. Pure, above the scenario model; the servers never link it.
+        .target(name: "PushFleetLedger", dependencies: ["PushFleetCore"], swiftSettings: swiftSettings),
         // Web Push's cryptography (RFC 8291 message encryption, RFC 8292 VAPID): pure, for the
         // push service, the backends, the hub and the virtual browsers alike.
         .target(
@@ -63,7 +66,7 @@ let package = Package(
         // What a run measured (run.json's model): the report target needs nothing else.
         .target(
             name: "PushFleetResults",
-            dependencies: ["PushFleetCore", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            dependencies: ["PushFleetCore", "PushFleetLedger", .product(name: "Histogram", package: "hdrhistogram-swift")],
             swiftSettings: swiftSettings
         ),
         // Events to numbers: the recorder, the ledger's judgement into a result, live metrics.
@@ -71,6 +74,7 @@ let package = Package(
             name: "PushFleetMetrics",
             dependencies: [
                 "PushFleetCore",
+                "PushFleetLedger",
                 "PushFleetResults",
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -100,6 +104,7 @@ let package = Package(
             name: "PushFleetEngine",
             dependencies: [
                 "PushFleetCore",
+                "PushFleetLedger",
                 "PushFleetWire",
                 "PushFleetResults",
                 "PushFleetMetrics",
@@ -118,6 +123,7 @@ let package = Package(
             name: "PushFleetLauncher",
             dependencies: [
                 "PushFleetCore",
+                "PushFleetLedger",
                 "PushFleetEngine",
                 "PushFleetMetrics",
                 "PushFleetResults",
@@ -134,7 +140,7 @@ let package = Package(
         // Report files from a run's result: no I/O of its own, the CLI writes the bytes.
         .target(
             name: "PushFleetReport",
-            dependencies: ["PushFleetCore", "PushFleetResults"],
+            dependencies: ["PushFleetCore", "PushFleetLedger", "PushFleetResults"],
             swiftSettings: swiftSettings
         ),
         // Small pieces both servers need on top of Hummingbird.
@@ -250,6 +256,7 @@ let package = Package(
             name: "PushFleetBench",
             dependencies: [
                 "PushFleetCore",
+                "PushFleetLedger",
                 "PushFleetBackend",
                 "PushFleetWebPush",
                 "PushFleetScenario",
@@ -278,6 +285,7 @@ let package = Package(
             name: "pushfleet",
             dependencies: [
                 "PushFleetCore",
+                "PushFleetLedger",
                 "PushFleetScenario",
                 "PushFleetEngine",
                 "PushFleetResults",
@@ -386,7 +394,17 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 "PushFleetWebPush",
                 "PushFleetCore",
+                "PushFleetLedger",
                 "PushFleetScenario",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The ledger and its judge, pure: no scenario files, no sockets.
+        .testTarget(
+            name: "PushFleetLedgerTests",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetLedger",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
@@ -412,6 +430,7 @@ let package = Package(
             name: "PushFleetResultsTests",
             dependencies: [
                 "PushFleetCore",
+                "PushFleetLedger",
                 "PushFleetMetrics",
                 "PushFleetReport",
                 "PushFleetResults",
@@ -427,6 +446,7 @@ let package = Package(
                 "PushFleetBackend",
                 "PushFleetTestSupport",
                 "PushFleetCore",
+                "PushFleetLedger",
                 "PushFleetWire",
                 "PushFleetScenario",
                 "PushFleetWebPush",
@@ -443,7 +463,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -458,6 +477,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 "PushFleetTestSupport",
@@ -489,6 +509,7 @@ let package = Package(
             dependencies: [
                 "PushFleetTestSupport",
                 "PushFleetCore",
+                "PushFleetLedger",
                 "PushFleetResults",
                 "PushFleetReport",
                 "PushFleetEngine",

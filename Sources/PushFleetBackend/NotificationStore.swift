@@ -1,5 +1,6 @@
 import Foundation
 import PushFleetCore
+import PushFleetServerSupport
 import Synchronization
 
 /// Stored secure and rich notifications, readable by their recipient only.

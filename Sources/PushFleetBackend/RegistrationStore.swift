@@ -1,5 +1,6 @@
 import Foundation
 import PushFleetCore
+import PushFleetServerSupport
 import PushFleetWire
 import Synchronization
 

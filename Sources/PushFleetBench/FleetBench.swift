@@ -4,6 +4,7 @@ import Logging
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
+import PushFleetLedger
 import PushFleetResults
 import PushFleetScenario
 import Synchronization

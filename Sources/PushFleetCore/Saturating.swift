@@ -32,5 +32,5 @@ public enum Saturating {
 
 extension UInt32 {
     /// The value, or one less than `limit` when it is not below it.
-    func clamped(below limit: UInt32) -> UInt32 { self < limit ? self : limit - 1 }
+    package func clamped(below limit: UInt32) -> UInt32 { self < limit ? self : limit - 1 }
 }

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import PushFleetClients
 import PushFleetCore
+import PushFleetLedger
 import PushFleetMetrics
 import PushFleetResults
 import Synchronization

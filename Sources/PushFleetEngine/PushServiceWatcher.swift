@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import PushFleetClients
 import PushFleetCore
+import PushFleetLedger
 import PushFleetMetrics
 import PushFleetWire
 import Synchronization

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import PushFleetClients
+import PushFleetLedger
 import PushFleetMetrics
 import PushFleetCore
 import PushFleetWire

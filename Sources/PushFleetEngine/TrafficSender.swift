@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import PushFleetCore
+import PushFleetLedger
 import PushFleetWire
 import Synchronization
 import PushFleetClients

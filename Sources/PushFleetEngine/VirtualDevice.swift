@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import PushFleetClients
 import PushFleetCore
+import PushFleetLedger
 import PushFleetMetrics
 import PushFleetWire
 import Synchronization

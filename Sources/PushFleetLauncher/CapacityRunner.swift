@@ -1,5 +1,6 @@
 public import PushFleetCore
 public import PushFleetEngine
+import PushFleetLedger
 public import PushFleetResults
 import Foundation
 import Logging

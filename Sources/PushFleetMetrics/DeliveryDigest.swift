@@ -1,4 +1,5 @@
 import PushFleetCore
+import PushFleetLedger
 import PushFleetResults
 
 /// The delivered pairs of folded sends, kept as summaries of fixed size rather than one row each

@@ -1,5 +1,6 @@
 import Foundation
 import PushFleetCore
+import PushFleetLedger
 
 /// Reads a tape back into run events (``EventTape``). Every number is checked where it is
 /// read: a damaged or foreign file is an error naming the byte, never a crash.

@@ -1,4 +1,5 @@
 import PushFleetCore
+import PushFleetLedger
 
 /// The record kinds of ``EventTape``; numbers are the format's, never reused.
 enum EventTapeKind: UInt8 {

@@ -1,5 +1,6 @@
 public import Prometheus
-package import PushFleetCore
+import PushFleetCore
+package import PushFleetLedger
 
 /// Live OpenMetrics/Prometheus exposition of a run (`--metrics-listen`), through
 /// swift-prometheus. Labels are low-cardinality only: operation, kind, result, error class,

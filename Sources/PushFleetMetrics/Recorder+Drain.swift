@@ -1,4 +1,5 @@
 import PushFleetCore
+import PushFleetLedger
 import Synchronization
 
 extension Recorder {

@@ -1,5 +1,6 @@
 import Foundation
 package import PushFleetCore
+import PushFleetLedger
 import Synchronization
 
 extension Recorder {

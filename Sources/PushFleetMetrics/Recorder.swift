@@ -1,4 +1,5 @@
 import Prometheus
+package import PushFleetLedger
 import PushFleetResults
 package import PushFleetCore
 package import Synchronization

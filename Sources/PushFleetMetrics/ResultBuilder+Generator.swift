@@ -1,5 +1,6 @@
 import Foundation
 import PushFleetCore
+import PushFleetLedger
 package import PushFleetResults
 
 extension ResultBuilder {

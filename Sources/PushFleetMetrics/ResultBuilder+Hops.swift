@@ -1,4 +1,5 @@
 import PushFleetCore
+import PushFleetLedger
 import PushFleetResults
 
 /// The hop-by-hop part of a result: each hop's latency histograms, the funnels and the

@@ -1,5 +1,6 @@
 import Foundation
 package import PushFleetCore
+import PushFleetLedger
 package import PushFleetResults
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 public import PushFleetCore
+import PushFleetServerSupport
 import PushFleetWebPush
 public import PushFleetWire
 import Synchronization

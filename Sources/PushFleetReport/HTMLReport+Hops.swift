@@ -1,5 +1,6 @@
 import Foundation
 import PushFleetCore
+import PushFleetLedger
 import PushFleetResults
 
 /// The "where pushes went" section: each platform's funnel, why pairs were lost, late or

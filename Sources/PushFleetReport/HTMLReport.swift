@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetLedger
 public import PushFleetResults
 import PushFleetCore
 

@@ -1,4 +1,5 @@
 public import Foundation
+import PushFleetLedger
 public import PushFleetResults
 import PushFleetCore
 

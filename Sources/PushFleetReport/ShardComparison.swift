@@ -1,5 +1,6 @@
 import Foundation
 import PushFleetCore
+import PushFleetLedger
 public import PushFleetResults
 
 /// A run played as one process beside the same scenario and seed played as shards and merged:

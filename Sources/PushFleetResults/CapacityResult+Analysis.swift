@@ -1,5 +1,6 @@
 import Foundation
 public import PushFleetCore
+import PushFleetLedger
 
 extension CapacityStep {
     /// The step a capacity run's result makes: its window's numbers, or the whole run's when it

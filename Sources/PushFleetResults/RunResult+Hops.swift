@@ -1,4 +1,5 @@
-public import PushFleetCore
+import PushFleetCore
+public import PushFleetLedger
 
 extension RunResult {
     /// Where the run's pushes went: how much of the push service the run saw, each platform's

@@ -1,4 +1,5 @@
-public import PushFleetCore
+import PushFleetCore
+public import PushFleetLedger
 
 extension RunResult {
     /// A span of the traffic judged on its own: only the sends whose intended start fell in it,

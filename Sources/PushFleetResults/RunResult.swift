@@ -1,4 +1,5 @@
-public import PushFleetCore
+import PushFleetCore
+public import PushFleetLedger
 
 /// Everything a run measured, as `run.json` holds it; every report file is rendered from this.
 public struct RunResult: Sendable, Codable {

@@ -1,5 +1,6 @@
 import Foundation
 import PushFleetCore
+import PushFleetLedger
 import PushFleetReport
 import PushFleetResults
 

@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import PushFleetCore
+import PushFleetLedger
 import PushFleetReport
 import PushFleetEngine
 import PushFleetLauncher

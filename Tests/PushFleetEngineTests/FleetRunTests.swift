@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Prometheus
 import PushFleetCore
+import PushFleetLedger
 import PushFleetReport
 import PushFleetEngine
 import PushFleetLauncher

@@ -3,6 +3,7 @@ import Logging
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
+import PushFleetLedger
 import PushFleetReport
 import PushFleetResults
 import PushFleetScenario

@@ -2,6 +2,7 @@ import Logging
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
+import PushFleetLedger
 import PushFleetResults
 import PushFleetScenario
 import PushFleetServerSupport

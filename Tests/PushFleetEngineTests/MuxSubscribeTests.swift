@@ -3,6 +3,7 @@ import Logging
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
+import PushFleetLedger
 import PushFleetResults
 import PushFleetScenario
 import PushFleetTestSupport

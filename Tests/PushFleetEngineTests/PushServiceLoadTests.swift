@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import PushFleetCore
 @testable import PushFleetEngine
+import PushFleetLedger
 import PushFleetMetrics
 import PushFleetReport
 import PushFleetResults

@@ -1,6 +1,7 @@
 import Logging
 import PushFleetCore
 import PushFleetLauncher
+import PushFleetLedger
 import PushFleetResults
 import PushFleetScenario
 import PushFleetTestSupport

@@ -2,6 +2,7 @@ import Foundation
 import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
+import PushFleetLedger
 import PushFleetResults
 import PushFleetScenario
 import PushFleetTestSupport

@@ -4,6 +4,7 @@ import PushFleetCore
 import PushFleetEngine
 import PushFleetLauncher
 import Prometheus
+import PushFleetLedger
 import PushFleetMetrics
 import PushFleetReport
 import PushFleetResults

@@ -1,5 +1,6 @@
 import Foundation
 import PushFleetCore
+import PushFleetLedger
 @testable import PushFleetMetrics
 import PushFleetResults
 import PushFleetScenario

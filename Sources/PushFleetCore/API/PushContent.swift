@@ -6,13 +6,6 @@ public enum Nonce: Equatable, Sendable {
     case this(Int)
     /// A send of another run (another run id, or the format of a build without run ids).
     case otherRun
-
-    public var attribution: DeliveryLedger.Attribution {
-        switch self {
-        case .this(let send): .send(send)
-        case .otherRun: .otherRun
-        }
-    }
 }
 
 /// What a received push says, read through the description's ``PushLayout``.
@@ -23,15 +16,6 @@ public enum PushContent: Equatable, Sendable {
     case secure(id: String)
     /// A rich push: the stored content's id and the nonce its message carries.
     case rich(id: String, nonce: Nonce?)
-
-    /// What the push names before any fetch.
-    public var attribution: DeliveryLedger.Attribution {
-        switch self {
-        case .plain(let nonce): nonce?.attribution ?? .unattributable
-        case .secure(let id): .content(id)
-        case .rich(let id, let nonce): nonce?.attribution ?? .content(id)
-        }
-    }
 
     /// The marker every message of a run carries.
     public static func nonceText(_ send: Int, run: String) -> String { "pf:\(run):\(send)" }

@@ -1,4 +1,5 @@
 import PushFleetCore
+import PushFleetServerSupport
 import Synchronization
 
 /// Access tokens the mock minted (Google's and WNS's OAuth), with what each grants and when it

@@ -1,3 +1,5 @@
+import PushFleetCore
+
 extension DeliveryLedger {
     /// Why ledgers cannot be joined.
     public struct MergeError: Error, Equatable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import PushFleetCore
+
 extension DeliveryLedger {
     /// The pairs still awaited, kept up to date as material is recorded, so a run's drain can
     /// ask "is anything outstanding?" without judging the whole ledger.

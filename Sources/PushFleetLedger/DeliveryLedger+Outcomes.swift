@@ -1,3 +1,5 @@
+public import PushFleetCore
+
 /// What the ledger's judgement says: outcomes, their counts, and the evidence behind them.
 extension DeliveryLedger {
     /// Every (send, device) pair and every push ends as exactly one of these (see ``DeliveryLedger``).

@@ -1,3 +1,5 @@
+public import PushFleetCore
+
 /// Where pairs went wrong, and how long each hop took: the judge's explanation of every lost,
 /// late and unverified pair by the push service's reports (``PushTrail``) and the paths that came
 /// with receipts.

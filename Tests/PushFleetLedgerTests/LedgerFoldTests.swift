@@ -1,5 +1,6 @@
 import PropertyBased
 import PushFleetCore
+import PushFleetLedger
 import Testing
 
 /// Folding (judging settled sends during the run and letting them go) against judging the same

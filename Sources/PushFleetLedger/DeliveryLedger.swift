@@ -1,3 +1,5 @@
+public import PushFleetCore
+
 /// The delivery ledger: what was sent to whom, what each device received or had refused, and —
 /// at the end — one outcome for every (send, device) pair and every push.
 ///

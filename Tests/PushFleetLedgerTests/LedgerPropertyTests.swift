@@ -1,5 +1,6 @@
 import PropertyBased
 import PushFleetCore
+import PushFleetLedger
 import Testing
 
 /// The ledger against a small model written apart from it: random timelines of registrations,

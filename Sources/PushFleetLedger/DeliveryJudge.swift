@@ -1,3 +1,5 @@
+import PushFleetCore
+
 /// Judges a ledger's raw material into a ``DeliveryLedger/Verdict``, in named steps:
 /// 1. **content owners**: which send each stored content id belongs to;
 /// 2. **expectations**: who each send expected, and whose state changed while it was open;

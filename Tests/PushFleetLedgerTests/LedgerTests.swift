@@ -1,4 +1,5 @@
 import PushFleetCore
+import PushFleetLedger
 import Testing
 
 /// The ledger's verdict for every outcome class, on hand-built timelines (no I/O).

@@ -1,4 +1,5 @@
 import PushFleetCore
+import PushFleetLedger
 import Testing
 
 /// Where each lost, late and unverified pair went wrong, judged from the push service's reports

@@ -1,6 +1,7 @@
 import Foundation
 import PropertyBased
 @testable import PushFleetCore
+@testable import PushFleetLedger
 import Testing
 
 /// How the ledger stores what a run records by the million: sends in place by number, content

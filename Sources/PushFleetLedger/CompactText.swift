@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 
 /// An id kept for every send and receipt of a run, stored small: a UUID in its canonical text
 /// (all lower or all upper case, as backends mint stored content ids) as its 16 bytes inline,

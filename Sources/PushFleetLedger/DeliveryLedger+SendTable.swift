@@ -1,3 +1,5 @@
+import PushFleetCore
+
 extension DeliveryLedger {
     /// The run's sends by id. A run numbers its sends 1, 2, 3… (a shard I of K: I, I+K, I+2K…,
     /// ``spaced(stride:offset:)``), so they sit in an array at their number: a dictionary would

@@ -1,3 +1,5 @@
+import PushFleetCore
+
 extension DeliveryJudge {
     /// The refused pushes the backend should have known not to make (by rejection index), with
     /// when it knew. It was told by another send whose push to the same token was refused: at

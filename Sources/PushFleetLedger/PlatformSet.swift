@@ -1,3 +1,5 @@
+import PushFleetCore
+
 /// A set of platforms as one byte of flags, for records a run keeps by the million.
 enum PlatformSet {
     static func flag(_ platform: Scenario.PlatformName) -> UInt8 {

@@ -1,3 +1,5 @@
+import PushFleetCore
+
 extension DeliveryLedger {
     /// Judges every pair and every push (``DeliveryJudge``). `deadline` separates delivered from
     /// late; at most `incidentLimit` incidents of each outcome are kept. When listening stopped

@@ -1,3 +1,5 @@
+import PushFleetCore
+
 /// The judge's explanations: where each lost, late and unverified pair went wrong, from the push
 /// service's reports (``DeliveryLedger/PushTrail``) and the paths receipts carry, and each
 /// platform's funnel. Only what was seen is said: with a push service that is not pushfleet's, or

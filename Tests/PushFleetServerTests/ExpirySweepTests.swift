@@ -1,4 +1,5 @@
 import PushFleetCore
+import PushFleetServerSupport
 import Testing
 
 @Suite("Expiry sweep")

@@ -1,4 +1,5 @@
 import PushFleetCore
+import PushFleetLedger
 import Testing
 
 /// Pushes a browser could not decrypt: counted on their own, failing the default gate, and each

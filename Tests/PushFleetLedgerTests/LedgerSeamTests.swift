@@ -1,5 +1,6 @@
 import PropertyBased
 @testable import PushFleetCore
+@testable import PushFleetLedger
 import Testing
 
 /// The judge's seams: the drain's running count, ledgers recorded in parts and joined, and

@@ -1,3 +1,5 @@
+import PushFleetCore
+
 extension DeliveryLedger {
     /// What folding judged and let go of: the verdict of the folded sends (without their
     /// deliveries, which went to the caller), and the sends the kept incidents name.

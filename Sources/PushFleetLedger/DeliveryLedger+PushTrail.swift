@@ -1,4 +1,5 @@
 import Foundation
+public import PushFleetCore
 
 extension DeliveryLedger {
     /// Where a received push went on its way: when the hub took its send (if it came through
