@@ -34,7 +34,7 @@ package final class EventLoopExecutor: TaskExecutor {
 
 /// One wait on a loop's timer, as a scheduled callback (no promise, future or closure per
 /// wait): resumed exactly once, by the timer or by a cancellation, whichever comes first.
-private final class TimerWait: NIOScheduledCallbackHandler, Sendable {
+final class TimerWait: NIOScheduledCallbackHandler, Sendable {
     private enum State {
         case idle
         case waiting(UnsafeContinuation<Void, any Error>, NIOScheduledCallback?)

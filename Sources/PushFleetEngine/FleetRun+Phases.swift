@@ -88,7 +88,16 @@ extension FleetRun {
             }
         }
         guard !context.isStopping else { return context.now() }
+        let stop = context.stop
+        let pacing = scenario.traffic.map { _ in InterruptibleWaits() }
         await withTaskGroup(of: Bool.self) { group in
+            // A stop request ends the senders' pacing at once (their sends in flight finish);
+            // the faults and the departure wait on the stop themselves.
+            group.addTask {
+                await stop.reached(.stopping)
+                for waits in pacing { waits.interrupt() }
+                return false
+            }
             // Faults end with the traffic: a backend restart still under way is no longer waited for.
             // Faults act on the system under test, which the shards share: one plays them.
             if options.shard.index == 0 {
@@ -102,7 +111,7 @@ extension FleetRun {
                 // answered on the loop's connections, without waking another thread.
                 group.addTask(executorPreference: EventLoopExecutor(context.eventLoops.next())) {
                     await TrafficSender(traffic: traffic, index: index, names: scenario.fleet.names, shard: options.shard)
-                        .run(context, trafficStart: trafficStart)
+                        .run(context, trafficStart: trafficStart, waits: pacing[index])
                     return true
                 }
             }

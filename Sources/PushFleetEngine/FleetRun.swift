@@ -52,7 +52,7 @@ struct FleetRun: Sendable {
         case recorder, fleet, progress, stopWatch, pushWatch
     }
 
-    init(scenario: Scenario, plan: FleetPlan, system: SystemUnderTest, options: FleetRunner.Options) {
+    init(scenario: Scenario, plan: FleetPlan, system: SystemUnderTest, options: FleetRunner.Options, stop: StopControl) {
         self.scenario = scenario
         self.plan = plan
         self.options = options
@@ -71,13 +71,13 @@ struct FleetRun: Sendable {
         // The token as the push service knows it (a WNS channel's id), to match its reports.
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform, token: device.token)) }
         let reader = DeliveryLedger.PushReader(layouts: scenario.api?.receive.layouts ?? [:], run: plan.runID)
-        recorder.state.withLock { $0.ledger.setPushReader(reader) }
+        recorder.setPushReader(reader)
         // Real time, whatever the run's clock: the lag is the machine's.
         events = EventPipe(now: MonotonicClock.nanoseconds)
         let sources = Self.sourceAddresses(scenario, plan, pushServiceURL: system.pushService, progress: options.progress)
         let context = RunContext(
             scenario: scenario, plan: plan, system: system, clock: clock, start: start, events: events, logger: options.logger,
-            sourceAddresses: sources, trace: options.trace, shard: options.shard
+            sourceAddresses: sources, trace: options.trace, shard: options.shard, stop: stop
         )
         self.context = context
         // A shard plays only its own devices; the ledger knows them all.
@@ -158,7 +158,7 @@ struct FleetRun: Sendable {
 
             // Finish: no new work; an abort also stops recording and closes the fleet's
             // connections so requests in flight end now rather than at their timeouts.
-            context.stopping.store(true, ordering: .relaxed)
+            stop.runEnding()
             for device in devices { device.retireChannel() }
             if stop.level >= .aborting {
                 events.finish()
@@ -197,7 +197,6 @@ struct FleetRun: Sendable {
             _ = await context.sleep(until: context.now() + (wall - context.clock.wallNow()))
         case .stop(let reason):
             _ = stop.escalate(reason: reason)
-            context.stopping.store(true, ordering: .relaxed)
         case nil:
             break
         }
@@ -211,12 +210,11 @@ struct FleetRun: Sendable {
 
     // MARK: Beside the phases
 
-    /// Turns the first stop request into the context's stopping flag and releases the arrival
-    /// phase; returns early when the run ends without one.
+    /// Releases the devices waiting for a setup slot at the first stop request; returns early
+    /// when the run ends without one.
     private func watch(_ stop: StopControl) async {
         await stop.reached(.stopping)
         guard !Task.isCancelled else { return }
-        context.stopping.store(true, ordering: .relaxed)
         setup.releaseAll()
     }
 

@@ -65,7 +65,7 @@ public struct FleetRunner: Sendable {
     public func run(against system: SystemUnderTest, stop: StopControl = StopControl()) async throws -> RunResult {
         guard scenario.api != nil else { throw MissingAPIError() }
         let plan = plan ?? FleetPlan(scenario: scenario, runID: options.runID ?? Self.makeRunID())
-        return await FleetRun(scenario: scenario, plan: plan, system: system, options: options).play(stop: stop)
+        return await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop).play(stop: stop)
     }
 
     /// The target as the reports name it.

@@ -43,8 +43,8 @@ final class RunContext: Sendable {
     let pushesInHand = Atomic<Int>(0)
     /// When the last push arrived.
     let lastPushArrival = Atomic<Int64>(0)
-    /// Set on the first stop request: no new arrivals, sends or reconnects.
-    let stopping = Atomic<Bool>(false)
+    /// The run's stop: requested, or the run's own end.
+    let stop: StopControl
     /// Set once a device was refused at the push service's device cap (marked once per run).
     private let deviceCapMarked = Atomic<Bool>(false)
     let trafficStart = Atomic<Int64>(0)
@@ -72,8 +72,10 @@ final class RunContext: Sendable {
         logger: Logger,
         sourceAddresses: [SocketAddress] = [],
         trace: (@Sendable (RequestTrace) -> Void)? = nil,
-        shard: Shard = .whole
+        shard: Shard = .whole,
+        stop: StopControl
     ) {
+        self.stop = stop
         self.trace = trace
         self.shard = shard
         // Only a shard needs to tell its devices' pushes from the others'; only shard 0 keeps
@@ -179,26 +181,45 @@ final class RunContext: Sendable {
         return own
     }
 
-    var isStopping: Bool { stopping.load(ordering: .relaxed) }
+    /// No new work: a stop was requested or the run is ending.
+    var isStopping: Bool { stop.startsNoNewWork }
 
-    /// Sleeps until a monotonic instant, in short steps so a stop request is seen promptly.
-    /// Returns false when the run is stopping or the task was cancelled.
+    /// Sleeps until a monotonic instant, or until a stop request or the task's cancellation,
+    /// whichever is first; returns false for the last two. A task group per wait: for waits
+    /// counted per device or per round, not per send (``pace(until:)``).
     func sleep(until instant: Int64) async -> Bool {
-        while true {
-            if isStopping || Task.isCancelled { return false }
-            let now = now()
-            if instant <= now { return true }
-            let until = min(instant, now + 50_000_000)
-            do {
-                // A task on an event loop waits on the loop's timer (the run's clock is the system's).
-                if clock is SystemRunClock, let loop = EventLoopExecutor.current {
-                    try await EventLoopExecutor.sleep(for: until - now, on: loop)
-                } else {
-                    try await clock.sleep(until: until)
-                }
-            } catch {
-                return false
-            }
+        if isStopping || Task.isCancelled { return false }
+        if instant <= now() { return true }
+        let stop = stop
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.wait(until: instant) }
+            group.addTask { await stop.reached(.stopping) }
+            await group.next()
+            group.cancelAll()
+        }
+        return !isStopping && !Task.isCancelled
+    }
+
+    /// Sleeps until a monotonic instant, or until `waits` is interrupted (the traffic phase does
+    /// so at a stop request) or the task is cancelled; returns false for the last two. For the
+    /// senders' pacing: on an event loop a wait per send costs no task, and the sends in flight,
+    /// which are the sender's children, are not cancelled by the stop.
+    func pace(until instant: Int64, _ waits: InterruptibleWaits) async -> Bool {
+        if isStopping || Task.isCancelled || waits.isInterrupted { return false }
+        let now = now()
+        if instant <= now { return true }
+        guard clock is SystemRunClock, let loop = EventLoopExecutor.current else { return await sleep(until: instant) }
+        return await waits.sleep(for: instant - now, on: loop) && !isStopping
+    }
+
+    private func wait(until instant: Int64) async {
+        let now = now()
+        guard instant > now else { return }
+        // A task on an event loop waits on the loop's timer (the run's clock is the system's).
+        if clock is SystemRunClock, let loop = EventLoopExecutor.current {
+            try? await EventLoopExecutor.sleep(for: instant - now, on: loop)
+        } else {
+            try? await clock.sleep(until: instant)
         }
     }
 

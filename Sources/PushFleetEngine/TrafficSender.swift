@@ -41,7 +41,9 @@ struct TrafficSender: Sendable {
     /// How late a sender may wake before the send counts against the generator.
     static let lateWake: Int64 = 10_000_000
 
-    func run(_ context: RunContext, trafficStart: Int64) async {
+    /// Plays the traffic's sends; a stop request ends its pacing through `waits`, and the sends in
+    /// flight finish.
+    func run(_ context: RunContext, trafficStart: Int64, waits: InterruptibleWaits) async {
         let calls = calls(context.api, fleet: context.scenario.fleetPlatforms)
         let instants = traffic.profile.schedule
         var rng = SplitMix64(seed: context.scenario.seed ^ stableHash(traffic.name, seed: UInt64(index)))
@@ -55,7 +57,7 @@ struct TrafficSender: Sendable {
                     _ = choose(&rng, users: context.plan.users)
                     continue
                 }
-                guard await context.sleep(until: intended) else { break }
+                guard await context.pace(until: intended, waits) else { break }
                 // Waking late is the fleet's own doing; a send waiting for a connection is not.
                 let woke = context.now()
                 if woke - intended > Self.lateWake { context.emit(.senderLate(lag: woke - intended)) }

@@ -139,6 +139,11 @@ package final class Recorder: Sendable {
         state.withLock { _ = $0.ledger.addDevice(device) }
     }
 
+    /// How the ledger reads received pushes (the scenario's layouts and the run's id).
+    package func setPushReader(_ reader: DeliveryLedger.PushReader) {
+        state.withLock { $0.ledger.setPushReader(reader) }
+    }
+
     /// The live counts, with the send p99 worked out here rather than on every send.
     package var live: LiveCounts {
         state.withLock { state in
