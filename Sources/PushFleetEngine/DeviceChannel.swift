@@ -13,15 +13,15 @@ extension VirtualDevice {
         let uri = "\(GatewayFrame.devicePath)?platform=\(address.platform.rawValue)&token=\(address.token)"
         do {
             let socket = try await GatewaySocket.open(
-                host: context.gateway.host, port: context.gateway.port, uri: uri, group: context.eventLoops,
-                source: context.sourceAddress(plan.index), timeout: context.scenario.timeouts.connect
+                host: context.services.gateway.host, port: context.services.gateway.port, uri: uri, group: context.services.eventLoops,
+                source: context.services.sourceAddress(plan.index), timeout: context.spec.scenario.timeouts.connect
             ) { inbound, _ in
                 // Timed on the run's clock, the one every other instant of the run is on.
                 let receivedAt = context.now()
                 switch inbound {
                 case .push(let frame):
-                    context.pushArrived(at: receivedAt)
-                    context.deviceWork.submit(.push(self, frame, receivedAt))
+                    context.signals.pushArrived(at: receivedAt)
+                    context.services.deviceWork.submit(.push(self, frame, receivedAt))
                 case .garbage: context.emit(.error(.gatewayBadFrame, at: receivedAt))
                 case .notice: break
                 }
@@ -31,7 +31,7 @@ extension VirtualDevice {
         } catch {
             if !context.isStopping {
                 context.emit(.error(.connect(BackendClient.label(for: error)), at: context.now()))
-                if case GatewaySocketError.atCapacity(let cap) = error { context.markDeviceCap(cap) }
+                if case GatewaySocketError.atCapacity(let cap) = error { context.signals.markDeviceCap(cap, at: context.now()) }
             }
             return false
         }

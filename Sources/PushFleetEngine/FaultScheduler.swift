@@ -24,11 +24,11 @@ struct FaultScheduler: Sendable {
     }
 
     private func apply(_ step: Scenario.FaultStep, _ context: RunContext) async {
-        let admin = BackendClient(baseURL: context.system.pushService, connections: 1, clock: context.clock)
-        let authorization = context.system.pushAdminToken.map { "Bearer \($0)" }
+        let admin = BackendClient(baseURL: context.services.system.pushService, connections: 1, clock: context.clock)
+        let authorization = context.services.system.pushAdminToken.map { "Bearer \($0)" }
         var labels: [String] = []
         if step.drop != nil || step.throttle != nil || step.latency != nil || step.unregisteredRatio != nil || step.serviceRate != nil {
-            var settings = FaultSettings(seed: context.scenario.seed)
+            var settings = FaultSettings(seed: context.spec.scenario.seed)
             if case .success(let current) = await admin.exchange(.GET, "/admin/faults", authorization: authorization, timeout: .seconds(5)),
                 let decoded = try? JSONDecoder().decode(FaultSettings.self, from: Data(current.body.readableBytesView))
             {
@@ -51,7 +51,7 @@ struct FaultScheduler: Sendable {
             _ = context.record(result, metric: "pns.admin", operation: "faults")
         }
         if step.backendSendLatency != nil || step.backendFetchLatency != nil || step.backendSendRate != nil {
-            if let control = context.system.backendLatency {
+            if let control = context.services.system.backendLatency {
                 var settings = control.latency
                 if let latency = step.backendSendLatency {
                     settings.send = Self.distribution(latency)
@@ -71,7 +71,7 @@ struct FaultScheduler: Sendable {
                 labels.append("backend latency and send rate skipped: the backend is not embedded")
             }
         }
-        if case .restart = step.backend, context.system.restartBackend == nil {
+        if case .restart = step.backend, context.services.system.restartBackend == nil {
             labels.append("backend restart skipped: the backend is not embedded")
         }
         if let ratio = step.disconnect {
@@ -87,7 +87,7 @@ struct FaultScheduler: Sendable {
     /// Stops the embedded backend for `down` and starts it again; marks when it is back, or why
     /// it is not (the run's traffic ended first, or it could not listen again).
     private func restart(_ down: Duration, _ context: RunContext) async {
-        guard let restart = context.system.restartBackend else { return }
+        guard let restart = context.services.system.restartBackend else { return }
         context.emit(.marker("backend stops" + (down > .zero ? " for \(DurationText.format(down))" : ""), at: context.now()))
         do {
             try await restart(down)

@@ -25,16 +25,16 @@ extension FleetRun {
             let count = max(1, min(16, (devices.count + 4999) / 5000))
             let channels = scenario.fleet.pushChannel == .multiplexed
                 ? (0..<count).map {
-                    MuxChannel(pushServiceURL: context.pushServiceURL, loop: context.eventLoops.next(), seed: scenario.seed ^ 0x6A7E ^ UInt64($0))
+                    MuxChannel(pushServiceURL: context.services.pushServiceURL, loop: context.services.eventLoops.next(), seed: scenario.seed ^ 0x6A7E ^ UInt64($0))
                 } : []
             for channel in channels { group.addTask(executorPreference: EventLoopExecutor(channel.loop)) { await channel.run(context) } }
-            if channels.isEmpty { group.addTask { await context.deviceWork.run(context) } }
+            if channels.isEmpty { group.addTask { await context.services.deviceWork.run(context) } }
             if let every = scenario.fleet.reregisterEvery {
                 group.addTask { await renewPeriodically(every: every) }
             }
             var held = false
             for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
-                let intended = context.start + device.plan.arrival
+                let intended = context.time.start + device.plan.arrival
                 guard await context.sleep(until: intended) else { break }
                 guard case .admitted(let waited) = await setup.admit() else { break }
                 if waited && !held {
@@ -58,16 +58,16 @@ extension FleetRun {
             var round: Int64 = 0
             while !context.isStopping {
                 for device in byPhase {
-                    let due = context.start + round * interval + device.plan.arrival % interval
+                    let due = context.time.start + round * interval + device.plan.arrival % interval
                     // Its first renewal comes a whole interval after its arrival.
-                    guard due > context.start + device.plan.arrival else { continue }
+                    guard due > context.time.start + device.plan.arrival else { continue }
                     if due > context.now() + 1_000_000 {
                         guard await context.sleep(until: due) else { return }
                     }
                     group.addTask { await device.renewRegistration(context) }
                 }
                 // A fleet too large to renew this often skips rounds rather than piling them up.
-                round = max(round + 1, (context.now() - context.start) / interval)
+                round = max(round + 1, (context.now() - context.time.start) / interval)
             }
         }
     }
@@ -77,7 +77,7 @@ extension FleetRun {
     /// Plays the senders, the fault steps and the departure from `trafficStart`; returns when the
     /// last sender is done.
     func traffic(startingAt trafficStart: Int64) async -> Int64 {
-        context.trafficStart.store(trafficStart, ordering: .relaxed)
+        context.signals.trafficStart.store(trafficStart, ordering: .relaxed)
         context.emit(.marker("traffic starts", at: trafficStart))
         // Ramp stages, marked where each begins so the charts show the load steps.
         for traffic in scenario.traffic where traffic.profile.stages.count > 1 {
@@ -88,7 +88,7 @@ extension FleetRun {
             }
         }
         guard !context.isStopping else { return context.now() }
-        let stop = context.stop
+        let stop = context.signals.stop
         let pacing = scenario.traffic.map { _ in InterruptibleWaits() }
         await withTaskGroup(of: Bool.self) { group in
             // A stop request ends the senders' pacing at once (their sends in flight finish);
@@ -109,7 +109,7 @@ extension FleetRun {
             for (index, traffic) in scenario.traffic.enumerated() {
                 // On an event loop: its sends wait on the loop's timer and are written and
                 // answered on the loop's connections, without waking another thread.
-                group.addTask(executorPreference: EventLoopExecutor(context.eventLoops.next())) {
+                group.addTask(executorPreference: EventLoopExecutor(context.services.eventLoops.next())) {
                     await TrafficSender(traffic: traffic, index: index, names: scenario.fleet.names, shard: options.shard)
                         .run(context, trafficStart: trafficStart, waits: pacing[index])
                     return true
@@ -171,16 +171,16 @@ extension FleetRun {
                 await settle(stop, seen: seen, until: deadline, poked: false)
                 continue
             }
-            let quietEnd = context.lastPushArrival.load(ordering: .relaxed) + quiet
+            let quietEnd = context.signals.lastPushArrival.load(ordering: .relaxed) + quiet
             if now < quietEnd {
                 await settle(stop, seen: seen, until: min(deadline, quietEnd), poked: false)
                 continue
             }
-            let emitted = context.emitted
+            let emitted = context.signals.emitted
             let (applied, awaited) = recorder.settlement()
             // A push in hand, events not yet applied or pairs still awaited: the next handled
             // push or the recorder catching up may settle it.
-            if context.pushesInHand.load(ordering: .relaxed) > 0 || applied != emitted || awaited ?? 0 > 0 {
+            if context.signals.pushesInHand.load(ordering: .relaxed) > 0 || applied != emitted || awaited ?? 0 > 0 {
                 await settle(stop, seen: seen, until: deadline, poked: true)
                 continue
             }
@@ -216,12 +216,12 @@ extension FleetRun {
         let info = RunResult.Info(
             tool: "pushfleet", version: provenance.version, runID: plan.runID, scenario: scenario.name,
             scenarioFile: provenance.scenarioFile, scenarioText: provenance.scenarioText, seed: scenario.seed,
-            target: FleetRunner.describe(scenario.target), backendURL: context.system.backend, pushServiceURL: context.system.pushService,
+            target: FleetRunner.describe(scenario.target), backendURL: context.services.system.backend, pushServiceURL: context.services.system.pushService,
             host: provenance.host.name, cores: provenance.host.cores, memoryBytes: provenance.host.memoryBytes, os: provenance.host.os,
             startedAt: FleetRunner.iso(startedWall), endedAt: FleetRunner.iso(context.clock.wallNow()),
-            durationSeconds: Double(context.now() - context.start) / 1e9, aborted: stop.level >= .stopping, abortReason: stop.reason,
-            trafficStartSecond: Double(timeline.trafficStart - context.start) / 1e9,
-            trafficEndSecond: Double(timeline.trafficEnd - context.start) / 1e9
+            durationSeconds: Double(context.now() - context.time.start) / 1e9, aborted: stop.level >= .stopping, abortReason: stop.reason,
+            trafficStartSecond: Double(timeline.trafficStart - context.time.start) / 1e9,
+            trafficEndSecond: Double(timeline.trafficEnd - context.time.start) / 1e9
         )
         var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
         if stop.level >= .aborting { builder.listeningEnded = timeline.listeningEnded }

@@ -76,8 +76,13 @@ struct FleetRun: Sendable {
         events = EventPipe(now: MonotonicClock.nanoseconds)
         let sources = Self.sourceAddresses(scenario, plan, pushServiceURL: system.pushService, progress: options.progress)
         let context = RunContext(
-            scenario: scenario, plan: plan, system: system, clock: clock, start: start, events: events, logger: options.logger,
-            sourceAddresses: sources, trace: options.trace, shard: options.shard, stop: stop
+            spec: RunSpec(scenario: scenario, plan: plan, shard: options.shard),
+            time: RunTime(clock: clock, start: start),
+            signals: RunSignals(events: events, stop: stop),
+            services: FleetServices(
+                system: system, connections: scenario.fleet.connections, sourceAddresses: sources, trace: options.trace,
+                browsers: plan.devices.contains { $0.platform == .webpush }, clock: clock, logger: options.logger
+            )
         )
         self.context = context
         // A shard plays only its own devices; the ledger knows them all.
@@ -85,7 +90,7 @@ struct FleetRun: Sendable {
         // Empty unless every device has a pool of its own.
         let ownClients: [BackendClient] = scenario.fleet.http != .perDevice ? [] : played.map { device in
             BackendClient(
-                baseURL: system.backend, connections: 1, sourceAddresses: context.sourceAddress(device.index).map { [$0] } ?? [], clock: clock
+                baseURL: system.backend, connections: 1, sourceAddresses: context.services.sourceAddress(device.index).map { [$0] } ?? [], clock: clock
             )
         }
         self.ownClients = ownClients
@@ -142,8 +147,8 @@ struct FleetRun: Sendable {
             timeline.eventLag = events.longestLag
             if let loadBefore, let loadAfter = await PushServiceLoadReading.read(context) {
                 timeline.pushServiceLoad = loadAfter.since(
-                    loadBefore, inFleetProcess: context.system.pushWatch != nil,
-                    onFleetMachine: Origin(context.system.pushService)?.isLoopback ?? false
+                    loadBefore, inFleetProcess: context.services.system.pushWatch != nil,
+                    onFleetMachine: Origin(context.services.system.pushService)?.isLoopback ?? false
                 )
             }
             if context.isStopping { context.emit(.marker("stop requested", at: timeline.trafficEnd)) }
@@ -158,7 +163,7 @@ struct FleetRun: Sendable {
 
             // Finish: no new work; an abort also stops recording and closes the fleet's
             // connections so requests in flight end now rather than at their timeouts.
-            stop.runEnding()
+            context.signals.runEnding()
             for device in devices { device.retireChannel() }
             if stop.level >= .aborting {
                 events.finish()
@@ -203,8 +208,8 @@ struct FleetRun: Sendable {
     }
 
     private func shutDownClients() async {
-        await context.backend.shutdown()
-        await context.webPush?.pushService.shutdown()
+        await context.services.backend.shutdown()
+        await context.services.webPush?.pushService.shutdown()
         for client in ownClients { await client.shutdown() }
     }
 
@@ -221,12 +226,12 @@ struct FleetRun: Sendable {
     private func reportProgress() async {
         guard let progress = options.progress else { return }
         var previousSends = 0
-        var next = context.start
+        var next = context.time.start
         while true {
             next += 1_000_000_000
             do { try await context.clock.sleep(until: next) } catch { return }
             let live = recorder.live
-            let elapsed = Double(context.now() - context.start) / 1e9
+            let elapsed = Double(context.now() - context.time.start) / 1e9
             progress(
                 String(
                     format: "[%6.1fs] devices %d/%d ready, %d failed | sends %d (%d/s), dropped %d, failed %d | received %d | errors %d | send p99 %.1fms",

@@ -153,7 +153,7 @@ final class MuxChannel: Sendable {
     /// One connection, from the attempt until it ends; returns what the machine says next.
     private func connection(_ context: RunContext) async -> GatewayMux.Action {
         do {
-            try await GatewayMuxSocket.connect(url: url, on: loop, logger: context.logger) { socket in
+            try await GatewayMuxSocket.connect(url: url, on: loop, logger: context.services.logger) { socket in
                 try await self.session(socket, context)
             }
             return state.withLock { $0.machine.dropped(nil, now: context.now()) }
@@ -208,7 +208,7 @@ final class MuxChannel: Sendable {
                 switch inbound {
                 case .push(let frame):
                     guard let device = self.state.withLock({ $0.devices[frame.token] }) else { continue }
-                    context.pushArrived(at: receivedAt)
+                    context.signals.pushArrived(at: receivedAt)
                     // Runs here until its first wait (the fetch): no other thread is woken for it.
                     group.addImmediateTask { await device.receive(frame, at: receivedAt, context: context) }
                 case .notice(let notice):

@@ -45,9 +45,9 @@ struct PushServiceLoadReading: Sendable, Equatable {
     /// nil when the push service does not answer or does not say (it is not pushfleet's, or an
     /// older one): the run then makes no claim about it.
     static func read(_ context: RunContext) async -> PushServiceLoadReading? {
-        let admin = BackendClient(baseURL: context.system.pushService, connections: 1, clock: context.clock)
+        let admin = BackendClient(baseURL: context.services.system.pushService, connections: 1, clock: context.clock)
         let answer = await admin.exchange(
-            .GET, "/admin/stats", authorization: context.system.pushAdminToken.map { "Bearer \($0)" }, timeout: .seconds(2)
+            .GET, "/admin/stats", authorization: context.services.system.pushAdminToken.map { "Bearer \($0)" }, timeout: .seconds(2)
         )
         await admin.shutdown()
         guard case .success(let exchange) = answer, exchange.status == 200,

@@ -20,9 +20,9 @@ struct PushServiceWatcher: Sendable {
     /// Watches until cancelled; `ready` is called once the watch is in force or known impossible.
     func run(ready: @escaping @Sendable () -> Void) async {
         let context = context
-        if let service = context.system.pushWatch {
-            let watch = service.watch(run: context.runID) { report in
-                let own = context.ownPart(of: report)
+        if let service = context.services.system.pushWatch {
+            let watch = service.watch(run: context.spec.runID) { report in
+                let own = context.spec.ownPart(of: report)
                 if !own.hops.isEmpty || own.hub?.isEmpty == false { context.emit(.pushReport(Self.onRunClock(own, context))) }
             }
             context.emit(.pushServiceView(.watched(since: context.now(), gaps: [])))
@@ -34,7 +34,7 @@ struct PushServiceWatcher: Sendable {
         // A push service that takes the connection and never answers does not hold the run up.
         await withTaskGroup(of: Bool.self) { group in
             // On the loop its connection reads on: a batch of reports wakes no other thread.
-            let loop = context.eventLoops.next()
+            let loop = context.services.eventLoops.next()
             group.addTask(executorPreference: EventLoopExecutor(loop)) {
                 await watchOverSocket(on: loop, ready: ready)
                 return true
@@ -66,13 +66,13 @@ struct PushServiceWatcher: Sendable {
 
     private func watchOverSocket(on loop: any EventLoop, ready: @escaping @Sendable () -> Void) async {
         let context = context
-        let url = Self.observeURL(pushService: context.pushServiceURL, run: context.runID)
+        let url = Self.observeURL(pushService: context.services.pushServiceURL, run: context.spec.runID)
         let state = SocketState()
-        var backoff = Backoff(base: .milliseconds(100), cap: .seconds(2), seed: context.scenario.seed ^ 0x0B5E)
+        var backoff = Backoff(base: .milliseconds(100), cap: .seconds(2), seed: context.spec.scenario.seed ^ 0x0B5E)
         var attempts = 0
         while !Task.isCancelled && !context.isStopping {
             do {
-                try await PushObserveSocket.connect(url: url, on: loop, logger: context.logger) { socket in
+                try await PushObserveSocket.connect(url: url, on: loop, logger: context.services.logger) { socket in
                     var first = true
                     for try await report in socket.reports {
                         let now = context.now()
@@ -93,8 +93,8 @@ struct PushServiceWatcher: Sendable {
                             }
                         }
                         // The service left reports out: they fell since the last batch.
-                        if let lost = report.lost, lost > 0 { context.emit(.pushServiceGap(max(context.start, now - 1_000_000_000)..<now)) }
-                        let own = context.ownPart(of: report)
+                        if let lost = report.lost, lost > 0 { context.emit(.pushServiceGap(max(context.time.start, now - 1_000_000_000)..<now)) }
+                        let own = context.spec.ownPart(of: report)
                         if !own.hops.isEmpty || own.hub?.isEmpty == false { context.emit(.pushReport(Self.onRunClock(own, context))) }
                     }
                 }
@@ -115,7 +115,7 @@ struct PushServiceWatcher: Sendable {
                     let failure = state.values.withLock { $0.failure }
                     context.emit(
                         .pushServiceView(
-                            .unknown("the push service at \(context.pushServiceURL) does not say where pushes go (GET \(GatewayFrame.observePath): \(failure))")
+                            .unknown("the push service at \(context.services.pushServiceURL) does not say where pushes go (GET \(GatewayFrame.observePath): \(failure))")
                         )
                     )
                     ready()
@@ -144,12 +144,12 @@ struct PushServiceWatcher: Sendable {
     static func onRunClock(_ report: PushReport, _ context: RunContext) -> PushReport {
         var report = report
         for index in report.hops.indices {
-            report.hops[index].at = context.runTime(fromWall: report.hops[index].at)
-            report.hops[index].hubAt = report.hops[index].hubAt.map(context.runTime(fromWall:))
-            report.hops[index].then = report.hops[index].then.map(context.runTime(fromWall:))
+            report.hops[index].at = context.time.onRunClock(wall: report.hops[index].at)
+            report.hops[index].hubAt = report.hops[index].hubAt.map(context.time.onRunClock(wall:))
+            report.hops[index].then = report.hops[index].then.map(context.time.onRunClock(wall:))
         }
         if report.hub != nil {
-            for index in report.hub!.indices { report.hub![index].at = context.runTime(fromWall: report.hub![index].at) }
+            for index in report.hub!.indices { report.hub![index].at = context.time.onRunClock(wall: report.hub![index].at) }
         }
         return report
     }

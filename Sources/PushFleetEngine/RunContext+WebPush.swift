@@ -40,7 +40,7 @@ final class WebPushShared: Sendable {
         case .literal(let key): return .success(key)
         case .fetch(let path, let location):
             let failure: KeyFailure
-            switch await context.backend.exchange(.GET, path, headers: [], body: nil, timeout: context.scenario.timeouts.register) {
+            switch await context.services.backend.exchange(.GET, path, headers: [], body: nil, timeout: context.spec.scenario.timeouts.register) {
             case .success(let exchange):
                 let headers = location.readsHeaders ? exchange.headers.map { ($0.name, $0.value) } : []
                 if !exchange.succeeded {
@@ -70,9 +70,9 @@ extension VirtualDevice {
     /// device's subscription id, bound to the backend's key. Done once; true when subscribed.
     func subscribe(_ context: RunContext) async -> Bool {
         guard let browser, browser.subscription == nil else { return true }
-        guard let shared = context.webPush else { return false }
+        guard let shared = context.services.webPush else { return false }
         let key: String?
-        switch await shared.applicationServerKey(context.api.receive.webPush.applicationServerKey, context: context) {
+        switch await shared.applicationServerKey(context.spec.api.receive.webPush.applicationServerKey, context: context) {
         case .success(let found): key = found
         case .failure(let failure):
             context.emit(.error(.failed(MetricName.webPushSubscribe, "vapid_key_\(failure.label)"), at: context.now()))
@@ -86,12 +86,12 @@ extension VirtualDevice {
         }
         let asked = Asked(
             token: plan.token, applicationServerKey: key, service: browser.service.rawValue,
-            public: context.api.receive.webPush.endpoints == .public ? true : nil
+            public: context.spec.api.receive.webPush.endpoints == .public ? true : nil
         )
         let body = (try? JSONEncoder().encode(asked)) ?? Data()
         let result = await shared.pushService.exchange(
             .POST, "/webpush/subscriptions", headers: [("Content-Type", "application/json")], body: ByteBuffer(bytes: body),
-            timeout: context.scenario.timeouts.connect
+            timeout: context.spec.scenario.timeouts.connect
         )
         switch result {
         case .success(let exchange):
@@ -113,9 +113,9 @@ extension VirtualDevice {
     /// A departing browser's `subscription.unsubscribe()`: its endpoint answers 410 from now on,
     /// so a backend that still pushes to it is told the subscription is gone.
     func unsubscribe(_ context: RunContext) async {
-        guard let browser, browser.subscription != nil, let shared = context.webPush else { return }
+        guard let browser, browser.subscription != nil, let shared = context.services.webPush else { return }
         let result = await shared.pushService.exchange(
-            .DELETE, "/webpush/subscriptions/\(plan.token)", headers: [], body: nil, timeout: context.scenario.timeouts.connect
+            .DELETE, "/webpush/subscriptions/\(plan.token)", headers: [], body: nil, timeout: context.spec.scenario.timeouts.connect
         )
         switch result {
         case .success(let exchange) where exchange.status == 204: break

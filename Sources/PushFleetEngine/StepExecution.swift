@@ -45,7 +45,7 @@ extension RunContext {
             body = ByteBuffer(string: text)
         }
         let result = await http.exchange(HTTPMethod(rawValue: rendered.method), rendered.target, headers: headers, body: body, timeout: request.timeout ?? timeout)
-        if let trace { trace(RequestTrace(request: request, rendered: rendered, result: result)) }
+        if let trace = services.trace { trace(RequestTrace(request: request, rendered: rendered, result: result)) }
         switch result {
         case .success(let exchange):
             guard request.expect.contains(exchange.status), !request.extract.isEmpty else {
@@ -55,7 +55,7 @@ extension RunContext {
             let answerHeaders = readsHeaders ? exchange.headers.map { ($0.name, $0.value) } : []
             let extracted = request.extract(headers: answerHeaders, body: exchange.body.readableBytesView)
             for (ref, value) in extracted.values {
-                if case .stored(.user, let slot) = ref { users.store(value, user: values.user, slot: slot) }
+                if case .stored(.user, let slot) = ref { spec.users.store(value, user: values.user, slot: slot) }
             }
             return .answered(status: exchange.status, extracted: extracted, exchange: exchange)
         case .failure(let error):
@@ -80,7 +80,7 @@ extension RunContext {
         _ step: APIStep, values base: RequestValues, http: BackendClient, timeout: Duration, record: Bool = true, statusErrors: Bool = true
     ) async -> StepResult {
         var values = base
-        if step.kind != .login, needsLogin(step), !users.hasAll(user: values.user) {
+        if step.kind != .login, needsLogin(step), !spec.users.hasAll(user: values.user) {
             _ = await login(user: values.user, http: http)
         }
         var run = step.makeRun()
@@ -130,10 +130,10 @@ extension RunContext {
     /// answer held.
     func reportMissing(_ name: String, request: APIRequest, answer: HTTPExchange) {
         emit(.error(.failed(request.operation, "missing_value:\(name)"), at: answer.end))
-        guard users.firstTime("\(request.operation) \(name)") else { return }
+        guard spec.users.firstTime("\(request.operation) \(name)") else { return }
         let places = request.extract.first { $0.name == name }?.sources.map(\.description).joined(separator: ", ") ?? "?"
         emit(.marker("\(request.operation): the answer (\(answer.status)) has no \(name) at \(places); it held: \(Self.excerpt(answer))", at: answer.end))
-        logger.warning("\(request.operation): the answer (\(answer.status)) has no \(name) at \(places); it held: \(Self.excerpt(answer))")
+        services.logger.warning("\(request.operation): the answer (\(answer.status)) has no \(name) at \(places); it held: \(Self.excerpt(answer))")
     }
 
     /// The start of an answer, for a message: at most 200 characters, controls escaped.
@@ -153,14 +153,14 @@ extension RunContext {
 
     /// Whether a step's requests use what login gives.
     func needsLogin(_ step: APIStep) -> Bool {
-        api.login != nil && stepsNeedingLogin.contains(step.kind)
+        spec.api.login != nil && spec.stepsNeedingLogin.contains(step.kind)
     }
 
     /// Logs a user in (the description's login step); true when there is nothing to log in to.
     func login(user: Int, http: BackendClient? = nil) async -> Bool {
-        guard let step = api.login else { return true }
-        let values = RequestValues(user: user, userName: names.user(user), password: names.password(user), run: runID, users: users)
-        return await runStep(step, values: values, http: http ?? backend, timeout: scenario.timeouts.login).succeeded
+        guard let step = spec.api.login else { return true }
+        let values = RequestValues(user: user, userName: spec.names.user(user), password: spec.names.password(user), run: spec.runID, users: spec.users)
+        return await runStep(step, values: values, http: http ?? services.backend, timeout: spec.scenario.timeouts.login).succeeded
     }
 
     /// The failure of a step as a bounded label (`status_404`, `timeout` …).

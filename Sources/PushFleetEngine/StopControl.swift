@@ -4,9 +4,9 @@ import Synchronization
 /// flight finish (bounded by the deadline); the second skips the rest. Either way the reports
 /// are written, marked aborted.
 ///
-/// The one place a run's stop is held: the engine reads ``startsNoNewWork`` (a stop request, or the
-/// run's own end), waits with ``reached(_:)``, and ends the tasks that make new work by
-/// cancelling them; nothing polls.
+/// The one place a stop request is held, shared by every run it is given (a capacity search's
+/// steps): the engine reads ``isRequested`` without a lock, waits with ``reached(_:)``, and
+/// interrupts or cancels the tasks that make new work; nothing polls.
 public final class StopControl: Sendable {
     public enum Level: Int, Sendable, Comparable {
         case running, stopping, aborting
@@ -24,20 +24,13 @@ public final class StopControl: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Set on the first request or at the run's end, read without the lock on every decision to
-    /// start work.
-    private let noNewWork = Atomic<Bool>(false)
+    /// Set on the first request, read without the lock on every decision to start work.
+    private let requested = Atomic<Bool>(false)
 
     public init() {}
 
-    /// No new arrivals, sends, renewals or reconnects: a stop was requested or the run is ending.
-    var startsNoNewWork: Bool { noNewWork.load(ordering: .relaxed) }
-
-    /// The run is ending on its own: work in flight finishes, nothing new starts. Not a stop
-    /// request: the run is not marked aborted.
-    func runEnding() {
-        noNewWork.store(true, ordering: .relaxed)
-    }
+    /// Whether a stop was requested.
+    var isRequested: Bool { requested.load(ordering: .relaxed) }
 
     public var level: Level { state.withLock { $0.level } }
     public var reason: String? { state.withLock { $0.reason } }
@@ -49,7 +42,7 @@ public final class StopControl: Sendable {
             state.level = state.level == .running ? .stopping : .aborting
             if state.reason == nil { state.reason = reason }
             let level = state.level
-            noNewWork.store(true, ordering: .relaxed)
+            requested.store(true, ordering: .relaxed)
             let woken = state.waiters.filter { $0.level <= level }.map(\.continuation)
             state.waiters.removeAll { $0.level <= level }
             return (level, woken)

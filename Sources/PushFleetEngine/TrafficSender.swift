@@ -44,9 +44,9 @@ struct TrafficSender: Sendable {
     /// Plays the traffic's sends; a stop request ends its pacing through `waits`, and the sends in
     /// flight finish.
     func run(_ context: RunContext, trafficStart: Int64, waits: InterruptibleWaits) async {
-        let calls = calls(context.api, fleet: context.scenario.fleetPlatforms)
+        let calls = calls(context.spec.api, fleet: context.spec.scenario.fleetPlatforms)
         let instants = traffic.profile.schedule
-        var rng = SplitMix64(seed: context.scenario.seed ^ stableHash(traffic.name, seed: UInt64(index)))
+        var rng = SplitMix64(seed: context.spec.scenario.seed ^ stableHash(traffic.name, seed: UInt64(index)))
         let inFlight = InFlight()
         let base = trafficStart + traffic.start.nanoseconds
         let limit = shard.share(of: traffic.maxInFlight)
@@ -54,14 +54,14 @@ struct TrafficSender: Sendable {
             for (number, offset) in instants.enumerated() {
                 let intended = base + offset
                 guard shard.owns(send: number) else {
-                    _ = choose(&rng, users: context.plan.users)
+                    _ = choose(&rng, users: context.spec.plan.users)
                     continue
                 }
                 guard await context.pace(until: intended, waits) else { break }
                 // Waking late is the fleet's own doing; a send waiting for a connection is not.
                 let woke = context.now()
                 if woke - intended > Self.lateWake { context.emit(.senderLate(lag: woke - intended)) }
-                let (from, to) = choose(&rng, users: context.plan.users)
+                let (from, to) = choose(&rng, users: context.spec.plan.users)
                 guard inFlight.enter(limit: limit) else {
                     context.emit(.sendDropped(at: intended))
                     continue
@@ -91,8 +91,8 @@ struct TrafficSender: Sendable {
 
     private func send(_ calls: [Call], from: Int, to: Int, intended: Int64, context: RunContext) async {
         let base = RequestValues(
-            user: from, userName: context.names.user(from), password: context.names.password(from), run: context.runID, users: context.users,
-            to: context.names.user(to)
+            user: from, userName: context.spec.names.user(from), password: context.spec.names.password(from), run: context.spec.runID, users: context.spec.users,
+            to: context.spec.names.user(to)
         )
         guard calls.count > 1 else {
             if let call = calls.first { await self.call(call, base: base, from: from, to: to, intended: intended, context: context) }
@@ -108,18 +108,18 @@ struct TrafficSender: Sendable {
 
     /// One call of a send: its own send id, so its own nonce and (secure, rich) its own content.
     private func call(_ call: Call, base: RequestValues, from: Int, to: Int, intended: Int64, context: RunContext) async {
-        let id = context.makeSendID()
-        let run = context.runID
+        let id = context.signals.makeSendID(context.spec.shard)
+        let run = context.spec.runID
         var values = base
-        values.platform = call.platform.map(context.api.platformName)
+        values.platform = call.platform.map(context.spec.api.platformName)
         switch traffic.kind {
         case .plain:
             values.message = PushContent.nonceText(id, run: run)
         case .secure:
-            values.message = PushContent.securePayload(send: id, recipient: context.names.user(to), run: run)
+            values.message = PushContent.securePayload(send: id, recipient: context.spec.names.user(to), run: run)
         case .rich:
             values.message = PushContent.nonceText(id, run: run)
-            values.image = Data(PushContent.securePayload(send: id, recipient: context.names.user(to), run: run).utf8).base64EncodedString()
+            values.image = Data(PushContent.securePayload(send: id, recipient: context.spec.names.user(to), run: run).utf8).base64EncodedString()
         }
         await perform(call.step, id: id, from: from, to: to, platforms: call.platforms, intended: intended, values: values, context: context)
     }
@@ -128,7 +128,7 @@ struct TrafficSender: Sendable {
         _ step: APIStep, id: Int, from: Int, to: Int, platforms: [Scenario.PlatformName], intended: Int64, values: RequestValues,
         context: RunContext
     ) async {
-        let result = await context.runStep(step, values: values, http: context.backend, timeout: context.scenario.timeouts.send, record: false)
+        let result = await context.runStep(step, values: values, http: context.services.backend, timeout: context.spec.scenario.timeouts.send, record: false)
         let now = context.now()
         let start = result.start ?? now
         let end = result.end ?? now

@@ -11,7 +11,7 @@ extension VirtualDevice {
     /// Handles one push as the app would, and reports what it proves to the ledger. A push the
     /// service refused for this device's token is recorded as such, never as a delivery.
     func receive(_ frame: PushFrame, at receivedAt: Int64, context: RunContext) async {
-        defer { context.pushHandled() }
+        defer { context.signals.pushHandled() }
         let body: [UInt8]
         if let browser, frame.type != PushFrame.refusedType {
             switch browser.decrypt(frame) {
@@ -27,13 +27,13 @@ extension VirtualDevice {
         } else {
             body = frame.bodyEncoding == "base64" ? Array(Data(base64Encoded: frame.body) ?? Data()) : Array(frame.body.utf8)
         }
-        let content = PushContent(body: body, pushType: frame.pushType, layout: context.api.receive.layout(plan.platform), run: context.runID)
+        let content = PushContent(body: body, pushType: frame.pushType, layout: context.spec.api.receive.layout(plan.platform), run: context.spec.runID)
         if frame.type == PushFrame.refusedType {
             context.emit(.rejection(.init(device: plan.index, refused: content.attribution, at: receivedAt, push: frame.push)))
             return
         }
         let arrival = Arrival(at: receivedAt, path: context.path(of: frame, receivedAt: receivedAt), push: frame.push)
-        let steps = context.scenario.lifecycle
+        let steps = context.spec.scenario.lifecycle
         switch content {
         case .plain:
             emitReceipt(content.attribution, at: arrival, context: context)
@@ -83,7 +83,7 @@ extension VirtualDevice {
     private func fetch(_ id: String, step: APIStep, context: RunContext) async -> Result<(text: String?, at: Int64), FetchFailure> {
         var values = context.values(for: self, slots: keptValues)
         values.id = id
-        let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.fetch, statusErrors: false)
+        let result = await context.runStep(step, values: values, http: client(context), timeout: context.spec.scenario.timeouts.fetch, statusErrors: false)
         guard result.succeeded, let answer = result.last else { return .failure(FetchFailure(reason: RunContext.label(result.failure))) }
         let headers = step.content.readsHeaders ? answer.headers.map { ($0.name, $0.value) } : []
         let text = ValueReader.read(step.content, headers: headers, body: answer.body.readableBytesView)?.string
@@ -103,7 +103,7 @@ extension VirtualDevice {
             return
         }
         let check = DeliveryLedger.ContentCheck.fetched(at: fetched.at)
-        guard let payload = fetched.text, let (nonce, recipient) = PushContent.parseSecurePayload(payload, run: context.runID) else {
+        guard let payload = fetched.text, let (nonce, recipient) = PushContent.parseSecurePayload(payload, run: context.spec.runID) else {
             // Content that is no send's: not what was sent to anyone.
             emitReceipt(.unattributable, at: arrival, content: check, context: context)
             return
@@ -124,12 +124,12 @@ extension VirtualDevice {
             return
         }
         let check = DeliveryLedger.ContentCheck.fetched(at: fetched.at)
-        guard context.scenario.richContent == .echo else {
+        guard context.spec.scenario.richContent == .echo else {
             emitReceipt(nonce?.attribution ?? .content(id), at: arrival, content: check, contentID: id, context: context)
             return
         }
         // The image a run sends is the bytes `pf:<run>:<send>:<recipient>`.
-        guard let text = fetched.text, let (echoed, recipient) = PushContent.parseSecurePayload(text, run: context.runID),
+        guard let text = fetched.text, let (echoed, recipient) = PushContent.parseSecurePayload(text, run: context.spec.runID),
             nonce == nil || echoed == nonce
         else {
             emitReceipt(.unattributable, at: arrival, content: check, context: context)
@@ -142,17 +142,17 @@ extension VirtualDevice {
     /// Offers a fetched id to the leak probes under its recipient (who may not be this device's
     /// user: a misdelivered push's content names its true owner, whose own read is no leak).
     private func poolForProbes(_ id: String, recipient: String, context: RunContext) {
-        guard context.scenario.leakProbeShare > 0 else { return }
-        let owner = recipient == userName ? plan.user : context.names.userIndex(recipient, users: context.plan.users)
-        if let owner { context.probes.add(id: id, user: owner) }
+        guard context.spec.scenario.leakProbeShare > 0 else { return }
+        let owner = recipient == userName ? plan.user : context.spec.names.userIndex(recipient, users: context.spec.plan.users)
+        if let owner { context.signals.probes.add(id: id, user: owner) }
     }
 
     /// A leak probe's read: fetch a notification that belongs to someone else. Only a refusal is right.
     private func probeForeignRead(_ step: APIStep, _ context: RunContext) async {
-        guard let id = context.probes.foreign(to: plan.user, pick: stableHash("\(plan.index)-\(context.now())")) else { return }
+        guard let id = context.signals.probes.foreign(to: plan.user, pick: stableHash("\(plan.index)-\(context.now())")) else { return }
         var values = context.values(for: self, slots: keptValues)
         values.id = id
-        let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.fetch, record: false)
+        let result = await context.runStep(step, values: values, http: client(context), timeout: context.spec.scenario.timeouts.fetch, record: false)
         if result.succeeded, let end = result.end {
             context.emit(.probeLeak(.init(device: plan.index, time: end, detail: "probe read another user's notification \(id)")))
             context.emit(.error(.probeForeignRead, at: end))

@@ -36,7 +36,7 @@ final class VirtualDevice: Sendable {
     init(plan: FleetPlan.Device, context: RunContext, http: BackendClient? = nil) {
         self.plan = plan
         self.http = http
-        self.userName = context.names.user(plan.user)
+        self.userName = context.spec.names.user(plan.user)
         let platform: Platform =
             switch plan.platform {
             case .apns: .apns
@@ -45,13 +45,13 @@ final class VirtualDevice: Sendable {
             case .webpush: .webpush
             }
         self.address = DeviceAddress(platform: platform, token: plan.token)
-        self.browser = plan.platform == .webpush ? VirtualBrowser(service: context.api.receive.webPush.service(device: plan.index)) : nil
-        let steps = context.deviceSteps(plan.platform)
+        self.browser = plan.platform == .webpush ? VirtualBrowser(service: context.spec.api.receive.webPush.service(device: plan.index)) : nil
+        let steps = context.spec.deviceSteps(plan.platform)
         self.steps = steps
         self.machine = Mutex(
             DeviceLifecycle(
                 settings: steps.lifecycle, probes: plan.probe,
-                backoffSeed: context.scenario.seed ^ UInt64(plan.index) &* 0x9E37_79B9_7F4A_7C15
+                backoffSeed: context.spec.scenario.seed ^ UInt64(plan.index) &* 0x9E37_79B9_7F4A_7C15
             )
         )
     }
@@ -64,7 +64,7 @@ final class VirtualDevice: Sendable {
     var channelRetired: Bool { retired.load(ordering: .relaxed) }
 
     /// The device's own HTTP client, or the fleet's pool.
-    func client(_ context: RunContext) -> BackendClient { http ?? context.backend }
+    func client(_ context: RunContext) -> BackendClient { http ?? context.services.backend }
 
     /// Keeps a new socket and reconnects when the service drops it.
     func adopt(_ new: GatewaySocket, _ context: RunContext) {
@@ -83,7 +83,7 @@ final class VirtualDevice: Sendable {
                 current = nil
                 return true
             }
-            if wasCurrent && !self.channelRetired && !context.isStopping { context.deviceWork.submit(.reconnect(self)) }
+            if wasCurrent && !self.channelRetired && !context.isStopping { context.services.deviceWork.submit(.reconnect(self)) }
         }
     }
 
@@ -226,7 +226,7 @@ final class VirtualDevice: Sendable {
     /// Opens the push channel: the device's own socket, or a subscription on its shared channel.
     private func connect(_ context: RunContext) async -> Bool {
         if let channel = sharedChannel.withLock({ $0 }) {
-            return await channel.subscribe(self, timeout: context.scenario.timeouts.connect, context: context)
+            return await channel.subscribe(self, timeout: context.spec.scenario.timeouts.connect, context: context)
         }
         return await openChannel(context)
     }
@@ -239,7 +239,7 @@ final class VirtualDevice: Sendable {
         }
         let slots = machine.withLock { $0.variables }
         let outcome = await context.perform(
-            request, context.values(for: self, slots: slots), http: client(context), timeout: context.scenario.timeouts.register
+            request, context.values(for: self, slots: slots), http: client(context), timeout: context.spec.scenario.timeouts.register
         )
         switch outcome {
         case .answered(let status, let extracted, let exchange):
@@ -257,11 +257,11 @@ final class VirtualDevice: Sendable {
     /// A leak probe's registration: claim another user's tag. Any success is a leak.
     private func probeTagSpoof(_ context: RunContext) async {
         guard let step = steps.lifecycle.probe else { return }
-        let victim = context.names.user((plan.user + 1) % context.plan.users)
+        let victim = context.spec.names.user((plan.user + 1) % context.spec.plan.users)
         guard victim != userName else { return }
         var values = context.values(for: self, slots: keptValues)
         values.victim = victim
-        let result = await context.runStep(step, values: values, http: client(context), timeout: context.scenario.timeouts.register, record: false)
+        let result = await context.runStep(step, values: values, http: client(context), timeout: context.spec.scenario.timeouts.register, record: false)
         if result.succeeded, let end = result.end {
             context.emit(.probeLeak(.init(device: plan.index, time: end, detail: "backend accepted a registration for \(victim) from \(userName)")))
             context.emit(.error(.probeTagSpoof, at: end))

@@ -1,0 +1,44 @@
+import Logging
+import NIOCore
+import NIOPosix
+import PushFleetClients
+import PushFleetCore
+
+/// The fleet's ways to the system under test: its URLs and controls, the backend's HTTP pool,
+/// the push service's address for devices' own sockets, and the event loops they run on.
+final class FleetServices: Sendable {
+    /// Where the system under test listens, and what the run may do to it.
+    let system: SystemUnderTest
+    let backend: BackendClient
+    /// The push service's host and port, for devices' own sockets.
+    let gateway: Origin
+    let eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    let deviceWork = DeviceWork(loops: MultiThreadedEventLoopGroup.singleton)
+    let sourceAddresses: [SocketAddress]
+    let trace: (@Sendable (RequestTrace) -> Void)?
+    /// What the run's browsers share; nil when the fleet has none.
+    let webPush: WebPushShared?
+    let logger: Logger
+
+    init(
+        system: SystemUnderTest, connections: Int, sourceAddresses: [SocketAddress], trace: (@Sendable (RequestTrace) -> Void)?,
+        browsers: Bool, clock: any RunClock, logger: Logger
+    ) {
+        self.system = system
+        self.sourceAddresses = sourceAddresses
+        self.trace = trace
+        self.logger = logger
+        self.backend = BackendClient(baseURL: system.backend, connections: connections, sourceAddresses: sourceAddresses, clock: clock)
+        self.gateway = Origin(system.pushService) ?? Origin("http://127.0.0.1")!
+        self.webPush = browsers ? WebPushShared(pushServiceURL: system.pushService, clock: clock) : nil
+    }
+
+    /// The push service's base URL (`http://…`).
+    var pushServiceURL: String { system.pushService }
+
+    /// The local address a device's own socket binds to, when the scenario spreads sockets over
+    /// several source addresses (past one address's ephemeral ports).
+    func sourceAddress(_ device: Int) -> SocketAddress? {
+        sourceAddresses.isEmpty ? nil : sourceAddresses[device % sourceAddresses.count]
+    }
+}
