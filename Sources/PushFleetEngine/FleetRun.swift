@@ -136,7 +136,7 @@ struct FleetRun: Sendable {
 
             await arrive()
             await waitForTrafficGate(stop)
-            let loadBefore = await PushServiceLoadReading.read(context)
+            let loadBefore = await PushServiceLoadReading.read(context.services.system, clock: context.clock)
             timeline.trafficStart = context.now()
             let cpuBefore = (CPUTime.own(), ContinuousClock.now)
             events.resetLag()
@@ -145,7 +145,7 @@ struct FleetRun: Sendable {
             if wall >= 0.5 { timeline.cpuCores = (CPUTime.own() - cpuBefore.0) / wall }
             // The drain judges under the recorder's lock; only the traffic's lag is the generator's.
             timeline.eventLag = events.longestLag
-            if let loadBefore, let loadAfter = await PushServiceLoadReading.read(context) {
+            if let loadBefore, let loadAfter = await PushServiceLoadReading.read(context.services.system, clock: context.clock) {
                 timeline.pushServiceLoad = loadAfter.since(
                     loadBefore, inFleetProcess: context.services.system.pushWatch != nil,
                     onFleetMachine: Origin(context.services.system.pushService)?.isLoopback ?? false

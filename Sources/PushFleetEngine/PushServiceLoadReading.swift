@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import PushFleetClients
+import PushFleetCore
 import PushFleetResults
 import PushFleetWire
 
@@ -44,10 +45,10 @@ struct PushServiceLoadReading: Sendable, Equatable {
 
     /// nil when the push service does not answer or does not say (it is not pushfleet's, or an
     /// older one): the run then makes no claim about it.
-    static func read(_ context: RunContext) async -> PushServiceLoadReading? {
-        let admin = BackendClient(baseURL: context.services.system.pushService, connections: 1, clock: context.clock)
+    static func read(_ system: SystemUnderTest, clock: any RunClock) async -> PushServiceLoadReading? {
+        let admin = BackendClient(baseURL: system.pushService, connections: 1, clock: clock)
         let answer = await admin.exchange(
-            .GET, "/admin/stats", authorization: context.services.system.pushAdminToken.map { "Bearer \($0)" }, timeout: .seconds(2)
+            .GET, "/admin/stats", authorization: system.pushAdminToken.map { "Bearer \($0)" }, timeout: .seconds(2)
         )
         await admin.shutdown()
         guard case .success(let exchange) = answer, exchange.status == 200,
