@@ -108,17 +108,18 @@ struct ServerHardeningTests {
     @Test("a request body that stalls is closed at the body timeout, well before the idle timeout")
     func stalledBody() async throws {
         var configuration = EmbeddedSystem.Configuration()
-        let limits = ServerLimits(idleTimeout: .seconds(20), headerTimeout: .seconds(20), bodyTimeout: .milliseconds(500))
+        let limits = ServerLimits(idleTimeout: .seconds(300), headerTimeout: .seconds(300), bodyTimeout: .milliseconds(500))
         configuration.backend.server = limits
         configuration.pushServer.limits = limits
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
             for base in [system.backend, system.pushService] {
                 let stalled = try await RawSocket.exchange(
                     port: Self.port(base), "PUT /admin/faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
-                    waitFor: .seconds(19)
+                    waitFor: .seconds(240)
                 )
-                // Before the 20 s header and idle timeouts could have closed it: the body timeout did.
-                #expect(stalled.closed && stalled.seconds < 15, "\(base) stalled body: \(stalled)")
+                // Long before the 300 s header and idle timeouts could have closed it, however
+                // loaded the machine: the body timeout did.
+                #expect(stalled.closed && stalled.seconds < 200, "\(base) stalled body: \(stalled)")
             }
         }
     }
