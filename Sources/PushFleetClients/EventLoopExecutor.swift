@@ -21,14 +21,7 @@ package final class EventLoopExecutor: TaskExecutor {
     /// woken by the loop that was waiting anyway, with no thread woken to arm or fire the timer.
     /// Throws `CancellationError` when the task is cancelled first.
     package static func sleep(for nanoseconds: Int64, on loop: any EventLoop) async throws {
-        let wait = TimerWait()
-        try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                wait.begin(continuation, in: .nanoseconds(max(0, nanoseconds)), on: loop)
-            }
-        } onCancel: {
-            wait.cancel()
-        }
+        try await TimerWait().wait(for: nanoseconds, on: loop)
     }
 }
 
@@ -44,7 +37,19 @@ final class TimerWait: NIOScheduledCallbackHandler, Sendable {
 
     private let state = Mutex(State.idle)
 
-    func begin(_ continuation: UnsafeContinuation<Void, any Error>, in delay: TimeAmount, on loop: any EventLoop) {
+    /// Waits `nanoseconds` on `loop`'s timer; throws `CancellationError` when the task is
+    /// cancelled or ``cancel()`` is called first.
+    func wait(for nanoseconds: Int64, on loop: any EventLoop) async throws {
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                begin(continuation, in: .nanoseconds(max(0, nanoseconds)), on: loop)
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    private func begin(_ continuation: UnsafeContinuation<Void, any Error>, in delay: TimeAmount, on loop: any EventLoop) {
         let cancelledAlready = state.withLock { state in
             guard case .idle = state else { return true }
             state = .waiting(continuation, nil)

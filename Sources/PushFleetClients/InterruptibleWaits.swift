@@ -29,17 +29,11 @@ package final class InterruptibleWaits: Sendable {
         guard begun else { return false }
         defer { state.withLock { if $0.current === wait { $0.current = nil } } }
         do {
-            try await withTaskCancellationHandler {
-                try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                    wait.begin(continuation, in: .nanoseconds(max(0, nanoseconds)), on: loop)
-                }
-            } onCancel: {
-                wait.cancel()
-            }
+            try await wait.wait(for: nanoseconds, on: loop)
+            return true
         } catch {
             return false
         }
-        return true
     }
 
     /// Ends the wait under way, and every later one before it begins.

@@ -35,7 +35,7 @@ extension FleetRun {
             var held = false
             for device in devices.sorted(by: { $0.plan.arrival < $1.plan.arrival }) {
                 let intended = context.time.start + device.plan.arrival
-                guard await context.sleep(until: intended) else { break }
+                guard await context.pace(until: intended, arrivals) else { break }
                 guard case .admitted(let waited) = await setup.admit() else { break }
                 if waited && !held {
                     held = true
@@ -62,7 +62,7 @@ extension FleetRun {
                     // Its first renewal comes a whole interval after its arrival.
                     guard due > context.time.start + device.plan.arrival else { continue }
                     if due > context.now() + 1_000_000 {
-                        guard await context.sleep(until: due) else { return }
+                        guard await context.pace(until: due, renewals) else { return }
                     }
                     group.addTask { await device.renewRegistration(context) }
                 }

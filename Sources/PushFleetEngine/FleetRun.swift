@@ -31,6 +31,9 @@ struct FleetRun: Sendable {
     /// Each device's own HTTP pool with `http: per_device`; empty otherwise.
     let ownClients: [BackendClient]
     let setup: SetupTracker
+    /// The arrival loop's and the renewals' waits, which a stop request interrupts.
+    let arrivals = InterruptibleWaits()
+    let renewals = InterruptibleWaits()
     /// Wall-clock nanoseconds at the start, to name when the run happened.
     let startedWall: Int64
 
@@ -215,11 +218,13 @@ struct FleetRun: Sendable {
 
     // MARK: Beside the phases
 
-    /// Releases the devices waiting for a setup slot at the first stop request; returns early
-    /// when the run ends without one.
+    /// Ends the arrivals and renewals and releases the devices waiting for a setup slot at the
+    /// first stop request; returns early when the run ends without one.
     private func watch(_ stop: StopControl) async {
         await stop.reached(.stopping)
         guard !Task.isCancelled else { return }
+        arrivals.interrupt()
+        renewals.interrupt()
         setup.releaseAll()
     }
 

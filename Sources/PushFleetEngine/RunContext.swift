@@ -49,8 +49,8 @@ final class RunContext: Sendable {
     }
 
     /// Sleeps until a monotonic instant, or until a stop request or the task's cancellation,
-    /// whichever is first; returns false for the last two. A task group per wait: for waits
-    /// counted per device or per round, not per send (``pace(until:)``).
+    /// whichever is first; returns false for the last two. A task group per wait: for the few
+    /// waits of faults, reconnects and watchers, not per send, arrival or renewal (``pace(until:_:)``).
     func sleep(until instant: Int64) async -> Bool {
         if isStopping || Task.isCancelled { return false }
         if instant <= now() { return true }
@@ -64,15 +64,17 @@ final class RunContext: Sendable {
         return !isStopping && !Task.isCancelled
     }
 
-    /// Sleeps until a monotonic instant, or until `waits` is interrupted (the traffic phase does
-    /// so at a stop request) or the task is cancelled; returns false for the last two. For the
-    /// senders' pacing: on an event loop a wait per send costs no task, and the sends in flight,
-    /// which are the sender's children, are not cancelled by the stop.
+    /// Sleeps until a monotonic instant, or until `waits` is interrupted (at a stop request, by
+    /// whoever owns it) or the task is cancelled; returns false for the last two. For waits made
+    /// once per send, arrival or renewal: no task per wait, and a sender's sends in flight, its
+    /// children, are not cancelled by the stop. The wait is on the task's event loop's timer, or
+    /// one of the fleet's loops off a loop; a manual clock races the stop instead.
     func pace(until instant: Int64, _ waits: InterruptibleWaits) async -> Bool {
-        if isStopping || Task.isCancelled || waits.isInterrupted { return false }
+        if isStopping || Task.isCancelled { return false }
         let now = now()
         if instant <= now { return true }
-        guard clock is SystemRunClock, let loop = EventLoopExecutor.current else { return await sleep(until: instant) }
+        guard clock is SystemRunClock else { return await sleep(until: instant) }
+        let loop = EventLoopExecutor.current ?? services.eventLoops.next()
         return await waits.sleep(for: instant - now, on: loop) && !isStopping
     }
 
