@@ -226,7 +226,8 @@ extension FleetRun {
         var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
         if stop.level >= .aborting { builder.listeningEnded = timeline.listeningEnded }
         builder.generatorLoad = .init(
-            eventLag: timeline.eventLag, cpuCores: timeline.cpuCores, cores: provenance.host.cores, pushService: timeline.pushServiceLoad
+            eventLag: timeline.eventLag, cpuCores: timeline.cpuCores, cores: provenance.host.cores, pushService: timeline.pushServiceLoad,
+            pushServiceSilentSeconds: timeline.pushServiceSilentSeconds
         )
         builder.judgesLedger = options.shard.isWhole
         if let span = options.judgedWindow {

@@ -48,6 +48,9 @@ struct FleetRun: Sendable {
         var eventLag: Int64 = 0
         /// The push service's event loops over the traffic, when it said.
         var pushServiceLoad: RunResult.Generator.PushServiceLoad?
+        /// How long the push service went unanswered as the traffic ended (s), when it said its
+        /// load as the traffic started.
+        var pushServiceSilentSeconds: Double?
     }
 
     /// The tasks that run beside the phases.
@@ -139,7 +142,7 @@ struct FleetRun: Sendable {
 
             await arrive()
             await waitForTrafficGate(stop)
-            let loadBefore = await PushServiceLoadReading.read(context.services.system, clock: context.clock)
+            let loadBefore = await PushServiceLoadReading.read(context.services.system, clock: context.clock).reading
             timeline.trafficStart = context.now()
             let cpuBefore = (CPUTime.own(), ContinuousClock.now)
             events.resetLag()
@@ -148,11 +151,21 @@ struct FleetRun: Sendable {
             if wall >= 0.5 { timeline.cpuCores = (CPUTime.own() - cpuBefore.0) / wall }
             // The drain judges under the recorder's lock; only the traffic's lag is the generator's.
             timeline.eventLag = events.longestLag
-            if let loadBefore, let loadAfter = await PushServiceLoadReading.read(context.services.system, clock: context.clock) {
-                timeline.pushServiceLoad = loadAfter.since(
-                    loadBefore, inFleetProcess: context.services.system.pushWatch != nil,
-                    onFleetMachine: Origin(context.services.system.pushService)?.isLoopback ?? false
-                )
+            if let loadBefore, stop.level < .aborting {
+                // Asked longer than before: a saturated service answers late, and its silence is a
+                // finding too, never a reason to make no claim.
+                let attempts = stop.level >= .stopping ? 1 : PushServiceLoadReading.afterAttempts
+                switch await PushServiceLoadReading.read(
+                    context.services.system, clock: context.clock, timeout: PushServiceLoadReading.afterTimeout, attempts: attempts
+                ) {
+                case .reading(let loadAfter):
+                    timeline.pushServiceLoad = loadAfter.since(
+                        loadBefore, inFleetProcess: context.services.system.pushWatch != nil,
+                        onFleetMachine: Origin(context.services.system.pushService)?.isLoopback ?? false
+                    )
+                case .silent: timeline.pushServiceSilentSeconds = Double(attempts) * (PushServiceLoadReading.afterTimeout / .seconds(1))
+                case .unsaid: break
+                }
             }
             if context.isStopping { context.emit(.marker("stop requested", at: timeline.trafficEnd)) }
             let listen = stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace

@@ -19,6 +19,9 @@ struct PushServiceLoadReading: Sendable, Equatable {
     static let maxNanoseconds: Int64 = 1 << 52
     static let maxChecks = 1 << 40
     static let maxCores = 4_096
+    /// The reading as the traffic ends: 3 tries of 5 s.
+    static let afterTimeout = Duration.seconds(5)
+    static let afterAttempts = 3
 
     init(loops: [LoopLoad], process: ProcessLoad? = nil) {
         self.loops = loops
@@ -43,18 +46,39 @@ struct PushServiceLoadReading: Sendable, Equatable {
         self.init(loops: loops, process: stats.process)
     }
 
-    /// nil when the push service does not answer or does not say (it is not pushfleet's, or an
-    /// older one): the run then makes no claim about it.
-    static func read(_ system: SystemUnderTest, clock: any RunClock) async -> PushServiceLoadReading? {
+    /// What the push service answered when asked for its load.
+    enum Answer: Sendable, Equatable {
+        case reading(PushServiceLoadReading)
+        /// An answer without loops, or with values out of range: not pushfleet's push service,
+        /// an older one, or a broken one. The run makes no claim about it.
+        case unsaid
+        /// No answer in time, however often asked.
+        case silent
+
+        var reading: PushServiceLoadReading? {
+            if case .reading(let reading) = self { reading } else { nil }
+        }
+    }
+
+    /// Asks `/admin/stats` up to `attempts` times, each within `timeout`; one that answers at all
+    /// ends the asking.
+    static func read(_ system: SystemUnderTest, clock: any RunClock, timeout: Duration = .seconds(2), attempts: Int = 1) async -> Answer {
         let admin = BackendClient(baseURL: system.pushService, connections: 1, clock: clock)
-        let answer = await admin.exchange(
-            .GET, "/admin/stats", authorization: system.pushAdminToken.map { "Bearer \($0)" }, timeout: .seconds(2)
-        )
+        var answer = Answer.silent
+        for _ in 0..<max(1, attempts) {
+            let exchanged = await admin.exchange(.GET, "/admin/stats", authorization: system.pushAdminToken.map { "Bearer \($0)" }, timeout: timeout)
+            guard case .success(let exchange) = exchanged else { continue }
+            if exchange.status == 200, let stats = try? JSONDecoder().decode(PushServiceStats.self, from: Data(exchange.body.readableBytesView)),
+                let reading = PushServiceLoadReading(stats: stats)
+            {
+                answer = .reading(reading)
+            } else {
+                answer = .unsaid
+            }
+            break
+        }
         await admin.shutdown()
-        guard case .success(let exchange) = answer, exchange.status == 200,
-            let stats = try? JSONDecoder().decode(PushServiceStats.self, from: Data(exchange.body.readableBytesView))
-        else { return nil }
-        return PushServiceLoadReading(stats: stats)
+        return answer
     }
 
     /// From `earlier` to this reading; nil when they are not of the same loops (the service

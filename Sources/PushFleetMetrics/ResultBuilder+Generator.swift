@@ -13,12 +13,18 @@ extension ResultBuilder {
         package var cores: Int
         /// The push service's event loops over the traffic, when it said.
         package var pushService: RunResult.Generator.PushServiceLoad?
+        /// How long the push service, which said its load as the traffic started, was asked for it
+        /// as the traffic ended without an answer (s); nil when it answered or never said.
+        package var pushServiceSilentSeconds: Double?
 
-        package init(eventLag: Int64, cpuCores: Double?, cores: Int, pushService: RunResult.Generator.PushServiceLoad? = nil) {
+        package init(
+            eventLag: Int64, cpuCores: Double?, cores: Int, pushService: RunResult.Generator.PushServiceLoad? = nil, pushServiceSilentSeconds: Double? = nil
+        ) {
             self.eventLag = eventLag
             self.cpuCores = cpuCores
             self.cores = cores
             self.pushService = pushService
+            self.pushServiceSilentSeconds = pushServiceSilentSeconds
         }
     }
 
@@ -63,6 +69,7 @@ extension ResultBuilder {
             )
         }
         limits += Self.pushServiceLimits(load.pushService)
+        if let seconds = load.pushServiceSilentSeconds { limits.append(Self.pushServiceSilence(seconds: seconds)) }
         if let shared = Self.sharedMachineLimit(fleetCores: load.cpuCores, machineCores: load.cores, pushService: load.pushService) {
             limits.append(shared)
         }
@@ -114,6 +121,11 @@ extension ResultBuilder {
             )
         }
         return limits
+    }
+
+    /// A push service too busy to answer a small request for seconds kept pushes waiting as well.
+    package static func pushServiceSilence(seconds: Double) -> String {
+        "push service unresponsive: it said its load as the traffic started but gave no answer in \(decimal(seconds)) s as the traffic ended; pushes waited for pushfleet's push service, and the backend hop includes that wait"
     }
 
     /// Sends dropped at a sender's in-flight limit when, by Little's law, the target's slowest

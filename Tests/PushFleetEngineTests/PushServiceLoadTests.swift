@@ -155,6 +155,22 @@ struct PushServiceLoadTests {
         #expect(result.delivery.misdelivered == 0)
     }
 
+    @Test("a push service that never answers its stats is silent after every try; one that answers without loops says nothing; the silence is a limit of pushfleet's")
+    func silentService() async throws {
+        try await FleetHTTPClientRawTests.withServer(["/admin/stats": []]) { port, script in
+            let system = SystemUnderTest(backend: "http://127.0.0.1:1", pushService: "http://127.0.0.1:\(port)")
+            #expect(await PushServiceLoadReading.read(system, clock: .system, timeout: .milliseconds(300), attempts: 2) == .silent)
+            #expect(script.seen.withLock { $0.requests } == ["/admin/stats", "/admin/stats"], "asked again after the first timeout")
+        }
+        try await FleetHTTPClientRawTests.withServer(["/admin/stats": ["HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"]]) { port, script in
+            let system = SystemUnderTest(backend: "http://127.0.0.1:1", pushService: "http://127.0.0.1:\(port)")
+            #expect(await PushServiceLoadReading.read(system, clock: .system, timeout: .seconds(60), attempts: 3) == .unsaid)
+            #expect(script.seen.withLock { $0.requests } == ["/admin/stats"], "an answer ends the asking")
+        }
+        let limit = ResultBuilder.pushServiceSilence(seconds: 15)
+        #expect(limit.hasPrefix("push service unresponsive") && limit.contains("no answer in 15.0 s") && limit.contains("the backend hop includes that wait"))
+    }
+
     @Test("a run at ease reads the push service's loops and names no limit of theirs")
     func easyRun() async throws {
         let result = try await GeneratorHonestyTests.run(GeneratorHonestyTests.yaml)
