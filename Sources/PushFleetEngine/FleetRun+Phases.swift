@@ -9,10 +9,14 @@ import Synchronization
 extension FleetRun {
     // MARK: Arrive
 
-    /// Waits until every device is set up (or the run is stopping), then gives a benchmark its
-    /// moment before traffic.
+    /// Waits until every device is set up (or the run is stopping).
     func arrive() async {
         await setup.waitForAll()
+    }
+
+    /// Gives a benchmark its moment just before the traffic: nothing that takes time (the push
+    /// service's reading, a shard's gate) comes between it and the traffic's start but the gate.
+    func beforeTraffic() async {
         if let beforeTraffic = options.beforeTraffic, !context.isStopping { await beforeTraffic() }
     }
 

@@ -141,8 +141,11 @@ struct FleetRun: Sendable {
             await watching.wait()
 
             await arrive()
-            await waitForTrafficGate(stop)
+            // Read before the gate: a shard's traffic starts at the gate's instant, not after a
+            // request to the push service that may take seconds on a loaded machine.
             let loadBefore = await PushServiceLoadReading.read(context.services.system, clock: context.clock).reading
+            await beforeTraffic()
+            await waitForTrafficGate(stop)
             timeline.trafficStart = context.now()
             let cpuBefore = (CPUTime.own(), ContinuousClock.now)
             events.resetLag()
@@ -151,22 +154,7 @@ struct FleetRun: Sendable {
             if wall >= 0.5 { timeline.cpuCores = (CPUTime.own() - cpuBefore.0) / wall }
             // The drain judges under the recorder's lock; only the traffic's lag is the generator's.
             timeline.eventLag = events.longestLag
-            if let loadBefore, stop.level < .aborting {
-                // Asked longer than before: a saturated service answers late, and its silence is a
-                // finding too, never a reason to make no claim.
-                let attempts = stop.level >= .stopping ? 1 : PushServiceLoadReading.afterAttempts
-                switch await PushServiceLoadReading.read(
-                    context.services.system, clock: context.clock, timeout: PushServiceLoadReading.afterTimeout, attempts: attempts
-                ) {
-                case .reading(let loadAfter):
-                    timeline.pushServiceLoad = loadAfter.since(
-                        loadBefore, inFleetProcess: context.services.system.pushWatch != nil,
-                        onFleetMachine: Origin(context.services.system.pushService)?.isLoopback ?? false
-                    )
-                case .silent: timeline.pushServiceSilentSeconds = Double(attempts) * (PushServiceLoadReading.afterTimeout / .seconds(1))
-                case .unsaid: break
-                }
-            }
+            if let loadBefore, stop.level < .aborting { await readPushServiceLoad(since: loadBefore, stop, into: &timeline) }
             if context.isStopping { context.emit(.marker("stop requested", at: timeline.trafficEnd)) }
             let listen = stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace
             await drain(stop, until: timeline.trafficEnd + listen.nanoseconds)
@@ -200,6 +188,22 @@ struct FleetRun: Sendable {
 
     /// The shards of a run start their traffic together: the gate says when (or why not). A
     /// stop request ends the wait: a shard told to stop must not wait out the other shards.
+    /// The push service's loops over the traffic. Asked longer than as the traffic started: a
+    /// saturated service answers late, and its silence is a finding too, never a reason to make
+    /// no claim.
+    private func readPushServiceLoad(since before: PushServiceLoadReading, _ stop: StopControl, into timeline: inout Timeline) async {
+        let system = context.services.system
+        let attempts = stop.level >= .stopping ? 1 : PushServiceLoadReading.afterAttempts
+        switch await PushServiceLoadReading.read(system, clock: context.clock, timeout: PushServiceLoadReading.afterTimeout, attempts: attempts) {
+        case .reading(let after):
+            timeline.pushServiceLoad = after.since(
+                before, inFleetProcess: system.pushWatch != nil, onFleetMachine: Origin(system.pushService)?.isLoopback ?? false
+            )
+        case .silent: timeline.pushServiceSilentSeconds = Double(attempts) * (PushServiceLoadReading.afterTimeout / .seconds(1))
+        case .unsaid: break
+        }
+    }
+
     private func waitForTrafficGate(_ stop: StopControl) async {
         guard let gate = options.trafficGate, !context.isStopping else { return }
         let context = context

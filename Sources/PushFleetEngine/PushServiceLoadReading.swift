@@ -35,7 +35,7 @@ struct PushServiceLoadReading: Sendable, Equatable {
         let counts = 0...Self.maxChecks
         for loop in loops {
             guard nanoseconds.contains(loop.wallNanoseconds), nanoseconds.contains(loop.cpuNanoseconds), nanoseconds.contains(loop.lateNanoseconds),
-                counts.contains(loop.checks), counts.contains(loop.lateChecks)
+                counts.contains(loop.checks), counts.contains(loop.lateChecks), loop.waitNanoseconds.map(nanoseconds.contains) ?? true
             else { return nil }
         }
         if let process = stats.process {
@@ -98,11 +98,16 @@ struct PushServiceLoadReading: Sendable, Equatable {
         guard checks > 0 else { return nil }
         let late = spans.reduce(0) { $0 + $1.lateChecks }
         let lateNanoseconds = spans.reduce(Int64(0)) { $0 + $1.lateNanoseconds }
-        let busiest = spans.filter { $0.wallNanoseconds > 0 }.map { min(1, Double($0.cpuNanoseconds) / Double($0.wallNanoseconds)) }.max() ?? 0
+        let timed = spans.filter { $0.wallNanoseconds > 0 }
+        let busiest = timed.map { min(1, Double($0.cpuNanoseconds) / Double($0.wallNanoseconds)) }.max() ?? 0
         var load = RunResult.Generator.PushServiceLoad(
             loops: spans.count, busiestLoopShare: busiest, checks: checks, lateChecks: late,
             lateThresholdMs: Double(LoopLoad.lateThreshold) / 1e6, meanLateMs: late > 0 ? Double(lateNanoseconds) / Double(late) / 1e6 : 0
         )
+        // Running or waiting for a core: how much of the time a loop wanted one.
+        if !timed.isEmpty, timed.allSatisfy({ $0.waitNanoseconds != nil }) {
+            load.busiestLoopDemand = timed.map { min(1, Double($0.cpuNanoseconds + $0.waitNanoseconds!) / Double($0.wallNanoseconds)) }.max()
+        }
         if !inFleetProcess, let now = process, let then = earlier.process, let share = now.coreShare(since: then) {
             load.processCoreShare = share
             load.processCores = now.cores

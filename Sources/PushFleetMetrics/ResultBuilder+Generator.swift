@@ -109,6 +109,12 @@ extension ResultBuilder {
         if load.busiestLoopShare >= Self.loopSaturation {
             limits.append("push service saturated: its busiest event loop was busy \(Self.percent(load.busiestLoopShare)) of the traffic; " + consequence)
         }
+        if let demand = load.busiestLoopDemand, demand >= Self.loopSaturation, load.busiestLoopShare < Self.loopSaturation {
+            limits.append(
+                "push service starved: its busiest event loop wanted a core \(Self.percent(demand)) of the traffic and ran \(Self.percent(load.busiestLoopShare)); other processes on its cores, or a CPU quota, held it back; "
+                    + consequence
+            )
+        }
         if let share = load.processCoreShare, let cores = load.processCores, share >= Self.cpuSaturation {
             limits.append(
                 "push service's process saturated: it used \(Self.percent(share)) of its \(cores) core\(cores == 1 ? "" : "s") over the traffic; " + consequence

@@ -38,7 +38,9 @@ final class LoopLoadMonitor: Service, Sendable {
         let timers = zip(loops, tallies).map { loop, tally in
             loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
                 let now = Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds)
-                tally.withLockedValue { $0.check(now: now, threadCPU: Self.threadCPU()) }
+                let cpu = Self.threadCPU()
+                let wait = Self.threadWait()
+                tally.withLockedValue { $0.check(now: now, threadCPU: cpu, threadWait: wait) }
             }
         }
         try? await gracefulShutdown()
@@ -54,6 +56,20 @@ final class LoopLoadMonitor: Service, Sendable {
         let mask = line.dropFirst("Cpus_allowed:".count).filter { $0.isHexDigit }
         let allowed = mask.reduce(0) { $0 + ($1.hexDigitValue ?? 0).nonzeroBitCount }
         return allowed > 0 ? min(allowed, System.coreCount) : System.coreCount
+    }
+
+    /// How long the calling thread has waited, ready to run, for a core (ns): the second field
+    /// of `/proc/thread-self/schedstat`, which counts a CPU quota's throttling too. nil where
+    /// the kernel does not keep it.
+    static func threadWait() -> Int64? {
+        let fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 96) { buffer in
+            let count = read(fd, buffer.baseAddress, buffer.count)
+            guard count > 0 else { return nil }
+            return SchedStat.wait(UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
     }
 
     /// CPU time of the calling thread (ns).

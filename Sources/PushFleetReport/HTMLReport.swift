@@ -89,7 +89,8 @@ public enum HTMLReport {
         if let cpu = generator.cpuCores { facts.append(("fleet CPU", String(format: "%.2f of %d cores over the traffic", cpu, generator.cores))) }
         if let load = generator.pushService {
             let late = String(format: "%d of %d checks %.0f ms or more late", load.lateChecks, load.checks, load.lateThresholdMs)
-            facts.append(("push service loops", String(format: "busiest %.0f%% busy over the traffic; ", load.busiestLoopShare * 100) + late))
+            let demand = load.busiestLoopDemand.map { String(format: ", wanting a core %.0f%%", $0 * 100) } ?? ""
+            facts.append(("push service loops", String(format: "busiest %.0f%% busy over the traffic", load.busiestLoopShare * 100) + demand + "; " + late))
             if let share = load.processCoreShare, let cores = load.processCores {
                 facts.append(("push service process", String(format: "%.0f%% of its %d cores over the traffic", share * 100, cores)))
             }

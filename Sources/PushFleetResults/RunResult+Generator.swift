@@ -59,6 +59,9 @@ extension RunResult {
             /// Whether that process runs on the fleet's machine (its URL is a loopback address):
             /// the two then share the machine's cores.
             public var processOnFleetMachine: Bool?
+            /// The busiest loop's share of the traffic spent running or ready and waiting for a
+            /// core (nil when the push service does not say how long its loops waited).
+            public var busiestLoopDemand: Double?
 
             public init(loops: Int, busiestLoopShare: Double, checks: Int, lateChecks: Int, lateThresholdMs: Double, meanLateMs: Double) {
                 self.loops = loops

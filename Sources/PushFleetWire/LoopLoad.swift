@@ -17,6 +17,10 @@ public struct LoopLoad: Codable, Sendable, Equatable {
     /// Checks that woke at least ``lateThreshold`` after they were due, and by how much in all (ns).
     public var lateChecks: Int = 0
     public var lateNanoseconds: Int64 = 0
+    /// Time the loop's thread was ready to run and waited for a core over the same span (ns):
+    /// other processes on its cores, or a CPU quota, held it back. nil where the kernel does not
+    /// say (`/proc/thread-self/schedstat`), or from a push service that predates it.
+    public var waitNanoseconds: Int64?
 
     public init() {}
 
@@ -31,6 +35,10 @@ public struct LoopLoad: Codable, Sendable, Equatable {
         span.lateNanoseconds = lateNanoseconds - earlier.lateNanoseconds
         guard span.wallNanoseconds >= 0, span.cpuNanoseconds >= 0, span.checks >= 0, span.lateChecks >= 0, span.lateNanoseconds >= 0 else {
             return nil
+        }
+        if let now = waitNanoseconds, let then = earlier.waitNanoseconds {
+            guard now >= then else { return nil }
+            span.waitNanoseconds = now - then
         }
         return span
     }

@@ -39,7 +39,12 @@ struct ServeHubCLITests {
         init(_ pipe: Pipe) {
             pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
                 let chunk = handle.availableData
-                guard let self, !chunk.isEmpty else { return }
+                // At the end of the output the handler would be called again and again.
+                guard !chunk.isEmpty else {
+                    handle.readabilityHandler = nil
+                    return
+                }
+                guard let self else { return }
                 self.lock.withLock { self.data.append(chunk) }
             }
         }

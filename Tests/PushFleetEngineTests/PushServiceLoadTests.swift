@@ -16,8 +16,9 @@ import Testing
 /// reads the service's event loops before and after the traffic and says so.
 @Suite("Push service load")
 struct PushServiceLoadTests {
-    static func loop(wall: Int64, cpu: Int64, checks: Int, late: Int = 0, lateNanoseconds: Int64 = 0) -> LoopLoad {
+    static func loop(wall: Int64, cpu: Int64, checks: Int, late: Int = 0, lateNanoseconds: Int64 = 0, wait: Int64? = nil) -> LoopLoad {
         var load = LoopLoad()
+        load.waitNanoseconds = wait
         load.wallNanoseconds = wall
         load.cpuNanoseconds = cpu
         load.checks = checks
@@ -41,8 +42,16 @@ struct PushServiceLoadTests {
         #expect(load.loops == 2 && load.checks == 40 && load.lateChecks == 4)
         #expect(abs(load.busiestLoopShare - 0.9) < 1e-9)
         #expect(abs(load.meanLateMs - 200) < 1e-9 && load.lateThresholdMs == 100)
+        #expect(load.busiestLoopDemand == nil, "no loop said how long it waited")
         #expect(before.since(after) == nil)
         #expect(before.since(before) == nil)
+        // With the waits: the loop that ran 40% and waited 55% of the span wanted a core 95%.
+        let waitedBefore = PushServiceLoadReading(loops: [Self.loop(wall: 1_000, cpu: 100, checks: 10, wait: 0), Self.loop(wall: 1_000, cpu: 100, checks: 10, wait: 0)])
+        let waitedAfter = PushServiceLoadReading(loops: [
+            Self.loop(wall: 3_000, cpu: 900, checks: 30, wait: 1_100), Self.loop(wall: 3_000, cpu: 700, checks: 30, wait: 200),
+        ])
+        let starved = try #require(waitedAfter.since(waitedBefore))
+        #expect(abs(starved.busiestLoopShare - 0.4) < 1e-9 && abs(starved.busiestLoopDemand! - 0.95) < 1e-9)
         #expect(after.since(PushServiceLoadReading(loops: [Self.loop(wall: 0, cpu: 0, checks: 0)])) == nil)
     }
 
@@ -62,6 +71,7 @@ struct PushServiceLoadTests {
         for hostile in [
             Self.loop(wall: .max, cpu: 0, checks: 1), Self.loop(wall: 1, cpu: .min, checks: 1), Self.loop(wall: 1, cpu: 0, checks: .max),
             Self.loop(wall: 1, cpu: 0, checks: 1, late: -1), Self.loop(wall: 1, cpu: 0, checks: 1, late: 1, lateNanoseconds: .max),
+            Self.loop(wall: 1, cpu: 0, checks: 1, wait: -1), Self.loop(wall: 1, cpu: 0, checks: 1, wait: .max),
         ] {
             #expect(PushServiceLoadReading(stats: stats([fine, hostile])) == nil, "\(hostile)")
         }
@@ -113,6 +123,17 @@ struct PushServiceLoadTests {
         #expect(ResultBuilder.sharedMachineLimit(fleetCores: 0.3, machineCores: 2, pushService: beside) == nil)
         beside.processOnFleetMachine = false
         #expect(ResultBuilder.sharedMachineLimit(fleetCores: 0.7, machineCores: 2, pushService: beside) == nil, "on another machine")
+        // Wanting a core 95% of the traffic and running 40%: starved by other processes or a quota.
+        var starved = calm
+        starved.busiestLoopDemand = 0.95
+        #expect(limits(starved) == [
+            "push service starved: its busiest event loop wanted a core 95.0% of the traffic and ran 40.0%; other processes on its cores, or a CPU quota, held it back; pushes waited for pushfleet's push service, and the backend hop includes that wait"
+        ])
+        starved.busiestLoopDemand = 0.85
+        #expect(limits(starved).isEmpty)
+        starved.busiestLoopDemand = 0.97
+        starved.busiestLoopShare = 0.92
+        #expect(limits(starved).count == 1 && limits(starved)[0].hasPrefix("push service saturated"), "named once, as saturated")
         var few = calm
         few.checks = 20
         few.lateChecks = 4

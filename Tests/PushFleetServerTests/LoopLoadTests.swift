@@ -5,6 +5,7 @@ import NIOPosix
 @testable import PushFleetMockPush
 import PushFleetTestSupport
 import PushFleetWire
+import Synchronization
 import Testing
 
 /// The push service measuring its own event loops: a timer per loop, its thread's CPU time and
@@ -26,6 +27,51 @@ struct LoopLoadTests {
         #expect(tally.load.wallNanoseconds == 649 * Self.ms && tally.load.cpuNanoseconds == 360 * Self.ms)
     }
 
+    @Test("the time a loop's thread waited for a core counts from the first check, as its CPU does; a kernel that does not say gives none")
+    func tallyWait() {
+        var tally = LoopLoadTally(interval: 100 * Self.ms, lateThreshold: 100 * Self.ms)
+        tally.check(now: 1_000 * Self.ms, threadCPU: 40 * Self.ms, threadWait: 500 * Self.ms)
+        tally.check(now: 1_100 * Self.ms, threadCPU: 80 * Self.ms, threadWait: 560 * Self.ms)
+        #expect(tally.load.waitNanoseconds == 60 * Self.ms && tally.load.cpuNanoseconds == 40 * Self.ms)
+        var blind = LoopLoadTally()
+        blind.check(now: 1_000 * Self.ms, threadCPU: 0)
+        blind.check(now: 1_100 * Self.ms, threadCPU: 10 * Self.ms)
+        #expect(blind.load.waitNanoseconds == nil)
+    }
+
+    @Test("schedstat's second number is the run-queue wait; anything but three unsigned decimals within Int64 is none")
+    func schedStat() {
+        #expect(SchedStat.wait(Array("4123456 789 12\n".utf8)) == 789)
+        #expect(SchedStat.wait(Array("0 0 0".utf8)) == 0)
+        for text in ["", "1 2", "1 2 3 4", "1 -2 3", "1 2x 3", "1 99999999999999999999 3", "1\t2\t3"] {
+            #expect(SchedStat.wait(Array(text.utf8)) == nil, "\(text)")
+        }
+    }
+
+    /// Three spinning threads a core take turns with the loop's thread: it runs about a quarter
+    /// of the time it wants a core, and waits the rest. Other load only adds to the wait.
+    @Test("a loop thread that wants a core while other threads take it says how long it waited: at least half its CPU time")
+    func starvedThread() async throws {
+        final class Flag: Sendable { let stop = Atomic<Bool>(false) }
+        let flag = Flag()
+        for _ in 0..<(3 * System.coreCount) {
+            Thread { while !flag.stop.load(ordering: .relaxed) {} }.start()
+        }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let measured = try await group.next().submit { () -> (cpu: Int64, wait: Int64?) in
+            let wait = LoopLoadMonitor.threadWait()
+            let cpu = LoopLoadMonitor.threadCPU()
+            while LoopLoadMonitor.threadCPU() < cpu + 200 * Self.ms {}
+            let spent = LoopLoadMonitor.threadCPU() - cpu
+            guard let wait, let waited = LoopLoadMonitor.threadWait() else { return (spent, nil) }
+            return (spent, waited - wait)
+        }.get()
+        flag.stop.store(true, ordering: .relaxed)
+        try await group.shutdownGracefully()
+        let wait = try #require(measured.wait, "no /proc/thread-self/schedstat")
+        #expect(wait >= measured.cpu / 2, "waited \(wait / Self.ms) ms while running \(measured.cpu / Self.ms) ms")
+    }
+
     @Test("a reading less an earlier one is the span between; a reading from before a restart is not earlier")
     func since() throws {
         var earlier = LoopLoad()
@@ -40,7 +86,13 @@ struct LoopLoadTests {
         later.lateNanoseconds = 500
         let span = try #require(later.since(earlier))
         #expect(span.wallNanoseconds == 2_000 && span.cpuNanoseconds == 1_800 && span.checks == 20 && span.lateChecks == 2)
+        #expect(span.waitNanoseconds == nil)
         #expect(earlier.since(later) == nil)
+        earlier.waitNanoseconds = 100
+        later.waitNanoseconds = 700
+        #expect(later.since(earlier)?.waitNanoseconds == 600)
+        later.waitNanoseconds = 50
+        #expect(later.since(earlier) == nil, "a wait that went back is another thread's")
     }
 
     @Test("a process's share of its cores between two readings; none from another process or with no time between")
@@ -59,7 +111,8 @@ struct LoopLoadTests {
             let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
             // Wait for every loop's first check: the tally counts from it.
             var before = try await TestHTTP.request(.GET, "\(system.pushService)/admin/stats", auth: auth).json(PushServiceStats.self)
-            for _ in 0..<100 where (before.loops ?? []).contains(where: { $0.wallNanoseconds == 0 }) {
+            let deadline = ContinuousClock.now + .seconds(120)
+            while (before.loops ?? []).contains(where: { $0.wallNanoseconds == 0 }), ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))
                 before = try await TestHTTP.request(.GET, "\(system.pushService)/admin/stats", auth: auth).json(PushServiceStats.self)
             }
@@ -81,6 +134,7 @@ struct LoopLoadTests {
                 let span = try #require(now.since(then))
                 #expect(span.lateChecks >= 1 && span.lateNanoseconds >= 250 * Self.ms, "\(span)")
                 #expect(span.cpuNanoseconds >= 350 * Self.ms, "\(span)")
+                #expect(span.waitNanoseconds != nil, "Linux says how long a thread waited for a core")
             }
         }
     }

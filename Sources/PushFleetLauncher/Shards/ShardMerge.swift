@@ -129,11 +129,14 @@ public enum ShardMerge {
     static func judge(_ shards: [Loaded], recorder: Recorder, scenario: Scenario, plan: FleetPlan, info: RunResult.Info, count: Int) -> RunResult {
         var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
         let generators = shards.compactMap(\.manifest.generator)
+        // The shards share one push service: the busiest reading of it stands for the run, with
+        // the most any shard saw its loops want a core.
+        let readings = generators.compactMap(\.pushService)
+        var pushService = readings.max { $0.busiestLoopShare < $1.busiestLoopShare }
+        pushService?.busiestLoopDemand = readings.compactMap(\.busiestLoopDemand).max()
         builder.generatorLoad = .init(
             eventLag: Int64((generators.map(\.eventLagMs).max() ?? 0) * 1e6), cpuCores: generators.compactMap(\.cpuCores).max(),
-            cores: generators.first?.cores ?? 0,
-            // The shards share one push service: the busiest reading of it stands for the run.
-            pushService: generators.compactMap(\.pushService).max { $0.busiestLoopShare < $1.busiestLoopShare }
+            cores: generators.first?.cores ?? 0, pushService: pushService
         )
         var result = builder.build(info: info)
         for shard in shards {

@@ -1,0 +1,127 @@
+import Foundation
+import PushFleetLedger
+import PushFleetReport
+import PushFleetResults
+import PushFleetTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// pushfleet's push service held back by the machine, behind a backend that is not: the run must
+/// name pushfleet's push service as its limit, never fail the backend for the wait.
+@Suite("A confined push service")
+struct ConfinedPushServiceCLITests {
+    /// A CPU quota of its own for the push service: a cgroup under the cpu controller, v1
+    /// (`cpu.cfs_quota_us`) or v2 (`cpu.max`); nil where this process may not make one.
+    struct Quota {
+        let directory: String
+
+        init?(percentOfACore percent: Int) {
+            let name = "pushfleet-test-\(UUID().uuidString)"
+            let manager = FileManager.default
+            if manager.fileExists(atPath: "/sys/fs/cgroup/cpu/cpu.cfs_quota_us") {
+                directory = "/sys/fs/cgroup/cpu/\(name)"
+                guard (try? manager.createDirectory(atPath: directory, withIntermediateDirectories: false)) != nil else { return nil }
+                guard Self.write("100000", to: "\(directory)/cpu.cfs_period_us"), Self.write("\(percent * 1_000)", to: "\(directory)/cpu.cfs_quota_us") else {
+                    remove()
+                    return nil
+                }
+            } else if (try? String(contentsOfFile: "/sys/fs/cgroup/cgroup.subtree_control", encoding: .utf8))?.contains("cpu") == true {
+                directory = "/sys/fs/cgroup/\(name)"
+                guard (try? manager.createDirectory(atPath: directory, withIntermediateDirectories: false)) != nil else { return nil }
+                guard Self.write("\(percent * 1_000) 100000", to: "\(directory)/cpu.max") else {
+                    remove()
+                    return nil
+                }
+            } else {
+                return nil
+            }
+        }
+
+        static var available: Bool {
+            guard let probe = Quota(percentOfACore: 100) else { return false }
+            probe.remove()
+            return true
+        }
+
+        /// A shell command that joins the group and becomes `command`.
+        func running(_ command: [String]) -> [String] {
+            ["sh", "-c", "echo $$ > \(directory)/cgroup.procs && exec \"$@\"", "sh"] + command
+        }
+
+        /// After its processes have ended.
+        func remove() { rmdir(directory) }
+
+        private static func write(_ text: String, to path: String) -> Bool {
+            (try? text.write(toFile: path, atomically: false, encoding: .utf8)) != nil
+        }
+    }
+
+    /// Starts `command` and returns it once it printed a line starting with `label`, with that
+    /// line's URL.
+    static func start(_ command: [String], in directory: URL, url label: String) async throws -> (Process, String) {
+        let (process, pipe) = try CLITests.launch(command, in: directory, executable: "/usr/bin/env")
+        let output = ServeHubCLITests.OutputCollector(pipe)
+        let deadline = ContinuousClock.now + .seconds(120)
+        while true {
+            if let url = output.text.split(separator: "\n").first(where: { $0.hasPrefix(label) })?.split(separator: " ").first(where: { $0.hasPrefix("http://") }) {
+                return (process, String(url))
+            }
+            guard process.isRunning, ContinuousClock.now < deadline else {
+                process.terminate()
+                throw ServeHubCLITests.CLIFailure(description: "no '\(label)' line: \(output.text)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// The push service runs under a CPU quota of 5% of a core: the debug build's push service
+    /// spends about a millisecond a push, so at 200 pushes a second it wants several times its
+    /// quota. The backend, in a process of its own, is not held back. Its loops run a few percent
+    /// of the time, so neither a busy loop nor a busy process is seen: what shows is the time
+    /// they waited for a core (and, with a 100 ms quota period, their late timer checks).
+    @Test(
+        "a push service starved of CPU behind a fast backend: the run is inconclusive, naming pushfleet's push service, and exits 3",
+        .enabled(if: Quota.available, "making a cgroup with a CPU quota is not allowed here")
+    )
+    func starvedPushService() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        let quota = try #require(Quota(percentOfACore: 5))
+        defer { quota.remove() }
+        let (pushService, pushURL) = try await Self.start(
+            quota.running([CLITests.binary, "serve", "--backend-listen", "127.0.0.1:0", "--pns-listen", "127.0.0.1:0", "--admin-auth", "off", "--log-level", "warning"]),
+            in: directory, url: "push service:"
+        )
+        defer {
+            pushService.terminate()
+            pushService.waitUntilExit()
+        }
+        let (backend, backendURL) = try await Self.start(
+            [CLITests.binary, "serve", "--backend-listen", "127.0.0.1:0", "--pns-url", pushURL, "--log-level", "warning"], in: directory, url: "backend:"
+        )
+        defer {
+            backend.terminate()
+            backend.waitUntilExit()
+        }
+        let scenario = """
+            name: confined
+            target: { backend: \(backendURL), pns: \(pushURL) }
+            fleet: { users: 20, platforms: { apns: 1 }, push_channel: per_device }
+            lifecycle: [login, register, connect, receive]
+            traffic:
+              - { kind: plain, rate: 200/s, duration: 4s }
+            deadline: 5s
+            grace: 1s
+            """
+        try Data(scenario.utf8).write(to: directory.appendingPathComponent("confined.yaml"))
+        let run = try await CLITests.run(["run", "confined.yaml", "--out", "report", "--quiet"], in: directory)
+        let result = try ReportFiles.decodeRunJSON(Data(contentsOf: directory.appendingPathComponent("report/run.json")))
+        let limits = result.generator?.limits ?? []
+        #expect(run.status == 3, "exit \(run.status): \(run.output.suffix(2_000))")
+        #expect(limits.contains { $0.hasPrefix("push service starved") }, "\(limits); \(String(describing: result.generator?.pushService))")
+        #expect(result.inconclusive)
+        #expect(result.delivery.misdelivered == 0)
+    }
+}
