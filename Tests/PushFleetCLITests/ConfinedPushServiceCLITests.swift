@@ -81,7 +81,7 @@ struct ConfinedPushServiceCLITests {
     /// spends about a millisecond a push, so at 200 pushes a second it wants several times its
     /// quota. The backend, in a process of its own, is not held back. Its loops run a few percent
     /// of the time, so neither a busy loop nor a busy process is seen: what shows is the time
-    /// they waited for a core (and, with a 100 ms quota period, their late timer checks).
+    /// they waited for a core and, with a 100 ms quota period, their late timer checks.
     @Test(
         "a push service starved of CPU behind a fast backend: the run is inconclusive, naming pushfleet's push service, and exits 3",
         .enabled(if: Quota.available, "making a cgroup with a CPU quota is not allowed here")
@@ -120,9 +120,13 @@ struct ConfinedPushServiceCLITests {
         let result = try ReportFiles.decodeRunJSON(Data(contentsOf: directory.appendingPathComponent("report/run.json")))
         let limits = result.generator?.limits ?? []
         #expect(run.status == 3, "exit \(run.status): \(run.output.suffix(2_000))")
-        // Its loops' wait, when it answered as the traffic ended; its silence, when it did not.
-        let named = result.generator?.pushService == nil ? "push service unresponsive" : "push service starved"
-        #expect(limits.contains { $0.hasPrefix(named) }, "\(limits); \(String(describing: result.generator?.pushService))")
+        // Starved (its loops' wait), behind (their late checks) or unresponsive (no answer as the
+        // traffic ended): whichever the machine shows, it is pushfleet's push service.
+        #expect(limits.contains { $0.hasPrefix("push service") }, "\(limits); \(String(describing: result.generator?.pushService))")
+        if let load = result.generator?.pushService {
+            // Running a few percent of the time, its loops wanted a core for most of it.
+            #expect(load.busiestLoopShare < 0.1 && (load.busiestLoopDemand ?? 0) >= 0.5, "\(load)")
+        }
         #expect(result.inconclusive)
         #expect(result.delivery.misdelivered == 0)
     }
