@@ -68,9 +68,10 @@ enum APICheck {
             return traffic
         }
         check.deadline = max(scenario.deadline, .seconds(2))
-        // After the sends (1 s) have had their deadline to be answered: a departure inside a
-        // send's window leaves its pairs indeterminate, which a loaded machine made happen.
-        check.fleet.departure = scenario.api?.unregister == nil ? nil : .init(share: 1, at: .seconds(1) + check.deadline)
+        // After the sends (1 s) have had twice their deadline to be answered: a departure inside
+        // a send's window leaves its pairs indeterminate, which a loaded machine made happen
+        // (a send answered in 2.1 s, with one deadline of slack).
+        check.fleet.departure = scenario.api?.unregister == nil ? nil : .init(share: 1, at: .seconds(1) + check.deadline * 2)
         check.grace = .seconds(1)
         check.thresholds = []
         check.thresholdMetrics = []

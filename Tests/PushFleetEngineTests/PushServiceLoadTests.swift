@@ -126,6 +126,9 @@ struct PushServiceLoadTests {
         // Wanting a core 95% of the traffic and running 40%: starved by other processes or a quota.
         var starved = calm
         starved.busiestLoopDemand = 0.95
+        #expect(limits(starved).isEmpty, "in the fleet's process the fleet's own checks judge the wait")
+        starved.processCoreShare = 0.03
+        starved.processCores = 2
         #expect(limits(starved) == [
             "push service starved: its busiest event loop wanted a core 95.0% of the traffic and ran 40.0%; other processes on its cores, or a CPU quota, held it back; pushes waited for pushfleet's push service, and the backend hop includes that wait"
         ])
