@@ -1,8 +1,9 @@
 import PushFleetWire
 
 /// What one event loop's timer has measured: a check is the time the timer woke, its thread's
-/// CPU time then and, where the kernel says, the time its thread has waited for a core. The timer is due ``LoopLoad/interval`` after the previous check (NIO
-/// schedules a repeated task's next run from the end of the last).
+/// CPU time then and, where the kernel says, the time its thread has waited for a core. The
+/// timer is due ``LoopLoad/interval`` after the previous check (NIO schedules a repeated task's
+/// next run from the end of the last).
 struct LoopLoadTally: Sendable {
     let interval: Int64
     let lateThreshold: Int64

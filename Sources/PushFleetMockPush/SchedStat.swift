@@ -3,7 +3,8 @@
 enum SchedStat {
     /// The second number; nil unless the text is three unsigned decimals that fit in Int64.
     static func wait<Bytes: Collection<UInt8>>(_ text: Bytes) -> Int64? {
-        var fields: [Int64] = []
+        var fields = 0
+        var wait: Int64 = 0
         var value: Int64 = 0
         var digits = 0
         for byte in text {
@@ -15,16 +16,16 @@ enum SchedStat {
                 value = sum
                 digits += 1
             case UInt8(ascii: " "), UInt8(ascii: "\n"):
-                if digits > 0 {
-                    fields.append(value)
-                    value = 0
-                    digits = 0
-                }
+                guard digits > 0 else { continue }
+                fields += 1
+                if fields == 2 { wait = value }
+                value = 0
+                digits = 0
             default:
                 return nil
             }
         }
-        if digits > 0 { fields.append(value) }
-        return fields.count == 3 ? fields[1] : nil
+        if digits > 0 { fields += 1 }
+        return fields == 3 ? wait : nil
     }
 }
