@@ -81,18 +81,35 @@ struct GeneratorHonestyTests {
         #expect(result.delivery.misdelivered == 0 && result.delivery.lost == 0)
     }
 
+    /// A shared test machine can starve the senders for real (CI runs this beside its builds),
+    /// and then naming the generator is right. So each of up to four runs must be judged
+    /// consistently, exact and never failed, and one of them must be unbound and pass.
     @Test("the same scenario on the machine's clock is not generator-bound and passes")
     func normalRun() async throws {
-        let result = try await Self.run(Self.yaml)
-        let generator = try #require(result.generator)
-        #expect(generator.limits.isEmpty, "\(generator.limits)")
-        #expect(!generator.bound)
-        #expect(generator.droppedWhileFast == 0)
-        #expect(generator.lateWakeRatio < 0.25)
-        #expect(!result.inconclusive)
-        #expect(result.passed, "\(Self.failed(result))")
-        #expect(ReportFiles.verdict(result) == "passed")
-        #expect(result.delivery.expected >= 35 && result.delivery.delivered == result.delivery.expected)
+        var boundBy: [[String]] = []
+        for _ in 0..<4 {
+            let result = try await Self.run(Self.yaml)
+            let generator = try #require(result.generator)
+            #expect(generator.droppedWhileFast == 0)
+            #expect(result.delivery.expected >= 35 && result.delivery.delivered == result.delivery.expected)
+            #expect(result.delivery.misdelivered == 0 && result.delivery.lost == 0)
+            if generator.bound {
+                // Only the machine's own lateness may be named, and it makes the run inconclusive.
+                #expect(generator.limits.allSatisfy { $0.contains("late starts") }, "\(generator.limits)")
+                #expect(generator.lateWakes > 0)
+                #expect(Set(Self.failed(result)).isSubset(of: ["sends.late_start_ratio"]), "\(Self.failed(result))")
+                #expect(result.inconclusive)
+                #expect(ReportFiles.verdict(result) == "inconclusive")
+                boundBy.append(generator.limits)
+                continue
+            }
+            #expect(generator.lateWakeRatio < 0.25)
+            #expect(!result.inconclusive)
+            #expect(result.passed, "\(Self.failed(result))")
+            #expect(ReportFiles.verdict(result) == "passed")
+            return
+        }
+        Issue.record("every run on the machine's clock was generator-bound: \(boundBy)")
     }
 
     @Test("a slow target that fills max_in_flight is the target's failure, not the generator's")
