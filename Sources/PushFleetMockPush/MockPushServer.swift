@@ -221,11 +221,8 @@ public struct MockPushServer: Sendable {
         )
     }
 
-    private func http2Channel(_ responder: @escaping HTTPChannelHandler.Responder, limits: ServerLimits) -> HTTP2Channel {
-        let routes = ProviderRoutes(service: service, connections: connections)
-        return HTTP2Channel(
-            responder: responder, configuration: .init(idleTimeout: limits.idleTimeout, streamConfiguration: limits.http2StreamConfiguration(routes: routes))
-        )
+    private func http2Channel(_ responder: @escaping HTTPChannelHandler.Responder, limits: ServerLimits) -> HTTP2RoutesChannel {
+        HTTP2RoutesChannel(responder: responder, routes: ProviderRoutes(service: service, connections: connections), limits: limits)
     }
 
     private func application(

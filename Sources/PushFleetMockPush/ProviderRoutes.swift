@@ -14,23 +14,27 @@ struct ProviderRoutes: EventLoopResponder {
         case apns(token: Substring)
         case fcm(project: Substring)
         case wns(channel: Substring)
-    }
 
-    func route(for head: HTTPRequest) -> (route: Route, bodyLimit: Int)? {
-        guard let route = Self.route(head) else { return nil }
-        switch route {
-        case .apns: return (route, APNsEndpoint.maxPayload)
-        case .fcm: return (route, FCMEndpoint.maxRequest)
-        case .wns: return (route, WNSEndpoint.maxPayload)
+        /// As the handlers hold it.
+        var held: EventLoopRoute {
+            switch self {
+            case .apns(let token): EventLoopRoute(kind: 0, parameter: token, bodyLimit: APNsEndpoint.maxPayload)
+            case .fcm(let project): EventLoopRoute(kind: 1, parameter: project, bodyLimit: FCMEndpoint.maxRequest)
+            case .wns(let channel): EventLoopRoute(kind: 2, parameter: channel, bodyLimit: WNSEndpoint.maxPayload)
+            }
         }
     }
 
-    func respond(_ route: Route, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
+    func route(for head: HTTPRequest) -> EventLoopRoute? {
+        Self.route(head)?.held
+    }
+
+    func respond(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
         let request = ProviderRequest(head: head, body: body, connection: connections.state(for: channel))
-        switch route {
-        case .apns(let token): return APNsEndpoint(service: service).respond(request, token: String(token))
-        case .fcm(let project): return FCMEndpoint(service: service).respond(request, project: String(project))
-        case .wns(let channel): return WNSEndpoint(service: service).respond(request, channel: String(channel))
+        switch route.kind {
+        case 0: return APNsEndpoint(service: service).respond(request, token: String(route.parameter))
+        case 1: return FCMEndpoint(service: service).respond(request, project: String(route.parameter))
+        default: return WNSEndpoint(service: service).respond(request, channel: String(route.parameter))
         }
     }
 

@@ -7,21 +7,37 @@ import NIOHTTPTypes
 /// hot provider requests of the push service. Anything else, and any request whose answer needs
 /// asynchronous work after all, goes on to the router unchanged.
 public protocol EventLoopResponder: Sendable {
-    /// What a head told about its request, kept until its body is read: the head is read once.
-    associatedtype Route
-
-    /// The route of a request this responder may answer, and the most body bytes to read for
+    /// The route of a request this responder may answer, with the most body bytes to read for
     /// it; nil leaves the request to the router.
-    func route(for head: HTTPRequest) -> (route: Route, bodyLimit: Int)?
+    func route(for head: HTTPRequest) -> EventLoopRoute?
 
     /// The answer to a request whose body was read (nil: longer than its limit); nil leaves the
     /// request to the router.
-    func respond(_ route: Route, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse?
+    func respond(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse?
+}
+
+/// What a head told about its request, kept until its body is read: the head is read once.
+/// Concrete rather than the responder's own type, so the handlers that hold it are not generic:
+/// a generic handler, called by NIO through its protocols, looks its types' metadata up at run
+/// time on every frame.
+public struct EventLoopRoute: Sendable {
+    /// Which of the responder's routes, in its own numbering.
+    public var kind: Int
+    /// The part of the path the route names (a device token, a project).
+    public var parameter: Substring
+    /// The most body bytes to read.
+    public var bodyLimit: Int
+
+    public init(kind: Int, parameter: Substring, bodyLimit: Int) {
+        self.kind = kind
+        self.parameter = parameter
+        self.bodyLimit = bodyLimit
+    }
 }
 
 extension EventLoopResponder {
     /// The handler that installs these routes on a connection or stream.
-    func installer() -> any RemovableChannelHandler { EventLoopRoutes<Self>.Installer(responder: self) }
+    func installer() -> any RemovableChannelHandler { EventLoopRoutes.Installer(responder: self) }
 }
 
 /// A response known whole, head and body: written at once on the event loop, or handed to the
@@ -115,18 +131,18 @@ package struct EventLoopRoutesState: Sendable {
 /// connection-state handler, which so sees every request and answer, those answered here too, for
 /// its idle timeout and its graceful stop (it closes after the answer in progress), just before
 /// the router's channel.
-final class EventLoopRoutes<Responder: EventLoopResponder>: ChannelDuplexHandler, RemovableChannelHandler {
+final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    private let responder: Responder
+    private let responder: any EventLoopResponder
     private var state = EventLoopRoutesState()
     /// The route of the request held here.
-    private var route: Responder.Route?
+    private var route: EventLoopRoute?
 
-    init(responder: Responder) {
+    init(responder: any EventLoopResponder) {
         self.responder = responder
     }
 
@@ -136,7 +152,7 @@ final class EventLoopRoutes<Responder: EventLoopResponder>: ChannelDuplexHandler
         case .head(let head):
             action = state.head(head) { head in
                 guard let claimed = responder.route(for: head) else { return nil }
-                route = claimed.route
+                route = claimed
                 return claimed.bodyLimit
             }
         case .body(let bytes): action = state.body(bytes)
@@ -188,10 +204,10 @@ final class EventLoopRoutes<Responder: EventLoopResponder>: ChannelDuplexHandler
         typealias InboundIn = HTTPRequestPart
         typealias InboundOut = HTTPRequestPart
 
-        private let responder: Responder
+        private let responder: any EventLoopResponder
         private var installed = false
 
-        init(responder: Responder) {
+        init(responder: any EventLoopResponder) {
             self.responder = responder
         }
 

@@ -1,5 +1,4 @@
 public import HummingbirdCore
-public import HummingbirdHTTP2
 public import Logging
 public import NIOCore
 public import NIOSSL
@@ -14,7 +13,7 @@ import NIOTLS
 public struct TLSServerChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
     public enum Negotiated: Sendable {
         case http1(HTTP1.Value)
-        case http2(HTTP2Channel.Value)
+        case http2(HTTP2RoutesChannel.Value)
     }
 
     public struct Value: ServerChildChannelValue {
@@ -25,7 +24,7 @@ public struct TLSServerChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
     let context: NIOSSLContext
     let acceptAnyClientCertificate: Bool
     let http1: HTTP1
-    let http2: HTTP2Channel
+    let http2: HTTP2RoutesChannel
     let connections: ConnectionRegistry?
     let limits: ServerLimits?
 
@@ -39,7 +38,7 @@ public struct TLSServerChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
         configuration: TLSConfiguration,
         acceptAnyClientCertificate: Bool = false,
         http1: HTTP1,
-        http2: HTTP2Channel,
+        http2: HTTP2RoutesChannel,
         connections: ConnectionRegistry? = nil,
         limits: ServerLimits? = nil
     ) throws {

@@ -1,0 +1,166 @@
+import HTTPTypes
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// On an HTTP/2 connection, between the connection's handlers and the stream multiplexer: answers
+/// the requests an ``EventLoopResponder`` takes at the connection's frames, with no stream channel,
+/// pipeline or task per request, and passes every other stream on untouched. The rules are
+/// ``HTTP2FrameRoutesState``'s; this handler only carries them out.
+///
+/// A stream's child channel and its pipeline were most of an HTTP/2 provider request's cost
+/// (docs/performance.md, "The servers against nginx").
+final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias InboundOut = HTTP2Frame
+    typealias OutboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// What is held for a stream, replayed in order if it is handed over.
+    enum Item {
+        case frame(HTTP2Frame)
+        case event(Any)
+    }
+
+    private let responder: any EventLoopResponder
+    private var state = HTTP2FrameRoutesState<EventLoopRoute, Item>()
+    private var flushPending = false
+
+    init(responder: any EventLoopResponder) {
+        self.responder = responder
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let id = frame.streamID
+        guard id != .rootStream else { return context.fireChannelRead(data) }
+        let action: HTTP2FrameRoutesState<EventLoopRoute, Item>.Inbound
+        switch frame.payload {
+        case .headers(let headers):
+            action = state.headers(id, endStream: headers.endStream, item: .frame(frame)) {
+                guard let head = HTTPRequest(http2: headers.headers), let claimed = responder.route(for: head) else { return nil }
+                return (claimed, head, claimed.bodyLimit)
+            }
+        case .data(let body):
+            guard case .byteBuffer(let bytes) = body.data else { return context.fireChannelRead(data) }
+            action = state.data(id, bytes, endStream: body.endStream, item: .frame(frame))
+        case .rstStream:
+            action = state.otherFrame(id, isReset: true)
+        case .windowUpdate:
+            action = state.otherFrame(id, isReset: false)
+        default:
+            action = .forward
+        }
+        perform(action, data, context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        let action: HTTP2FrameRoutesState<EventLoopRoute, Item>.Inbound
+        switch event {
+        case let created as NIOHTTP2StreamCreatedEvent:
+            action = state.event(created.streamID, item: .event(event))
+        case let window as NIOHTTP2WindowUpdatedEvent where window.streamID != .rootStream:
+            action = state.event(window.streamID, item: .event(event))
+        case let closed as StreamClosedEvent:
+            action = state.closed(closed.streamID)
+        default:
+            action = .forward
+        }
+        switch action {
+        case .forward: context.fireUserInboundEventTriggered(event)
+        case .hold, .drop, .answer, .replay: break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        replay(state.readComplete(), context)
+        if flushPending {
+            flushPending = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    private func perform(_ action: HTTP2FrameRoutesState<EventLoopRoute, Item>.Inbound, _ data: NIOAny, _ context: ChannelHandlerContext) {
+        switch action {
+        case .forward:
+            context.fireChannelRead(data)
+        case .hold, .drop:
+            break
+        case .replay(let items):
+            replay(items, context)
+        case .answer(let id, let route, let head, let body):
+            guard let answer = responder.respond(route, head: head, body: body, channel: context.channel) else {
+                replay(state.handOver(id), context)
+                return
+            }
+            state.answered(id)
+            write(answer, on: id, context)
+        }
+    }
+
+    private func replay(_ items: [Item], _ context: ChannelHandlerContext) {
+        for item in items {
+            switch item {
+            case .frame(let frame): context.fireChannelRead(wrapInboundOut(frame))
+            case .event(let event): context.fireUserInboundEventTriggered(event)
+            }
+        }
+    }
+
+    /// The answer in one HEADERS frame, or HEADERS and one DATA frame; the last ends the stream.
+    /// Flushed when the read completes, with the rest of the read's answers.
+    private func write(_ answer: CompleteResponse, on id: HTTP2StreamID, _ context: ChannelHandlerContext) {
+        var fields = HPACKHeaders()
+        fields.reserveCapacity(answer.headers.count + 2)
+        fields.add(name: ":status", value: String(answer.status.code))
+        for field in answer.headers where field.name != .contentLength {
+            fields.add(name: field.name.canonicalName, value: field.value)
+        }
+        fields.add(name: "content-length", value: String(answer.body.readableBytes))
+        let hasBody = answer.body.readableBytes > 0
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: fields, endStream: !hasBody)))), promise: nil)
+        if hasBody {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(answer.body), endStream: true)))), promise: nil)
+        }
+        flushPending = true
+    }
+}
+
+extension EventLoopResponder {
+    /// The handler that answers these routes at an HTTP/2 connection's frames.
+    func frameRoutes() -> any ChannelHandler { HTTP2FrameRoutes(responder: self) }
+}
+
+extension HTTPRequest {
+    /// A request head from an HTTP/2 header block; nil for a block the stream channels should
+    /// judge (an unknown or repeated pseudo-header, no method, a field name HTTP does not allow).
+    init?(http2 block: HPACKHeaders) {
+        var method: String?
+        var scheme: String?
+        var authority: String?
+        var path: String?
+        var index = block.startIndex
+        while index != block.endIndex {
+            let (name, value, _) = block[index]
+            guard name.utf8.first == UInt8(ascii: ":") else { break }
+            switch name {
+            case ":method" where method == nil: method = value
+            case ":scheme" where scheme == nil: scheme = value
+            case ":authority" where authority == nil: authority = value
+            case ":path" where path == nil: path = value
+            default: return nil
+            }
+            index = block.index(after: index)
+        }
+        guard let method, let parsed = HTTPRequest.Method(method) else { return nil }
+        self.init(method: parsed, scheme: scheme, authority: authority, path: path)
+        headerFields.reserveCapacity(block.count)
+        while index != block.endIndex {
+            let (name, value, _) = block[index]
+            guard let fieldName = HTTPField.Name(name), name.utf8.first != UInt8(ascii: ":") else { return nil }
+            headerFields.append(HTTPField(name: fieldName, value: value))
+            index = block.index(after: index)
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Crypto
+import Foundation
+import PushFleetEmbedded
+import PushFleetMockPush
+import PushFleetServerSupport
+import PushFleetTestSupport
+import PushFleetWire
+import Testing
+
+/// Provider streams answered at the connection's frames beside streams that go to the router, on
+/// one HTTP/2 connection: each gets its own answer, whichever path it takes.
+@Suite("HTTP/2 provider streams at the frames, beside the router's")
+struct HTTP2FrameRoutesTests {
+    static let token = String(repeating: "ab", count: 32)
+
+    static func push(_ stream: UInt32, body: [UInt8], split: Bool = false) -> (now: [UInt8], later: [UInt8]) {
+        let head = HTTP2Wire.headers(
+            stream: stream, path: "/3/device/\(token)",
+            extra: [("authorization", TestCredentials.apnsAuthorization), ("apns-topic", "com.example.app"), ("apns-push-type", "alert")],
+            endStream: false
+        )
+        let data = HTTP2Wire.data(stream: stream, body, endStream: true)
+        return split ? (head, data) : (head + data, [])
+    }
+
+    static let alert = Array(#"{"aps":{"alert":"x"}}"#.utf8)
+
+    /// Stream 1 a push whose first token goes to the router to be verified, 3 a router GET, 5 a
+    /// push whose body comes in a later write (handed to a stream channel), 7 a push with the
+    /// token known (answered at the frames), 9 a push over APNs's payload limit, 11 a bad token.
+    static func parts() -> [(delay: Duration, bytes: [UInt8])] {
+        let fields: [(String, String)] = [(":method", "GET"), (":scheme", "http"), (":path", "/health"), (":authority", "localhost")]
+        var block: [UInt8] = []
+        for (name, value) in fields {
+            block += [0x00] + HTTP2Wire.integer(name.utf8.count) + Array(name.utf8)
+            block += HTTP2Wire.integer(value.utf8.count) + Array(value.utf8)
+        }
+        let health = HTTP2Wire.frame(type: HTTP2Wire.headersType, flags: 0x5, stream: 3, block)
+        let split = push(5, body: alert, split: true)
+        // Over APNs's 4,096 bytes, however the client declares it.
+        let padded: [UInt8] = Array(repeating: UInt8(ascii: " "), count: 4100) + alert
+        let badToken = HTTP2Wire.headers(
+            stream: 11, path: "/3/device/nothex",
+            extra: [("authorization", TestCredentials.apnsAuthorization), ("apns-topic", "com.example.app")], endStream: false
+        ) + HTTP2Wire.data(stream: 11, alert, endStream: true)
+        return [
+            (.zero, HTTP2Wire.preface + push(1, body: alert).now + health + split.now),
+            (.milliseconds(500), split.later + push(7, body: alert).now),
+            (.milliseconds(200), push(9, body: padded).now + badToken),
+        ]
+    }
+
+    static let streams: Set<UInt32> = [1, 3, 5, 7, 9, 11]
+
+    @Test("pushes at the frames, a router GET, a body that comes later, one too large and a bad token: each answered on its stream, ending on its last frame")
+    func mixedStreams() async throws {
+        let keys = [ProviderAuthConfiguration.APNsKey(
+            keyID: TestCredentials.apnsKeyID, teamID: TestCredentials.apnsTeamID, publicKeyPEM: TestCredentials.apnsKey.publicKey.pemRepresentation
+        )]
+        var configuration = EmbeddedSystem.Configuration()
+        configuration.pushService.providerAuth = ProviderAuthConfiguration(apnsKeys: keys, apnsTopics: ["com.example.app"])
+        configuration.pushServer.http2Listen = .init(host: "127.0.0.1", port: 0)
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            let port = Int(system.pushServiceHTTP2!.split(separator: ":").last!)!
+            let outcome = try await RawStream.run(port: port, Self.parts(), wait: .seconds(60)) { bytes in
+                Set(HTTP2Wire.frames(bytes).filter { $0.type <= 1 && $0.flags & 0x1 != 0 }.map(\.stream)).isSuperset(of: Self.streams)
+            }
+            let statuses = HTTP2Wire.statuses(outcome.bytes)
+            #expect(statuses == [1: "200", 3: "200", 5: "200", 7: "200", 9: "413", 11: "400"], "\(statuses)")
+            let frames = HTTP2Wire.frames(outcome.bytes).filter { $0.type <= 1 }
+            for stream in Self.streams.sorted() {
+                let mine = frames.filter { $0.stream == stream }
+                #expect(mine.last.map { $0.flags & 0x1 != 0 } == true, "stream \(stream): \(mine)")
+                #expect(!mine.contains { $0.type == 0 && $0.payload.isEmpty }, "stream \(stream): \(mine)")
+            }
+            let bodies = Dictionary(grouping: frames.filter { $0.type == 0 }, by: \.stream).mapValues { String(decoding: $0.flatMap(\.payload), as: UTF8.self) }
+            #expect(bodies[9]?.contains("PayloadTooLarge") == true, "\(bodies)")
+            #expect(bodies[11]?.contains("BadDeviceToken") == true, "\(bodies)")
+            #expect(bodies[3] == "ok", "\(bodies)")
+            // The three accepted pushes reached the service, once each.
+            #expect(try await system.pushStats().accepted == 3)
+        }
+    }
+}
