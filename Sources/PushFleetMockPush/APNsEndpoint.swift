@@ -34,11 +34,6 @@ struct APNsEndpoint {
         }
     }
 
-    /// Headers a request may carry once; Apple answers `DuplicateHeaders` otherwise.
-    static let singleHeaders: [HTTPField.Name] = [
-        .apnsID, .apnsTopic, .apnsPushType, .apnsPriority, .apnsExpiration, .apnsCollapseID, .authorization,
-    ]
-
     private struct Reason: Encodable {
         var reason: String
         var timestamp: Int64?
@@ -68,20 +63,20 @@ struct APNsEndpoint {
     /// a signature check (``ProviderAuthority/authenticateAPNs(authorization:connection:)``),
     /// whose outcome a second call passes as `verified`.
     func respond(_ request: ProviderRequest, token: String, hubAt: Int64? = nil, verified: ProviderAuthority.APNsOutcome? = nil) -> CompleteResponse? {
-        service.answer(
-            request, platform: .apns, token: TokenRules.normalized(token[...], for: .apns), pushType: request.headers[.apnsPushType] ?? "alert",
+        let headers = APNsHeaders(request.headers)
+        return service.answer(
+            request, platform: .apns, token: TokenRules.normalized(token[...], for: .apns), pushType: headers.pushType ?? "alert",
             hubAt: hubAt
-        ) { decide($0, token: token, push: $1, hubAt: hubAt, verified: verified) }
+        ) { decide($0, headers, token: token, push: $1, hubAt: hubAt, verified: verified) }
     }
 
-    private func decide(_ request: ProviderRequest, token: String, push number: UInt64, hubAt: Int64?, verified: ProviderAuthority.APNsOutcome?) -> ProviderAnswer? {
-        let headers = request.headers
-        let id = headers[.apnsID] ?? UUIDText.random()
+    private func decide(
+        _ request: ProviderRequest, _ headers: APNsHeaders, token: String, push number: UInt64, hubAt: Int64?, verified: ProviderAuthority.APNsOutcome?
+    ) -> ProviderAnswer? {
+        let id = headers.id ?? UUIDText.random()
         guard UUIDText.isValid(id) else { return reject(.badRequest, "BadMessageId", id: UUIDText.random()) }
-        guard Self.singleHeaders.allSatisfy({ headers[values: $0].count <= 1 }) else {
-            return reject(.badRequest, "DuplicateHeaders", id: id)
-        }
-        guard let outcome = verified ?? service.authority.authenticateAPNsNow(authorization: headers[.authorization], connection: request.connection)
+        guard !headers.duplicated else { return reject(.badRequest, "DuplicateHeaders", id: id) }
+        guard let outcome = verified ?? service.authority.authenticateAPNsNow(authorization: headers.authorization, connection: request.connection)
         else { return nil }
         let bundles: [String]
         switch outcome {
@@ -90,22 +85,22 @@ struct APNsEndpoint {
         }
         // A certificate for a single bundle names the topic itself; a token names none.
         let certificate = request.connection?.peerCertificateDER != nil
-        guard let topic = headers[.apnsTopic].flatMap({ $0.isEmpty ? nil : $0 }) ?? (certificate && bundles.count == 1 ? bundles[0] : nil)
+        guard let topic = headers.topic.flatMap({ $0.isEmpty ? nil : $0 }) ?? (certificate && bundles.count == 1 ? bundles[0] : nil)
         else { return reject(.badRequest, "MissingTopic", id: id) }
         guard APNsTopics.isAllowed(topic, bundles: bundles) else { return reject(.badRequest, "TopicDisallowed", id: id) }
-        let pushType = headers[.apnsPushType] ?? "alert"
+        let pushType = headers.pushType ?? "alert"
         guard Self.pushTypes.contains(pushType) else { return reject(.badRequest, "InvalidPushType", id: id) }
-        if let priority = headers[.apnsPriority], !["1", "5", "10"].contains(priority) {
+        if let priority = headers.priority, priority != "10", priority != "5", priority != "1" {
             return reject(.badRequest, "BadPriority", id: id)
         }
         var retention = PushService.Retention.defaultDuration
-        if let expiration = headers[.apnsExpiration] {
+        if let expiration = headers.expiration {
             guard let seconds = Int64(expiration), seconds >= 0 else {
                 return reject(.badRequest, "BadExpirationDate", id: id)
             }
             retention = seconds == 0 ? .doNotStore : .until(Saturating.multiply(seconds, 1_000_000_000))
         }
-        if let collapseID = headers[.apnsCollapseID], collapseID.utf8.count > 64 {
+        if let collapseID = headers.collapseID, collapseID.utf8.count > 64 {
             return reject(.badRequest, "BadCollapseId", id: id)
         }
         guard TokenRules.isValidAPNs(token[...]) else { return reject(.badRequest, "BadDeviceToken", id: id) }

@@ -12,7 +12,8 @@ import NIOHTTPTypesHTTP2
 ///
 /// The connection is set up here rather than by Hummingbird so that a handler can sit before the
 /// stream multiplexer: NIO's connection handler, then its server connection manager (idle timeout,
-/// graceful close with two GOAWAYs on a server stop), then the frame routes, then the multiplexer.
+/// the GOAWAYs of a graceful stop), then ``HTTP2ConnectionEnd`` (the close once a stopping or
+/// half-closed connection has no stream open), then the frame routes, then the multiplexer.
 public struct HTTP2RoutesChannel: HTTPChannelHandler {
     public typealias Stream = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
@@ -48,6 +49,7 @@ public struct HTTP2RoutesChannel: HTTPChannelHandler {
                     configuration: .init(maxIdleTime: idle, maxAge: nil, maxGraceTime: nil, keepalive: nil)
                 )
             )
+            try pipeline.addHandler(HTTP2ConnectionEnd())
             if let routes { try pipeline.addHandler(routes.frameRoutes()) }
             let multiplexer = HTTP2StreamMultiplexer(mode: .server, channel: channel, inboundStreamInitializer: { stream in
                 stream.eventLoop.makeCompletedFuture {

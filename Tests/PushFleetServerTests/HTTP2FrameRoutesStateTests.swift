@@ -221,3 +221,23 @@ struct HTTP2FrameRoutesHandlerTests {
     }
 }
 
+
+@Suite("An HTTP/2 connection's end")
+struct HTTP2ConnectionEndStateTests {
+    @Test("an ending connection closes at once with no stream open, else when its last stream closes")
+    func closes() {
+        var idle = HTTP2ConnectionEndState()
+        let idleCloses = idle.end()
+        #expect(idleCloses)
+        var busy = HTTP2ConnectionEndState()
+        busy.streamOpened()
+        busy.streamOpened()
+        let steps = [busy.streamClosed(), busy.end(), busy.streamClosed()]
+        #expect(steps == [false, false, true])
+        // Streams come and go on a connection that is not ending: it stays.
+        var open = HTTP2ConnectionEndState()
+        open.streamOpened()
+        let later = [open.streamClosed(), open.streamClosed(), open.end()]
+        #expect(later == [false, false, true])
+    }
+}
