@@ -95,14 +95,16 @@ package struct EventLoopRoutesState: Sendable {
         guard var request = collecting else { return .forward }
         collecting = nil
         if !request.tooLarge {
-            if (request.body?.readableBytes ?? 0) + bytes.readableBytes > request.limit {
-                request.tooLarge = true
-                request.body = nil
-            } else if request.body == nil {
+            if request.body == nil {
                 request.body = bytes
             } else {
                 var bytes = bytes
                 request.body!.writeBuffer(&bytes)
+            }
+            if request.body!.readableBytes > request.limit {
+                // Past the limit: only enough is kept to show it, should the router read it.
+                request.tooLarge = true
+                request.body = request.body!.getSlice(at: request.body!.readerIndex, length: request.limit + 1)
             }
         }
         collecting = request
@@ -112,8 +114,14 @@ package struct EventLoopRoutesState: Sendable {
     package mutating func end() -> Inbound {
         guard let request = collecting else { return .forward }
         collecting = nil
+        lastBody = request.body
         return .answer(head: request.head, body: request.tooLarge ? nil : (request.body ?? ByteBuffer()))
     }
+
+    /// The body of the request last answered (``Inbound/answer(head:body:)``) as it was read: past
+    /// its limit, the limit and one byte more. What the router is given if the request is handed
+    /// over, so that it too finds a body too large.
+    package private(set) var lastBody: ByteBuffer?
 
     /// An answer the router wrote ended.
     package mutating func routerAnswerEnded() {
@@ -179,7 +187,7 @@ final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
         guard let held, let answer = responder.respond(held, head: head, body: body, channel: context.channel) else {
             state.handedOver()
             context.fireChannelRead(wrapInboundOut(.head(head)))
-            if let body, body.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.body(body))) }
+            if let read = state.lastBody, read.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.body(read))) }
             context.fireChannelRead(wrapInboundOut(.end(nil)))
             return
         }

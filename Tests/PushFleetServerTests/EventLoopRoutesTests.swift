@@ -34,8 +34,11 @@ struct EventLoopRoutesTests {
         #expect(state.body(ByteBuffer(string: "6789")) == .hold)
         #expect(state.body(ByteBuffer(string: "0")) == .hold)
         #expect(state.end() == .answer(head: Self.provider, body: nil))
+        // Kept for the router, should the request go there: the limit and one byte more.
+        #expect(state.lastBody == ByteBuffer(string: "123456789"))
         _ = state.head(Self.provider, bodyLimit: Self.limit)
         #expect(state.end() == .answer(head: Self.provider, body: ByteBuffer()))
+        #expect(state.lastBody == nil)
     }
 
     @Test("while the router owes an answer, provider requests go to it too, in order; afterwards they are answered here again")

@@ -38,7 +38,7 @@ struct HTTP2FrameRoutesTests {
         let health = HTTP2Wire.frame(type: HTTP2Wire.headersType, flags: 0x5, stream: 3, block)
         let split = push(5, body: alert, split: true)
         // Over APNs's 4,096 bytes, however the client declares it.
-        let padded: [UInt8] = Array(repeating: UInt8(ascii: " "), count: 4100) + alert
+        let padded: [UInt8] = Array(repeating: UInt8(ascii: " "), count: 4100) + Self.alert
         let badToken = HTTP2Wire.headers(
             stream: 11, path: "/3/device/nothex",
             extra: [("authorization", TestCredentials.apnsAuthorization), ("apns-topic", "com.example.app")], endStream: false
@@ -79,6 +79,38 @@ struct HTTP2FrameRoutesTests {
             #expect(bodies[3] == "ok", "\(bodies)")
             // The three accepted pushes reached the service, once each.
             #expect(try await system.pushStats().accepted == 3)
+        }
+    }
+
+    static func port(_ address: String) -> Int {
+        Int(address.split(separator: ":").last!.filter(\.isNumber))!
+    }
+
+    /// The first push of a connection waits for its provider token to be verified off the event
+    /// loop; one too large must still be judged too large there, not empty.
+    @Test("a push too large, first on its connection, while its provider token is verified by the router: 413 PayloadTooLarge over h2c and HTTP/1.1")
+    func tooLargeWhileVerified() async throws {
+        let keys = [ProviderAuthConfiguration.APNsKey(
+            keyID: TestCredentials.apnsKeyID, teamID: TestCredentials.apnsTeamID, publicKeyPEM: TestCredentials.apnsKey.publicKey.pemRepresentation
+        )]
+        var configuration = EmbeddedSystem.Configuration()
+        configuration.pushService.providerAuth = ProviderAuthConfiguration(apnsKeys: keys, apnsTopics: ["com.example.app"])
+        configuration.pushServer.http2Listen = .init(host: "127.0.0.1", port: 0)
+        let padded: [UInt8] = Array(repeating: UInt8(ascii: " "), count: 4100) + Self.alert
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            let h2 = try await RawStream.run(port: Self.port(system.pushServiceHTTP2!), [(.zero, HTTP2Wire.preface + Self.push(1, body: padded).now)], wait: .seconds(60)) { bytes in
+                HTTP2Wire.frames(bytes).contains { $0.type <= 1 && $0.stream == 1 && $0.flags & 0x1 != 0 }
+            }
+            #expect(HTTP2Wire.statuses(h2.bytes) == [1: "413"])
+            let body = String(decoding: HTTP2Wire.frames(h2.bytes).filter { $0.type == 0 && $0.stream == 1 }.flatMap(\.payload), as: UTF8.self)
+            #expect(body.contains("PayloadTooLarge"), "\(body)")
+            let head = "POST /3/device/\(Self.token) HTTP/1.1\r\nhost: api.push.apple.com\r\nauthorization: \(TestCredentials.apnsAuthorization)\r\n"
+                + "apns-topic: com.example.app\r\ncontent-length: \(padded.count)\r\n\r\n"
+            let h1 = try await RawStream.run(port: Self.port(system.pushService), [(.zero, Array(head.utf8) + padded)], wait: .seconds(60)) { bytes in
+                String(decoding: bytes, as: UTF8.self).contains("}")
+            }
+            #expect(h1.text.hasPrefix("HTTP/1.1 413"), "\(h1.text)")
+            #expect(h1.text.contains("PayloadTooLarge"), "\(h1.text)")
         }
     }
 }
