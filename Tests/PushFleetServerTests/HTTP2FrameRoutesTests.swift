@@ -52,14 +52,20 @@ struct HTTP2FrameRoutesTests {
 
     static let streams: Set<UInt32> = [1, 3, 5, 7, 9, 11]
 
-    @Test("pushes at the frames, a router GET, a body that comes later, one too large and a bad token: each answered on its stream, ending on its last frame")
-    func mixedStreams() async throws {
+    /// An APNs key configured, so that a connection's first token is verified by the router; h2c.
+    static func configuration() -> EmbeddedSystem.Configuration {
         let keys = [ProviderAuthConfiguration.APNsKey(
             keyID: TestCredentials.apnsKeyID, teamID: TestCredentials.apnsTeamID, publicKeyPEM: TestCredentials.apnsKey.publicKey.pemRepresentation
         )]
         var configuration = EmbeddedSystem.Configuration()
         configuration.pushService.providerAuth = ProviderAuthConfiguration(apnsKeys: keys, apnsTopics: ["com.example.app"])
         configuration.pushServer.http2Listen = .init(host: "127.0.0.1", port: 0)
+        return configuration
+    }
+
+    @Test("pushes at the frames, a router GET, a body that comes later, one too large and a bad token: each answered on its stream, ending on its last frame")
+    func mixedStreams() async throws {
+        let configuration = Self.configuration()
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
             let port = Int(system.pushServiceHTTP2!.split(separator: ":").last!)!
             let outcome = try await RawStream.run(port: port, Self.parts(), wait: .seconds(60)) { bytes in
@@ -90,12 +96,7 @@ struct HTTP2FrameRoutesTests {
     /// loop; one too large must still be judged too large there, not empty.
     @Test("a push too large, first on its connection, while its provider token is verified by the router: 413 PayloadTooLarge over h2c and HTTP/1.1")
     func tooLargeWhileVerified() async throws {
-        let keys = [ProviderAuthConfiguration.APNsKey(
-            keyID: TestCredentials.apnsKeyID, teamID: TestCredentials.apnsTeamID, publicKeyPEM: TestCredentials.apnsKey.publicKey.pemRepresentation
-        )]
-        var configuration = EmbeddedSystem.Configuration()
-        configuration.pushService.providerAuth = ProviderAuthConfiguration(apnsKeys: keys, apnsTopics: ["com.example.app"])
-        configuration.pushServer.http2Listen = .init(host: "127.0.0.1", port: 0)
+        let configuration = Self.configuration()
         let padded: [UInt8] = Array(repeating: UInt8(ascii: " "), count: 4100) + Self.alert
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
             let h2 = try await RawStream.run(port: Self.port(system.pushServiceHTTP2!), [(.zero, HTTP2Wire.preface + Self.push(1, body: padded).now)], wait: .seconds(60)) { bytes in
