@@ -54,18 +54,23 @@ struct APIHostileInputTests {
             """
     }
 
-    @Test("checking a template takes time linear in its size: 80,000 variables (960 KB) cost at most 40 times 8,000")
+    @Test("checking a template takes time linear in its size: 80,000 variables (960 KB) cost at most 50 times 8,000")
     func linearTemplates() throws {
         // Quadratic checking took 32 s for 2.4 MB. Ten times the size costs 10 times the time when
-        // linear and 100 times when quadratic: the ratio, best of three each, holds on any machine.
-        func best(_ count: Int) throws -> Duration {
-            let yaml = Self.scenario(variables: count)
-            let clock = ContinuousClock()
-            return try (0..<3).map { _ in try clock.measure { _ = try ScenarioLoader.parse(yaml, file: "big.yaml") } }.min()!
+        // linear and 100 times when quadratic: the ratio of the best of five each, measured in
+        // turn so that a moment of load on a shared machine falls on both, holds on any machine.
+        // Linear checking has shown up to 43 times in a loaded suite (the larger text leaves the
+        // caches).
+        let small = Self.scenario(variables: 8_000)
+        let large = Self.scenario(variables: 80_000)
+        let clock = ContinuousClock()
+        var best = (small: Duration.seconds(3600), large: Duration.seconds(3600))
+        for _ in 0..<5 {
+            let smallTook = try clock.measure { _ = try ScenarioLoader.parse(small, file: "big.yaml") }
+            let largeTook = try clock.measure { _ = try ScenarioLoader.parse(large, file: "big.yaml") }
+            best = (min(best.small, smallTook), min(best.large, largeTook))
         }
-        let small = try best(8_000)
-        let large = try best(80_000)
-        #expect(large / small < 40, "8,000 variables: \(small); 80,000: \(large)")
+        #expect(best.large / best.small < 50, "8,000 variables: \(best.small); 80,000: \(best.large)")
         let template = try Template.parse(String(repeating: "ab{{m}}", count: 140_000)) { _ in .success(.builtin(.message)) }.get()
         #expect(template.parts.count == 280_000)
     }

@@ -86,7 +86,10 @@ struct ManualClockRunTests {
             #expect(result.delivery.expected == 4)
             #expect(result.delivery.delivered == 4)
             #expect(result.delivery.lost == 0)
-            #expect(result.passed)
+            // A loaded test machine may hold the servers' loops late in real time, which makes the
+            // run generator-bound: then it is inconclusive, never failed.
+            #expect(result.thresholds.allSatisfy { $0.passed })
+            #expect(result.passed || result.inconclusive, "\(result.generator?.limits ?? [])")
             // The run's own time line is the manual one: whole 1 ms steps, within what the test advanced.
             let elapsed = Double(clock.now() - start) / 1e9
             #expect(result.info.durationSeconds <= elapsed)
