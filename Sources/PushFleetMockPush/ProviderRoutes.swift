@@ -10,42 +10,43 @@ struct ProviderRoutes: EventLoopResponder {
     let service: PushService
     let connections: ConnectionRegistry
 
-    enum Route {
-        case apns(token: Substring)
-        case fcm(project: Substring)
-        case wns(channel: Substring)
+    /// Which provider API a route is, as its ``EventLoopRoute/kind``.
+    enum Kind: Int {
+        case apns, fcm, wns
 
-        /// As the handlers hold it.
-        var held: EventLoopRoute {
+        var bodyLimit: Int {
             switch self {
-            case .apns(let token): EventLoopRoute(kind: 0, parameter: token, bodyLimit: APNsEndpoint.maxPayload)
-            case .fcm(let project): EventLoopRoute(kind: 1, parameter: project, bodyLimit: FCMEndpoint.maxRequest)
-            case .wns(let channel): EventLoopRoute(kind: 2, parameter: channel, bodyLimit: WNSEndpoint.maxPayload)
+            case .apns: APNsEndpoint.maxPayload
+            case .fcm: FCMEndpoint.maxRequest
+            case .wns: WNSEndpoint.maxPayload
             }
         }
     }
 
     func route(for head: HTTPRequest) -> EventLoopRoute? {
-        Self.route(head)?.held
+        guard let (kind, parameter) = Self.route(head) else { return nil }
+        return EventLoopRoute(kind: kind.rawValue, parameter: parameter, bodyLimit: kind.bodyLimit)
     }
 
     func respond(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
+        guard let kind = Kind(rawValue: route.kind) else { return nil }
         let request = ProviderRequest(head: head, body: body, connection: connections.state(for: channel))
-        switch route.kind {
-        case 0: return APNsEndpoint(service: service).respond(request, token: String(route.parameter))
-        case 1: return FCMEndpoint(service: service).respond(request, project: String(route.parameter))
-        default: return WNSEndpoint(service: service).respond(request, channel: String(route.parameter))
+        switch kind {
+        case .apns: return APNsEndpoint(service: service).respond(request, token: String(route.parameter))
+        case .fcm: return FCMEndpoint(service: service).respond(request, project: String(route.parameter))
+        case .wns: return WNSEndpoint(service: service).respond(request, channel: String(route.parameter))
         }
     }
 
-    private static func route(_ head: HTTPRequest) -> Route? {
+    /// The provider API and the path segment it names (device token, project, channel).
+    private static func route(_ head: HTTPRequest) -> (Kind, Substring)? {
         guard head.method == .post, let path = head.path else { return nil }
-        if let token = segment(of: path, after: "/3/device/") { return .apns(token: token) }
-        if let channel = segment(of: path, after: "/wns/"), channel != "channels" { return .wns(channel: channel) }
+        if let token = segment(of: path, after: "/3/device/") { return (.apns, token) }
+        if let channel = segment(of: path, after: "/wns/"), channel != "channels" { return (.wns, channel) }
         if let rest = segment(of: path, after: "/v1/projects/", allowingSlash: true) {
             let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
             guard parts.count == 2, parts[1] == "messages:send", isPlain(parts[0]) else { return nil }
-            return .fcm(project: parts[0])
+            return (.fcm, parts[0])
         }
         return nil
     }
