@@ -241,3 +241,27 @@ struct HTTP2ConnectionEndStateTests {
         #expect(later == [false, false, true])
     }
 }
+
+@Suite("An HTTP/2 header block read as a request head")
+struct HTTPRequestHTTP2Tests {
+    @Test("a well-formed block gives its head; a hostile one gives nil, so the stream channels judge it")
+    func hostileBlocks() {
+        let good: HPACKHeaders = [":method": "POST", ":scheme": "https", ":path": "/3/device/ab", ":authority": "x", "apns-topic": "t"]
+        let head = HTTPRequest(http2: good)
+        #expect(head?.method == .post && head?.path == "/3/device/ab" && head?.authority == "x")
+        #expect(head?.headerFields[HTTPField.Name("apns-topic")!] == "t")
+        let hostile: [HPACKHeaders] = [
+            [":method": "POST", ":method": "GET", ":path": "/"],  // a repeated pseudo-header
+            [":method": "POST", ":path": "/", ":path": "/other"],
+            [":method": "POST", ":protocol": "websocket", ":path": "/"],  // a pseudo-header not read here
+            [":path": "/", "apns-topic": "t"],  // no method
+            [":method": "P O S T", ":path": "/"],  // a method HTTP does not allow
+            [":method": "POST", ":path": "/", "bad name": "v"],  // a field name HTTP does not allow
+            [":method": "POST", "apns-topic": "t", ":path": "/"],  // a pseudo-header after a field
+            [:],
+        ]
+        for block in hostile {
+            #expect(HTTPRequest(http2: block) == nil, "\(block)")
+        }
+    }
+}
