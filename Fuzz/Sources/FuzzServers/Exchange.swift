@@ -15,6 +15,8 @@ struct Exchange {
     #else
     static let answerBound = 20
     #endif
+    /// Tries before a connection left open is a finding.
+    static let attempts = 3
     /// The most answer bytes kept (a rich image is at most 2 MiB).
     static let answerLimit = 4 << 20
 
