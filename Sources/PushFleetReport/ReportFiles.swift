@@ -3,28 +3,37 @@ import PushFleetLedger
 public import PushFleetResults
 import PushFleetCore
 
-/// Renders every report file of a run from its ``RunResult`` alone. Returns names and bytes;
-/// the caller writes them (so the renderers need no disk and are tested in memory).
+/// Renders every report file of a run from its ``RunResult`` alone. Each file is produced in
+/// pieces (``ReportFile``), so the per-user rows of a million-device run are never whole in
+/// memory as text; ``render(_:)`` joins them for callers that want bytes.
 public enum ReportFiles {
-    public static func render(_ result: RunResult) throws -> [(name: String, data: Data)] {
+    public static func files(_ result: RunResult) -> [ReportFile] {
         [
-            ("run.json", try runJSON(result)),
-            ("summary.csv", Data(summaryCSV(result).utf8)),
-            ("operations.csv", Data(operationsCSV(result).utf8)),
-            ("users.csv", Data(usersCSV(result).utf8)),
-            ("timeseries.csv", Data(timeseriesCSV(result).utf8)),
-            ("errors.csv", Data(errorsCSV(result).utf8)),
-            ("incidents.csv", Data(incidentsCSV(result).utf8)),
-            ("junit.xml", Data(JUnitReport.render(result).utf8)),
-            ("report.html", Data(HTMLReport.render(result).utf8)),
+            ReportFile(name: "run.json") { emit in try RunJSONStream.write(result, emit: emit) },
+            ReportFile(name: "summary.csv") { emit in try emit(Data(summaryCSV(result).utf8)) },
+            ReportFile(name: "operations.csv") { emit in try emit(Data(operationsCSV(result).utf8)) },
+            ReportFile(name: "users.csv") { emit in try writeUsersCSV(result, emit: emit) },
+            ReportFile(name: "timeseries.csv") { emit in try emit(Data(timeseriesCSV(result).utf8)) },
+            ReportFile(name: "errors.csv") { emit in try emit(Data(errorsCSV(result).utf8)) },
+            ReportFile(name: "incidents.csv") { emit in try emit(Data(incidentsCSV(result).utf8)) },
+            ReportFile(name: "junit.xml") { emit in try emit(Data(JUnitReport.render(result).utf8)) },
+            ReportFile(name: "report.html") { emit in try emit(Data(HTMLReport.render(result).utf8)) },
         ]
     }
 
+    public static func render(_ result: RunResult) throws -> [(name: String, data: Data)] {
+        try files(result).map { ($0.name, try $0.data()) }
+    }
+
     public static func runJSON(_ result: RunResult) throws -> Data {
+        try ReportFile(name: "run.json") { emit in try RunJSONStream.write(result, emit: emit) }.data()
+    }
+
+    static func runJSONEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         // Not pretty-printed: the histograms' bucket arrays would take a line per number.
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(result)
+        return encoder
     }
 
     public static func decodeRunJSON(_ data: Data) throws -> RunResult {
@@ -77,15 +86,23 @@ public enum ReportFiles {
         )
     }
 
-    static func usersCSV(_ r: RunResult) -> String {
+    static let usersCSVHeader = ["user", "devices"] + DeliveryLedger.Counts.fields.map(\.name) + ["p50_ms", "p99_ms"]
+
+    /// A row per user, emitted ``RunJSONStream/usersPerPiece`` rows at a time.
+    static func writeUsersCSV(_ r: RunResult, rowsPerPiece: Int = RunJSONStream.usersPerPiece, emit: (Data) throws -> Void) throws {
         let fields = DeliveryLedger.Counts.fields
-        return csv(
-            ["user", "devices"] + fields.map(\.name) + ["p50_ms", "p99_ms"],
-            r.users.map { user in
-                [user.user, String(user.devices)] + fields.map { String(user.counts[keyPath: $0.path]) }
-                    + [user.p50Ms.map(format) ?? "", user.p99Ms.map(format) ?? ""]
+        var piece = usersCSVHeader.map(escape).joined(separator: ",") + "\n"
+        for (index, user) in r.users.enumerated() {
+            let row = [escape(user.user), String(user.devices)] + fields.map { String(user.counts[keyPath: $0.path]) }
+                + [user.p50Ms.map(format) ?? "", user.p99Ms.map(format) ?? ""]
+            piece += row.joined(separator: ",")
+            piece += "\n"
+            if (index + 1) % rowsPerPiece == 0 {
+                try emit(Data(piece.utf8))
+                piece = ""
             }
-        )
+        }
+        if !piece.isEmpty { try emit(Data(piece.utf8)) }
     }
 
     static func timeseriesCSV(_ r: RunResult) -> String {

@@ -44,11 +44,23 @@ enum ReportWriter {
 
     static func write(_ result: RunResult, to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        for file in try ReportFiles.render(result) {
-            let path = (directory as NSString).appendingPathComponent(file.name)
-            guard FileManager.default.createFile(atPath: path, contents: file.data) else {
-                throw WriteError(description: "cannot write \(path)")
-            }
+        for file in ReportFiles.files(result) {
+            try write(file, to: (directory as NSString).appendingPathComponent(file.name))
+        }
+    }
+
+    /// Piece by piece: a large file is never whole in memory.
+    static func write(_ file: ReportFile, to path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            throw WriteError(description: "cannot write \(path)")
+        }
+        defer { try? handle.close() }
+        do {
+            try file.write { try handle.write(contentsOf: $0) }
+        } catch let error as WriteError {
+            throw error
+        } catch {
+            throw WriteError(description: "cannot write \(path) (\(error))")
         }
     }
 }
