@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import PushFleetCore
 import PushFleetHub
 import PushFleetWebPush
 import PushFleetWire
@@ -171,7 +172,7 @@ struct HubSender: Sendable {
         var request = HTTPClientRequest(url: "\(url)?api-version=\(Self.apiVersion)\(query)")
         request.method = method
         request.headers.add(name: "Authorization", value: tokens.token(for: url, connection: connection, now: Int64(Date().timeIntervalSince1970)))
-        request.headers.add(name: "TrackingId", value: UUID().uuidString)
+        request.headers.add(name: "TrackingId", value: UUIDText.unguessable(upper: true))
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await client.execute(request, timeout: .nanoseconds(requestTimeout.nanosecondCount))

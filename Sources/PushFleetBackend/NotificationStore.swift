@@ -44,7 +44,7 @@ final class NotificationStore: Sendable {
     /// Nil when storing it would pass the count or byte limit.
     func create(sender: String, recipient: String, content: Content, now: Int64) -> Notification? {
         // Unguessable ids: the seed's sequential integers let anyone walk the store.
-        let id = UUID().uuidString.lowercased()
+        let id = UUIDText.unguessable(upper: false)
         let notification = Notification(
             id: id, sender: sender, recipient: recipient, content: content, read: false, expiresAt: now + ttl.nanosecondCount
         )

@@ -3,6 +3,7 @@ import PushFleetWebPush
 import Foundation
 import NIOCore
 import NIOHTTP1
+import PushFleetCore
 import PushFleetWire
 
 /// Sends native notifications to the push service in each platform's wire format through one
@@ -135,7 +136,7 @@ struct PushSender: Sendable {
             request = HTTPClientRequest(url: "\(base)/3/device/\(Self.pathSegment(handle))")
             request.headers.add(name: "apns-push-type", value: notification.pushType)
             request.headers.add(name: "apns-topic", value: settings.apnsTopic)
-            request.headers.add(name: "apns-id", value: UUID().uuidString)
+            request.headers.add(name: "apns-id", value: UUIDText.unguessable(upper: true))
             request.headers.add(name: "apns-priority", value: notification.pushType == "alert" ? "10" : "5")
             request.headers.add(name: "apns-expiration", value: String(Int(Date().timeIntervalSince1970) + 3600))
             body = try JSONEncoder().encode(notification.body ?? [:])

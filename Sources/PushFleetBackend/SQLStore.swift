@@ -92,7 +92,7 @@ final class SQLStore<Executor: SQLExecutor>: BackendStore {
             let count = try await db.rows("SELECT COUNT(*) FROM registrations", []).first?.first?.int ?? 0
             guard count < maxCount else { throw StoreError.limit("\(maxCount) registrations") }
             let serial = (try await db.rows("SELECT COALESCE(MAX(serial), 0) + 1 FROM registrations", []).first?.first?.int) ?? 1
-            let id = UUID().uuidString.lowercased()
+            let id = UUIDText.unguessable(upper: false)
             try await db.run(
                 "INSERT INTO registrations (id, owner, platform, handle, expires_at, created_at, serial) VALUES (?, ?, NULL, NULL, ?, ?, ?)",
                 [.text(id), .text(owner), .int(now + ttl), .int(now), .int(serial)]
@@ -173,7 +173,7 @@ final class SQLStore<Executor: SQLExecutor>: BackendStore {
         -> NotificationStore.Notification
     {
         let notification = NotificationStore.Notification(
-            id: UUID().uuidString.lowercased(), sender: sender, recipient: recipient, content: content, read: false,
+            id: UUIDText.unguessable(upper: false), sender: sender, recipient: recipient, content: content, read: false,
             expiresAt: now + notificationTTL
         )
         let limits = limits

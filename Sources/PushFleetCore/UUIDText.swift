@@ -33,11 +33,21 @@ package enum UUIDText {
     /// process and unpredictable across processes (a per-process random seed), not secret.
     package static func random() -> String {
         var generator = SplitMix64(seed: seed ^ sequence.add(1, ordering: .relaxed).newValue &* 0x9E37_79B9_7F4A_7C15)
-        var high = generator.next()
-        var low = generator.next()
-        high = (high & ~0xF000) | 0x4000
-        low = (low & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000
-        return withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { text($0, upper: true) }
+        return version4(generator.next(), generator.next(), upper: true)
+    }
+
+    /// A new version-4 UUID from the system's random source, for ids one must not be able to
+    /// work out from another (a notification's, a provider request's): one `getrandom` call
+    /// where `UUID()` opens, reads and closes `/dev/urandom`.
+    package static func unguessable(upper: Bool) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return version4(generator.next(), generator.next(), upper: upper)
+    }
+
+    private static func version4(_ high: UInt64, _ low: UInt64, upper: Bool) -> String {
+        let high = (high & ~0xF000) | 0x4000
+        let low = (low & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000
+        return withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { text($0, upper: upper) }
     }
 
     /// 16 bytes as canonical UUID text (8-4-4-4-12), in one case.
