@@ -90,21 +90,9 @@ struct ConfinedPushServiceCLITests {
         let directory = try CLITests.temporaryDirectory()
         let quota = try #require(Quota(percentOfACore: 5))
         defer { quota.remove() }
-        let (pushService, pushURL) = try await Self.start(
-            quota.running([CLITests.binary, "serve", "--backend-listen", "127.0.0.1:0", "--pns-listen", "127.0.0.1:0", "--admin-auth", "off", "--log-level", "warning"]),
-            in: directory, url: "push service:"
-        )
-        defer {
-            pushService.terminate()
-            pushService.waitUntilExit()
-        }
-        let (backend, backendURL) = try await Self.start(
-            [CLITests.binary, "serve", "--backend-listen", "127.0.0.1:0", "--pns-url", pushURL, "--log-level", "warning"], in: directory, url: "backend:"
-        )
-        defer {
-            backend.terminate()
-            backend.waitUntilExit()
-        }
+        let servers = try await ConfinedServers(quota: quota, in: directory)
+        defer { servers.stop() }
+        let (backendURL, pushURL) = (servers.backendURL, servers.pushURL)
         let scenario = """
             name: confined
             target: { backend: \(backendURL), pns: \(pushURL) }
@@ -129,5 +117,75 @@ struct ConfinedPushServiceCLITests {
         }
         #expect(result.inconclusive)
         #expect(result.delivery.misdelivered == 0)
+    }
+
+    /// The push service in `quota`, the backend beside it in a process of its own.
+    struct ConfinedServers {
+        let pushService: Process
+        let backend: Process
+        let pushURL: String
+        let backendURL: String
+
+        init(quota: Quota, in directory: URL) async throws {
+            let (pushService, pushURL) = try await ConfinedPushServiceCLITests.start(
+                quota.running([CLITests.binary, "serve", "--backend-listen", "127.0.0.1:0", "--pns-listen", "127.0.0.1:0", "--admin-auth", "off", "--log-level", "warning"]),
+                in: directory, url: "push service:"
+            )
+            do {
+                (backend, backendURL) = try await ConfinedPushServiceCLITests.start(
+                    [CLITests.binary, "serve", "--backend-listen", "127.0.0.1:0", "--pns-url", pushURL, "--log-level", "warning"], in: directory, url: "backend:"
+                )
+            } catch {
+                pushService.terminate()
+                pushService.waitUntilExit()
+                throw error
+            }
+            self.pushService = pushService
+            self.pushURL = pushURL
+        }
+
+        func stop() {
+            for process in [backend, pushService] {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
+    }
+
+    /// The same confinement under a capacity search: the push service cannot take even the
+    /// first step's load, so the search is generator-bound (exit 3) and names pushfleet's push
+    /// service; no capacity is reported for the backend.
+    @Test(
+        "a capacity search whose limit is a starved push service ends generator-bound, naming it, exit 3, with no capacity",
+        .enabled(if: Quota.available, "making a cgroup with a CPU quota is not allowed here")
+    )
+    func starvedPushServiceCapacity() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        let quota = try #require(Quota(percentOfACore: 5))
+        defer { quota.remove() }
+        let servers = try await ConfinedServers(quota: quota, in: directory)
+        defer { servers.stop() }
+        let scenario = """
+            name: confined-capacity
+            target: { backend: \(servers.backendURL), pns: \(servers.pushURL) }
+            fleet: { users: 20, platforms: { apns: 1 }, push_channel: per_device }
+            lifecycle: [login, register, connect, receive]
+            traffic:
+              - { name: plain, kind: plain, rate: 200/s, duration: 4s }
+            deadline: 5s
+            grace: 1s
+            thresholds:
+              delivery.latency: ["p(99) < 2s"]
+            capacity: { vary: rate, traffic: plain, start: 200/s, factor: 2, max: 800/s, resolution: 10%, warmup: 1s, window: 3s, repeats: 1 }
+            """
+        try Data(scenario.utf8).write(to: directory.appendingPathComponent("confined.yaml"))
+        let run = try await CLITests.run(["capacity", "confined.yaml", "--out", "report", "--quiet"], in: directory)
+        let result = try CapacityReport.decode(Data(contentsOf: directory.appendingPathComponent("report/capacity.json")))
+        #expect(run.status == 3, "exit \(run.status): \(run.output.suffix(2_000))")
+        #expect(result.outcome == "generator_bound", "\(result.outcome): \(result.summary)")
+        #expect(result.capacity == nil)
+        let limits = result.steps.filter { $0.verdict == "invalid" }.flatMap(\.generatorLimits)
+        #expect(limits.contains { $0.hasPrefix("push service") }, "\(limits)")
+        #expect(result.summary.contains("generator-bound") && result.summary.contains("push service"), "\(result.summary)")
     }
 }
