@@ -158,7 +158,9 @@ extension CapacityResult {
         case .belowStart?:
             return "the target failed the SLO at the first step, \(f(firstFail)): its capacity is below capacity.start\(broke)"
         case .generatorBound?:
-            let reason = steps.first { $0.verdict == "invalid" }?.generatorLimits.first.map { " (\($0))" } ?? ""
+            // Every limit of the step: the fleet's senders and pushfleet's push service may both be.
+            let limits = steps.first { $0.verdict == "invalid" }?.generatorLimits ?? []
+            let reason = limits.isEmpty ? "" : " (\(limits.joined(separator: "; ")))"
             let below = lastPass.map { "; the target met the SLO up to \(f($0))" } ?? ""
             return "generator-bound at \(f(generatorBoundAt)): pushfleet could not offer that load\(reason)\(below); \(RunResult.Generator.advice)"
         case .stopped?:

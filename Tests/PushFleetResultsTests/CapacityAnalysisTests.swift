@@ -185,6 +185,22 @@ struct CapacityAnalysisTests {
         #expect(below.summary.contains("failed the SLO at the first step, 50 sends/s"), "\(below.summary)")
     }
 
+    @Test("a generator-bound search's summary names every limit of its step: the fleet's senders and pushfleet's push service")
+    func generatorBoundNamesEveryLimit() {
+        var search = Self.search(c: 100)
+        search = CapacitySearch(search.capacity)
+        while case .run(let load, _) = search.next() { search.record(load <= 100 ? .pass : .invalid) }
+        var steps = Self.steps(search, hops: Self.pushServiceJumps)
+        for index in steps.indices where steps[index].verdict == "invalid" {
+            steps[index].generatorLimits = ["late starts: 18% of sends started over 10 ms late", "push service starved: its loops waited for a core 90% of the time"]
+        }
+        var result = Self.result(steps)
+        result.analyse(search, outcome: .generatorBound)
+        #expect(result.summary.hasPrefix("generator-bound at 200 sends/s"), "\(result.summary)")
+        #expect(result.summary.contains("the target met the SLO up to 100 sends/s"), "\(result.summary)")
+        #expect(result.summary.contains("(late starts: 18% of sends started over 10 ms late; push service starved: its loops waited"), "\(result.summary)")
+    }
+
     @Test("refusals at the first failing load name their hop: the push service's before the backend's failed sends")
     func brokeByRefusals() throws {
         let search = Self.search()
