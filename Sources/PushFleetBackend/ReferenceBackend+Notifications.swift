@@ -174,10 +174,13 @@ extension ReferenceBackend {
         var accepted = 0
         var failed = 0
         var removed = 0
+        var dead = 0
         for (target, result) in results {
             switch result {
             case .accepted: accepted += 1
             case .unregistered:
+                // Dead whether this send removes it or a concurrent send to the same user did.
+                dead += 1
                 if (try? await store.removeDead(id: target.id, handle: target.handle!)) == true {
                     removed += 1
                     counters.update { $0.feedbackRemoved += 1 }
@@ -185,9 +188,7 @@ extension ReferenceBackend {
             case .failed, nil: failed += 1
             }
         }
-        // Handles found dead are no longer targets: a send whose every target was dead found none.
-        let state: SendOutcome.State =
-            accepted > 0 ? .completed : (targets.count - removed == 0 ? .noTargetFound : .abandoned)
+        let state = SendOutcome.State(targets: targets.count, accepted: accepted, dead: dead)
         return SendOutcome(outcome: state, targets: targets.count, accepted: accepted, failed: failed, removed: removed)
     }
 
@@ -242,6 +243,14 @@ extension ReferenceBackend {
     /// The seed's rule: 200 unless the hub's outcome is Abandoned (or Unknown), then 500.
     static func response(for outcome: SendOutcome) -> Response {
         .bytes(outcome.encodedJSON.utf8, status: outcome.outcome == .abandoned ? .internalServerError : .ok, contentType: "application/json")
+    }
+}
+
+extension SendOutcome.State {
+    /// Handles found dead are no longer targets: a send whose every target was dead found none;
+    /// one with a target left that took nothing was abandoned.
+    init(targets: Int, accepted: Int, dead: Int) {
+        self = accepted > 0 ? .completed : (targets - dead == 0 ? .noTargetFound : .abandoned)
     }
 }
 

@@ -91,6 +91,27 @@ struct RegistrationTests {
         }
     }
 
+    @Test("concurrent sends to a user whose only handle is dead: each finds no target (200), none is abandoned (500), the handle is removed once")
+    func concurrentSendsToDeadHandle() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let stale = try await system.device("bob", .apns)
+            try await system.setFaults(FaultSettings(unregisteredTokens: [stale.address!.token]))
+            // Sends that found the handle before any of them removed it all hear Unregistered;
+            // only one removes it.
+            let statuses = try await withThrowingTaskGroup(of: (Int, SendOutcome.State?).self) { group in
+                for index in 0..<16 {
+                    group.addTask {
+                        let send = try await system.sendPlain(from: "alice", to: "bob", pns: "apns", message: "dead \(index)")
+                        return (send.status, try? send.json(SendOutcome.self).outcome)
+                    }
+                }
+                return try await group.reduce(into: [(Int, SendOutcome.State?)]()) { $0.append($1) }
+            }
+            #expect(statuses.allSatisfy { $0.0 == 200 && $0.1 == .noTargetFound }, "\(statuses)")
+            #expect(try await system.backendStats().feedbackRemoved == 1)
+        }
+    }
+
     @Test("the push service's Unregistered answer removes the registration")
     func feedbackLoop() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
