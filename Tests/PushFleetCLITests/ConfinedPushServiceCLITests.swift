@@ -90,33 +90,33 @@ struct ConfinedPushServiceCLITests {
         let directory = try CLITests.temporaryDirectory()
         let quota = try #require(Quota(percentOfACore: 5))
         defer { quota.remove() }
-        let servers = try await ConfinedServers(quota: quota, in: directory)
-        defer { servers.stop() }
-        let (backendURL, pushURL) = (servers.backendURL, servers.pushURL)
-        let scenario = """
-            name: confined
-            target: { backend: \(backendURL), pns: \(pushURL) }
-            fleet: { users: 20, platforms: { apns: 1 }, push_channel: per_device }
-            lifecycle: [login, register, connect, receive]
-            traffic:
-              - { kind: plain, rate: 200/s, duration: 4s }
-            deadline: 5s
-            grace: 1s
-            """
-        try Data(scenario.utf8).write(to: directory.appendingPathComponent("confined.yaml"))
-        let run = try await CLITests.run(["run", "confined.yaml", "--out", "report", "--quiet"], in: directory)
-        let result = try ReportFiles.decodeRunJSON(Data(contentsOf: directory.appendingPathComponent("report/run.json")))
-        let limits = result.generator?.limits ?? []
-        #expect(run.status == 3, "exit \(run.status): \(run.output.suffix(2_000))")
-        // Starved (its loops' wait), behind (their late checks) or unresponsive (no answer as the
-        // traffic ended): whichever the machine shows, it is pushfleet's push service.
-        #expect(limits.contains { $0.hasPrefix("push service") }, "\(limits); \(String(describing: result.generator?.pushService))")
-        if let load = result.generator?.pushService {
-            // Running a few percent of the time, its loops wanted a core for most of it.
-            #expect(load.busiestLoopShare < 0.1 && (load.busiestLoopDemand ?? 0) >= 0.5, "\(load)")
+        try await ConfinedServers.with(quota: quota, in: directory) { servers in
+            let (backendURL, pushURL) = (servers.backendURL, servers.pushURL)
+            let scenario = """
+                name: confined
+                target: { backend: \(backendURL), pns: \(pushURL) }
+                fleet: { users: 20, platforms: { apns: 1 }, push_channel: per_device }
+                lifecycle: [login, register, connect, receive]
+                traffic:
+                  - { kind: plain, rate: 200/s, duration: 4s }
+                deadline: 5s
+                grace: 1s
+                """
+            try Data(scenario.utf8).write(to: directory.appendingPathComponent("confined.yaml"))
+            let run = try await CLITests.run(["run", "confined.yaml", "--out", "report", "--quiet"], in: directory)
+            let result = try ReportFiles.decodeRunJSON(Data(contentsOf: directory.appendingPathComponent("report/run.json")))
+            let limits = result.generator?.limits ?? []
+            #expect(run.status == 3, "exit \(run.status): \(run.output.suffix(2_000))")
+            // Starved (its loops' wait), behind (their late checks) or unresponsive (no answer as the
+            // traffic ended): whichever the machine shows, it is pushfleet's push service.
+            #expect(limits.contains { $0.hasPrefix("push service") }, "\(limits); \(String(describing: result.generator?.pushService))")
+            if let load = result.generator?.pushService {
+                // Running a few percent of the time, its loops wanted a core for most of it.
+                #expect(load.busiestLoopShare < 0.1 && (load.busiestLoopDemand ?? 0) >= 0.5, "\(load)")
+            }
+            #expect(result.inconclusive)
+            #expect(result.delivery.misdelivered == 0)
         }
-        #expect(result.inconclusive)
-        #expect(result.delivery.misdelivered == 0)
     }
 
     /// The push service in `quota`, the backend beside it in a process of its own.
@@ -136,19 +136,36 @@ struct ConfinedPushServiceCLITests {
                     [CLITests.binary, "serve", "--backend-listen", "127.0.0.1:0", "--pns-url", pushURL, "--log-level", "warning"], in: directory, url: "backend:"
                 )
             } catch {
-                pushService.terminate()
-                pushService.waitUntilExit()
+                await Self.stop([pushService])
                 throw error
             }
             self.pushService = pushService
             self.pushURL = pushURL
         }
 
-        func stop() {
-            for process in [backend, pushService] {
-                process.terminate()
-                process.waitUntilExit()
+        /// Runs `body` with the servers up, and stops them however it ends.
+        static func with(quota: Quota, in directory: URL, _ body: (ConfinedServers) async throws -> Void) async throws {
+            let servers = try await ConfinedServers(quota: quota, in: directory)
+            do {
+                try await body(servers)
+            } catch {
+                await stop([servers.backend, servers.pushService])
+                throw error
             }
+            await stop([servers.backend, servers.pushService])
+        }
+
+        /// Waits without holding a thread of the test pool: a push service at 5% of a core takes
+        /// seconds to stop, and `waitUntilExit()` in two such tests at once would hold both of
+        /// the pool's threads and stall every other test in the process.
+        static func stop(_ processes: [Process]) async {
+            processes.forEach { $0.terminate() }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while processes.contains(where: \.isRunning), ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            while processes.contains(where: \.isRunning) { try? await Task.sleep(for: .milliseconds(20)) }
         }
     }
 
@@ -163,29 +180,29 @@ struct ConfinedPushServiceCLITests {
         let directory = try CLITests.temporaryDirectory()
         let quota = try #require(Quota(percentOfACore: 5))
         defer { quota.remove() }
-        let servers = try await ConfinedServers(quota: quota, in: directory)
-        defer { servers.stop() }
-        let scenario = """
-            name: confined-capacity
-            target: { backend: \(servers.backendURL), pns: \(servers.pushURL) }
-            fleet: { users: 20, platforms: { apns: 1 }, push_channel: per_device }
-            lifecycle: [login, register, connect, receive]
-            traffic:
-              - { name: plain, kind: plain, rate: 200/s, duration: 4s }
-            deadline: 5s
-            grace: 1s
-            thresholds:
-              delivery.latency: ["p(99) < 2s"]
-            capacity: { vary: rate, traffic: plain, start: 200/s, factor: 2, max: 800/s, resolution: 10%, warmup: 1s, window: 3s, repeats: 1 }
-            """
-        try Data(scenario.utf8).write(to: directory.appendingPathComponent("confined.yaml"))
-        let run = try await CLITests.run(["capacity", "confined.yaml", "--out", "report", "--quiet"], in: directory)
-        let result = try CapacityReport.decode(Data(contentsOf: directory.appendingPathComponent("report/capacity.json")))
-        #expect(run.status == 3, "exit \(run.status): \(run.output.suffix(2_000))")
-        #expect(result.outcome == "generator_bound", "\(result.outcome): \(result.summary)")
-        #expect(result.capacity == nil)
-        let limits = result.steps.filter { $0.verdict == "invalid" }.flatMap(\.generatorLimits)
-        #expect(limits.contains { $0.hasPrefix("push service") }, "\(limits)")
-        #expect(result.summary.contains("generator-bound") && result.summary.contains("push service"), "\(result.summary)")
+        try await ConfinedServers.with(quota: quota, in: directory) { servers in
+            let scenario = """
+                name: confined-capacity
+                target: { backend: \(servers.backendURL), pns: \(servers.pushURL) }
+                fleet: { users: 20, platforms: { apns: 1 }, push_channel: per_device }
+                lifecycle: [login, register, connect, receive]
+                traffic:
+                  - { name: plain, kind: plain, rate: 200/s, duration: 4s }
+                deadline: 5s
+                grace: 1s
+                thresholds:
+                  delivery.latency: ["p(99) < 2s"]
+                capacity: { vary: rate, traffic: plain, start: 200/s, factor: 2, max: 800/s, resolution: 10%, warmup: 1s, window: 3s, repeats: 1 }
+                """
+            try Data(scenario.utf8).write(to: directory.appendingPathComponent("confined.yaml"))
+            let run = try await CLITests.run(["capacity", "confined.yaml", "--out", "report", "--quiet"], in: directory)
+            let result = try CapacityReport.decode(Data(contentsOf: directory.appendingPathComponent("report/capacity.json")))
+            #expect(run.status == 3, "exit \(run.status): \(run.output.suffix(2_000))")
+            #expect(result.outcome == "generator_bound", "\(result.outcome): \(result.summary)")
+            #expect(result.capacity == nil)
+            let limits = result.steps.filter { $0.verdict == "invalid" }.flatMap(\.generatorLimits)
+            #expect(limits.contains { $0.hasPrefix("push service") }, "\(limits)")
+            #expect(result.summary.contains("generator-bound") && result.summary.contains("push service"), "\(result.summary)")
+        }
     }
 }
