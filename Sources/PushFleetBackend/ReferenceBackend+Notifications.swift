@@ -59,7 +59,7 @@ extension ReferenceBackend {
             if case .rich(let message, let type, _, _) = content {
                 // The id is a UUID; one of that length stands in for it.
                 try Self.checkFits(message: message, platforms: Platform.pushable) {
-                    NativeNotification.rich(platform: $0, id: UUIDText.unguessable(upper: true), message: message, type: type)
+                    NativeNotification.rich(platform: $0, id: UUIDText.random(), message: message, type: type)
                 }
             }
             guard try await self.hasTargets(recipient) else { return Self.response(for: .noTarget) }

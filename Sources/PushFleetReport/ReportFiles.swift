@@ -9,7 +9,7 @@ import PushFleetCore
 public enum ReportFiles {
     public static func files(_ result: RunResult) -> [ReportFile] {
         [
-            ReportFile(name: "run.json") { emit in try RunJSONStream.write(result, emit: emit) },
+            runJSONFile(result),
             ReportFile(name: "summary.csv") { emit in try emit(Data(summaryCSV(result).utf8)) },
             ReportFile(name: "operations.csv") { emit in try emit(Data(operationsCSV(result).utf8)) },
             ReportFile(name: "users.csv") { emit in try writeUsersCSV(result, emit: emit) },
@@ -26,7 +26,11 @@ public enum ReportFiles {
     }
 
     public static func runJSON(_ result: RunResult) throws -> Data {
-        try ReportFile(name: "run.json") { emit in try RunJSONStream.write(result, emit: emit) }.data()
+        try runJSONFile(result).data()
+    }
+
+    static func runJSONFile(_ result: RunResult) -> ReportFile {
+        ReportFile(name: "run.json") { emit in try RunJSONStream.write(result, emit: emit) }
     }
 
     static func runJSONEncoder() -> JSONEncoder {

@@ -23,9 +23,10 @@ enum RunJSONStream {
             let end = min(start + max(usersPerPiece, 1), result.users.count)
             let piece = try encoder.encode(Array(result.users[start..<end]))
             // The piece is a whole array; its brackets are the outline's.
-            var inner = piece.dropFirst().dropLast()
-            if start > 0 { inner.insert(UInt8(ascii: ","), at: inner.startIndex) }
-            try emit(Data(inner))
+            var inner = Data(capacity: piece.count - 1)
+            if start > 0 { inner.append(UInt8(ascii: ",")) }
+            inner.append(piece.dropFirst().dropLast())
+            try emit(inner)
             start = end
         }
         try emit(outline[slot...])
