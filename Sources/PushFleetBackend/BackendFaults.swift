@@ -23,6 +23,9 @@ public final class BackendFaults: BackendLatencyControl {
 
     public var latency: BackendLatency { state.withLock { $0.settings } }
 
+    /// Whether any latency or send rate is injected now.
+    var isActive: Bool { active.load(ordering: .relaxed) }
+
     /// Draws are clamped to 0…1h whatever the settings say (``BackendLatency/problems``).
     public func replace(with settings: BackendLatency) {
         state.withLock {

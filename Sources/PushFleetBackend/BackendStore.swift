@@ -143,6 +143,11 @@ final class MemoryStore: BackendStore {
 final class StoreHandle: Sendable {
     private let opening: Mutex<Task<any BackendStore, any Error>?> = Mutex(nil)
     private let open: @Sendable () async throws -> any BackendStore
+    private let openMemory: Mutex<MemoryStore?> = Mutex(nil)
+
+    /// The store when it is the in-memory one and open: the event-loop routes read it without
+    /// waiting.
+    var memory: MemoryStore? { openMemory.withLock { $0 } }
 
     init(_ open: @escaping @Sendable () async throws -> any BackendStore) {
         self.open = open
@@ -158,7 +163,9 @@ final class StoreHandle: Sendable {
             return new
         }
         do {
-            return try await task.value
+            let store = try await task.value
+            if self.memory == nil, let memory = store as? MemoryStore { openMemory.withLock { $0 = memory } }
+            return store
         } catch {
             opening.withLock { if $0 == task { $0 = nil } }
             throw error

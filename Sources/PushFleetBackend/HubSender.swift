@@ -129,10 +129,10 @@ struct HubSender: Sendable {
         switch notification.platform {
         case .apns:
             headers += [("ServiceBusNotification-Format", "apple"), ("apns-push-type", notification.pushType), ("apns-priority", notification.pushType == "alert" ? "10" : "5")]
-            body = (try? JSONEncoder().encode(notification.body ?? [:])) ?? Data()
+            body = notification.bodyJSON
         case .fcm:
             headers.append(("ServiceBusNotification-Format", "fcmv1"))
-            body = (try? JSONEncoder().encode(["message": JSONValue.object(notification.body ?? [:])])) ?? Data()
+            body = Data(JSONValue.text(["message": .object(notification.body ?? [:])]).utf8)
         case .wns:
             // Raw pushes are held for an offline device too, as the built-in sender asks.
             headers += [("ServiceBusNotification-Format", "windows"), ("X-WNS-Type", notification.pushType), ("X-WNS-Cache-Policy", "cache")]
@@ -140,7 +140,7 @@ struct HubSender: Sendable {
         case .webpush:
             // The payload the hub encrypts for each browser.
             headers += [("ServiceBusNotification-Format", "browser"), ("Urgency", "normal")]
-            body = (try? JSONEncoder().encode(notification.body ?? [:])) ?? Data()
+            body = notification.bodyJSON
         case .mpns:
             return false
         }

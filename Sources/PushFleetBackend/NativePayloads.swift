@@ -48,9 +48,12 @@ struct NativeNotification: Sendable, Equatable {
     /// allowed for with a margin).
     var payloadSize: Int {
         if let text { return text.utf8.count }
-        let encoded = (try? JSONEncoder().encode(body ?? [:]))?.count ?? 0
+        let encoded = JSONValue.text(body ?? [:]).utf8.count
         return platform == .fcm ? encoded + 64 : encoded
     }
+
+    /// The provider body as JSON (`{}` when there is none).
+    var bodyJSON: Data { Data(JSONValue.text(body ?? [:]).utf8) }
 
     /// Nil when the payload fits its platform's limit, else why not.
     var oversize: String? {
@@ -94,7 +97,7 @@ struct NativeNotification: Sendable, Equatable {
         case .fcm:
             return .init(platform: .fcm, pushType: "data", body: ["data": .object(fields)], contentType: "application/json")
         case .wns:
-            let text = String(decoding: (try? JSONEncoder().encode(fields)) ?? Data(), as: UTF8.self)
+            let text = JSONValue.text(fields)
             return .init(platform: .wns, pushType: "wns/raw", text: text, contentType: "application/octet-stream")
         case .webpush:
             return .init(platform: .webpush, pushType: "webpush", body: fields, contentType: "application/octet-stream")

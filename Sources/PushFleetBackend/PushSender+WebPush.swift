@@ -19,7 +19,7 @@ extension PushSender {
             throw RequestError(description: "the Web Push subscription is unusable: \(error)", handleIsUnusable: true)
         }
         let url = try Self.pushResource(parsed.endpoint, base: base)
-        let payload = try JSONEncoder().encode(notification.body ?? [:])
+        let payload = notification.bodyJSON
         let sealed: WebPushCiphertext
         do { sealed = try WebPushEncryption.encrypt(payload, for: parsed.recipient) } catch {
             throw RequestError(description: "Web Push encryption failed: \(error)", handleIsUnusable: true)

@@ -139,12 +139,12 @@ struct PushSender: Sendable {
             request.headers.add(name: "apns-id", value: UUIDText.unguessable(upper: true))
             request.headers.add(name: "apns-priority", value: notification.pushType == "alert" ? "10" : "5")
             request.headers.add(name: "apns-expiration", value: String(Int(Date().timeIntervalSince1970) + 3600))
-            body = try JSONEncoder().encode(notification.body ?? [:])
+            body = notification.bodyJSON
         case .fcm:
             request = HTTPClientRequest(url: "\(base)/v1/projects/\(settings.fcmProject)/messages:send")
             var message = notification.body ?? [:]
             message["token"] = .string(handle)
-            body = try JSONEncoder().encode(["message": JSONValue.object(message)])
+            body = Data(JSONValue.text(["message": .object(message)]).utf8)
         case .wns:
             request = HTTPClientRequest(url: try Self.channelURL(handle, base: base))
             request.headers.add(name: "X-WNS-Type", value: notification.pushType)

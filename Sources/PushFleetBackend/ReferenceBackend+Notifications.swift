@@ -80,12 +80,7 @@ extension ReferenceBackend {
             guard let notification = try await self.storing({ try await $0.readNotification(id: id, reader: user, now: self.configuration.clock()) }) else {
                 throw HTTPError(.notFound, message: "no notification \(id) for you")
             }
-            switch notification.content {
-            case .secure(let payload):
-                return .json(SecureNotification(id: notification.id, payload: payload, read: notification.read))
-            case .rich(_, _, let contentType, let data):
-                return .bytes(data, contentType: contentType)
-            }
+            return Self.fetchAnswer(notification).response
         }
     }
 

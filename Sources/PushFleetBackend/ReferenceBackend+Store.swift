@@ -25,11 +25,16 @@ extension ReferenceBackend {
         let store = try await store()
         do {
             let result = try await body(store)
-            act(on: health.withLock { $0.succeeded(wrote: writes) })
+            storeSucceeded(writes: writes)
             return result
         } catch let error as StoreError {
             throw refused(error)
         }
+    }
+
+    /// A store call that worked: it may end a failing episode (``StoreHealth``).
+    func storeSucceeded(writes: Bool) {
+        act(on: health.withLock { $0.succeeded(wrote: writes) })
     }
 
     /// Counts and logs a refused call; the error to answer it with.

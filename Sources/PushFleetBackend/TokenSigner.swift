@@ -43,6 +43,11 @@ package struct TokenSigner: Sendable {
 
     /// Returns the user a valid, unexpired token names.
     package func verify(_ token: String, now: Int64) async throws(VerifyError) -> String {
+        try await verifiedClaims(token, now: now).user
+    }
+
+    /// The user a valid, unexpired token names, and when it expires (seconds since the epoch).
+    package func verifiedClaims(_ token: String, now: Int64) async throws(VerifyError) -> (user: String, expires: Int64) {
         let claims: Claims
         do {
             claims = try await keys.value.verify(token, as: Claims.self)
@@ -52,6 +57,6 @@ package struct TokenSigner: Sendable {
             throw .malformed
         }
         guard claims.exp > now else { throw .expired }
-        return claims.sub
+        return (claims.sub, claims.exp)
     }
 }

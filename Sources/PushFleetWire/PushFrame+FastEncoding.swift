@@ -48,3 +48,11 @@ extension SendOutcome {
         return out + ",\"removed\":" + String(removed) + ",\"targets\":" + String(targets) + "}"
     }
 }
+
+extension SecureNotification {
+    /// The notification as the backend's JSON encoder writes it (sorted keys, slashes unescaped),
+    /// in one pass: the backend answers one per secure push fetched.
+    public var encodedJSON: String {
+        "{\"Id\":" + JSONText.quoted(id) + ",\"Payload\":" + JSONText.quoted(payload) + ",\"Read\":" + (read ? "true" : "false") + "}"
+    }
+}

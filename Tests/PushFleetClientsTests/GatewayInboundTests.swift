@@ -169,6 +169,19 @@ struct PushFrameFastDecodingTests {
         }
     }
 
+    @Test("a secure notification written in one pass is byte for byte what the backend's JSON encoder writes")
+    func secureNotificationEncoding() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var rng = SplitMix64(seed: 0x5EC0)
+        for _ in 0..<2_000 {
+            let notification = SecureNotification(id: Self.randomString(&rng), payload: Self.randomString(&rng), read: rng.next() % 2 == 0)
+            let text = notification.encodedJSON
+            #expect(try JSONDecoder().decode(SecureNotification.self, from: Data(text.utf8)) == notification, "\(text)")
+            #expect(text == String(decoding: try encoder.encode(notification), as: UTF8.self))
+        }
+    }
+
     @Test("a bent frame decodes to what JSONDecoder makes of it, whichever way it goes")
     func bentFrames() throws {
         var rng = SplitMix64(seed: 0xB3E7)

@@ -169,4 +169,28 @@ struct UnitTests {
             #expect(throws: (any Error).self, "\(refused)") { try PushSender.channelURL(refused, base: base) }
         }
     }
+
+    @Test("provider bodies written in one pass are byte for byte JSONEncoder's with sorted keys, and decode to the same value")
+    func providerBodyText() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var rng = SplitMix64(seed: 0xB0D1)
+        let pieces = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{1}", "\u{1F}", "é", "漢", "🚀", "\u{7F}", "{", ":"]
+        func text() -> String { (0..<Int(rng.next() % 10)).map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }.joined() }
+        func value(depth: Int) -> JSONValue {
+            switch rng.next() % (depth < 3 ? 3 : 2) {
+            case 0: return .string(text())
+            case 1: return .int(Int(bitPattern: UInt(rng.next())) >> Int(rng.next() % 64))
+            default: return .object(Dictionary((0..<Int(rng.next() % 5)).map { _ in (text(), value(depth: depth + 1)) }) { first, _ in first })
+            }
+        }
+        for _ in 0..<1_000 {
+            guard case .object(let members) = value(depth: 2) else { continue }
+            let written = JSONValue.text(members)
+            #expect(written == String(decoding: try encoder.encode(members), as: UTF8.self))
+            #expect(try JSONDecoder().decode([String: JSONValue].self, from: Data(written.utf8)) == members)
+        }
+        let secure = try #require(NativeNotification.secure(platform: .apns, id: "0A1B"))
+        #expect(String(decoding: secure.bodyJSON, as: UTF8.self) == #"{"aps":{"content-available":1},"secureId":"0A1B"}"#)
+    }
 }

@@ -1,0 +1,59 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import PushFleetServerSupport
+import PushFleetWire
+
+/// The reference backend's fetch of a stored notification (`GET /api/notifications/{id}`),
+/// answered on the event loop that read it (``EventLoopRoutes``): a device fetches once per
+/// secure or rich push, and the router's task, trie and hops to Swift's pool cost more than the
+/// fetch. Taken only when nothing needs waiting: the in-memory store open, no injected latency,
+/// a caller known at once (Basic, or a token verified before), the notification found. Anything
+/// else, an unknown id included, goes to the router, which answers it as before.
+struct BackendRoutes: EventLoopResponder {
+    let backend: ReferenceBackend
+
+    static let prefix = "/api/notifications/"
+    /// A fetch has no body; one that brings a few bytes anyway is read and ignored, as the
+    /// router does.
+    static let bodyLimit = 1024
+
+    func route(for head: HTTPRequest) -> EventLoopRoute? {
+        guard head.method == .get, let path = head.path, path.hasPrefix(Self.prefix) else { return nil }
+        let id = path.dropFirst(Self.prefix.count)
+        guard !id.isEmpty, id.utf8.allSatisfy(Self.isPlain) else { return nil }
+        return EventLoopRoute(kind: 0, parameter: id, bodyLimit: Self.bodyLimit)
+    }
+
+    func respond(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
+        guard body != nil else { return nil }
+        return backend.fetchAtOnce(id: String(route.parameter), authorization: head.headerFields[.authorization])
+    }
+
+    /// A byte of an id the router would take as it is: no slash, query, fragment or escape.
+    private static func isPlain(_ byte: UInt8) -> Bool {
+        byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: "/") && byte != UInt8(ascii: "?") && byte != UInt8(ascii: "%")
+            && byte != UInt8(ascii: "#")
+    }
+}
+
+extension ReferenceBackend {
+    /// The fetch's answer when it needs no waiting, else nil (the router's route answers).
+    func fetchAtOnce(id: String, authorization: String?) -> CompleteResponse? {
+        guard !configuration.faults.isActive, let store = storeHandle.memory, let user = knownCaller(authorization) else { return nil }
+        guard let notification = store.readNotification(id: id, reader: user, now: configuration.clock()) else { return nil }
+        storeSucceeded(writes: true)
+        return Self.fetchAnswer(notification)
+    }
+
+    /// What a fetch of a stored notification answers, on either path.
+    static func fetchAnswer(_ notification: NotificationStore.Notification) -> CompleteResponse {
+        switch notification.content {
+        case .secure(let payload):
+            let secure = SecureNotification(id: notification.id, payload: payload, read: notification.read)
+            return .bytes(secure.encodedJSON.utf8, contentType: "application/json")
+        case .rich(_, _, let contentType, let data):
+            return .bytes(data, contentType: contentType)
+        }
+    }
+}
