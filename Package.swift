@@ -193,6 +193,7 @@ let package = Package(
                 "PushFleetCore",
                 "PushFleetWebPush",
                 "PushFleetServerSupport",
+                "PushFleetClients",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

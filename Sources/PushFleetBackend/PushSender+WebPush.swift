@@ -13,7 +13,7 @@ extension PushSender {
     /// push service's own host, as hosts entries would send it there.
     static let webPushHosts = ["fcm.googleapis.com", "updates.push.services.mozilla.com", "web.push.apple.com"]
 
-    func webPushRequest(_ notification: NativeNotification, handle: String, base: String) throws -> HTTPClientRequest {
+    func webPushPost(_ notification: NativeNotification, handle: String, base: String) throws -> ProviderPost {
         let parsed: (subscription: WebPushSubscription, endpoint: URL, recipient: WebPushRecipient)
         do { parsed = try WebPushSubscription.parse(handle) } catch {
             throw RequestError(description: "the Web Push subscription is unusable: \(error)", handleIsUnusable: true)
@@ -30,15 +30,11 @@ extension PushSender {
         do { authorization = try vapid.authorization(for: target, now: Int64(Date().timeIntervalSince1970)) } catch {
             throw RequestError(description: "VAPID signing failed: \(error)")
         }
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        request.headers.add(name: "authorization", value: authorization)
-        request.headers.add(name: "ttl", value: "3600")
-        request.headers.add(name: "urgency", value: "normal")
-        request.headers.add(name: "content-encoding", value: sealed.encoding.rawValue)
-        request.headers.add(name: "content-type", value: notification.contentType)
-        request.body = .bytes(ByteBuffer(bytes: sealed.body))
-        return request
+        let headers = [
+            ("authorization", authorization), ("ttl", "3600"), ("urgency", "normal"), ("content-encoding", sealed.encoding.rawValue),
+            ("content-type", notification.contentType),
+        ]
+        return ProviderPost(path: String(url.dropFirst(base.count)), headers: headers, body: ByteBuffer(bytes: sealed.body))
     }
 
     /// The endpoint's path and query on the push service. Any other host is refused: posting to

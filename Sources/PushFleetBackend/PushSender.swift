@@ -1,13 +1,13 @@
-import AsyncHTTPClient
 import PushFleetWebPush
 import Foundation
 import NIOCore
 import NIOHTTP1
+import PushFleetClients
 import PushFleetCore
 import PushFleetWire
 
 /// Sends native notifications to the push service in each platform's wire format through one
-/// pooled HTTP client, retrying throttled and transient failures with exponential backoff.
+/// pooled transport (``ProviderTransport``), retrying throttled and transient failures with exponential backoff.
 struct PushSender: Sendable {
     struct Settings: Sendable {
         /// `apns-topic`: the app's bundle id.
@@ -28,7 +28,7 @@ struct PushSender: Sendable {
         case failed(reason: String)
     }
 
-    let client: HTTPClient
+    let transport: ProviderTransport
     let settings: Settings
     /// The `authorization` each platform's endpoint gets.
     let credentials: ProviderCredentials
@@ -42,9 +42,11 @@ struct PushSender: Sendable {
     func send(_ notification: NativeNotification, to handle: String) async -> Result {
         var lastFailure = "no attempt"
         for attempt in 0..<max(1, settings.maxAttempts) {
-            let request: HTTPClientRequest
+            let base: String
+            let post: ProviderPost
             do {
-                request = try await makeRequest(notification, handle: handle)
+                base = try await baseURL().trimmingSuffix("/")
+                post = try await makePost(notification, handle: handle, base: base)
             } catch let error as RequestError where error.handleIsUnusable {
                 // A handle no push could ever reach is as dead as one the push service refused.
                 return .unregistered
@@ -61,11 +63,11 @@ struct PushSender: Sendable {
             let status: Int
             let body: ByteBuffer
             do {
-                let response = try await client.execute(request, timeout: .nanoseconds(settings.requestTimeout.nanosecondCount))
-                status = Int(response.status.code)
-                // Read the body (which also returns the connection to the pool): some refusals
-                // are told apart only by their reason.
-                body = try await response.body.collect(upTo: 64 * 1024)
+                (status, body) = try await transport.post(post, base: base, timeout: settings.requestTimeout)
+            } catch FleetHTTPError.invalidRequest(let why) {
+                // Nothing was sent, and a repeat would not be either.
+                counters.update { $0.pnsFailed += 1 }
+                return .failed(reason: "request not sendable: \(why)")
             } catch {
                 lastFailure = "unreachable"
                 continue
@@ -124,41 +126,39 @@ struct PushSender: Sendable {
         var handleIsUnusable = false
     }
 
-    private func makeRequest(_ notification: NativeNotification, handle: String) async throws -> HTTPClientRequest {
-        let base = try await baseURL().trimmingSuffix("/")
+    private func makePost(_ notification: NativeNotification, handle: String, base: String) async throws -> ProviderPost {
         // Web Push is signed per request with the backend's own VAPID key.
-        if notification.platform == .webpush { return try webPushRequest(notification, handle: handle, base: base) }
+        if notification.platform == .webpush { return try webPushPost(notification, handle: handle, base: base) }
         let authorization = try await credentials.authorization(for: notification.platform)
-        var request: HTTPClientRequest
+        var path: String
+        var headers: [(String, String)]
         var body: Data
         switch notification.platform {
         case .apns:
-            request = HTTPClientRequest(url: "\(base)/3/device/\(Self.pathSegment(handle))")
-            request.headers.add(name: "apns-push-type", value: notification.pushType)
-            request.headers.add(name: "apns-topic", value: settings.apnsTopic)
-            request.headers.add(name: "apns-id", value: UUIDText.unguessable(upper: true))
-            request.headers.add(name: "apns-priority", value: notification.pushType == "alert" ? "10" : "5")
-            request.headers.add(name: "apns-expiration", value: String(Int(Date().timeIntervalSince1970) + 3600))
+            path = "/3/device/\(Self.pathSegment(handle))"
+            headers = [
+                ("apns-push-type", notification.pushType), ("apns-topic", settings.apnsTopic), ("apns-id", UUIDText.unguessable(upper: true)),
+                ("apns-priority", notification.pushType == "alert" ? "10" : "5"),
+                ("apns-expiration", String(Int(Date().timeIntervalSince1970) + 3600)),
+            ]
             body = notification.bodyJSON
         case .fcm:
-            request = HTTPClientRequest(url: "\(base)/v1/projects/\(settings.fcmProject)/messages:send")
+            path = "/v1/projects/\(settings.fcmProject)/messages:send"
+            headers = []
             var message = notification.body ?? [:]
             message["token"] = .string(handle)
             body = Data(JSONValue.text(["message": .object(message)]).utf8)
         case .wns:
-            request = HTTPClientRequest(url: try Self.channelURL(handle, base: base))
-            request.headers.add(name: "X-WNS-Type", value: notification.pushType)
+            path = String(try Self.channelURL(handle, base: base).dropFirst(base.count))
             // Hold raw pushes for an offline device too, so the secure flow survives a reconnect.
-            request.headers.add(name: "X-WNS-Cache-Policy", value: "cache")
+            headers = [("X-WNS-Type", notification.pushType), ("X-WNS-Cache-Policy", "cache")]
             body = Data((notification.text ?? "").utf8)
         case .mpns, .webpush:
             throw RequestError(description: "\(notification.platform.rawValue) is not sent to here")
         }
-        request.method = .POST
-        request.headers.add(name: "authorization", value: authorization)
-        request.headers.add(name: "content-type", value: notification.contentType)
-        request.body = .bytes(ByteBuffer(bytes: body))
-        return request
+        headers.append(("authorization", authorization))
+        headers.append(("content-type", notification.contentType))
+        return ProviderPost(path: path, headers: headers, body: ByteBuffer(bytes: body))
     }
 
     /// A WNS handle is a channel URL on the push service, a channel URI of WNS's own form

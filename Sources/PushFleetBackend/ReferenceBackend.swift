@@ -27,6 +27,7 @@ public final class ReferenceBackend: Sendable {
     let signer: TokenSigner
     let verifiedTokens = VerifiedTokens()
     let client: HTTPClient
+    let transport: ProviderTransport
     let sender: PushSender
     /// Set when sends go through a notification hub.
     let hubSender: HubSender?
@@ -68,8 +69,10 @@ public final class ReferenceBackend: Sendable {
         }
         let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
         self.client = client
+        let transport = ProviderTransport(client: client, maxConnections: configuration.pushServiceConnections)
+        self.transport = transport
         self.sender = PushSender(
-            client: client,
+            transport: transport,
             settings: .init(
                 apnsTopic: configuration.apnsTopic,
                 fcmProject: configuration.fcmProject,
@@ -173,7 +176,7 @@ public final class ReferenceBackend: Sendable {
             },
             logger: logger
         )
-        return BackendService(app: app, client: client, bound: bound, store: storeHandle)
+        return BackendService(app: app, client: client, transport: transport, bound: bound, store: storeHandle)
     }
 
     /// Opens the configured store once and closes it: a store that cannot be reached fails
@@ -195,6 +198,7 @@ public final class ReferenceBackend: Sendable {
 private struct BackendService: Service {
     let app: Application<RouterResponder<BasicRequestContext>>
     let client: HTTPClient
+    let transport: ProviderTransport
     let bound: Readiness<ListenAddress>
     let store: StoreHandle
 
@@ -203,10 +207,12 @@ private struct BackendService: Service {
             try await app.run()
         } catch {
             bound.fail(error)
+            await transport.shutdown()
             try? await client.shutdown()
             await store.close()
             throw error
         }
+        await transport.shutdown()
         try await client.shutdown()
         await store.close()
     }
