@@ -1,3 +1,5 @@
+import Foundation
+
 /// One step in the life of a push a backend handed to pushfleet's push service, as the service
 /// reports it to a run that watches it (in process, or over the push port's `/observe`
 /// WebSocket). A push's first report is `refused` or `accepted` and carries what the push was
@@ -98,7 +100,31 @@ public struct PushHop: Codable, Sendable, Equatable {
     /// Whether a report belongs to the run with this id: its token carries the run id (every
     /// token of a run does), or its body carries one of the run's nonces.
     public func belongs(toRun run: String) -> Bool {
-        !run.isEmpty && (token.contains(run) || (body?.contains("pf:" + run + ":") ?? false))
+        guard !run.isEmpty else { return false }
+        if Self.bytes(of: token, contain: run) { return true }
+        guard let body else { return false }
+        return Self.bytes(of: body, contain: "pf:" + run + ":")
+    }
+
+    /// Whether `needle`'s UTF-8 bytes occur in `haystack`'s. Run ids and nonces are ASCII, so
+    /// bytes are what to match (`String.contains` compares characters, slower, and a combining
+    /// mark after an id would hide it); the push service asks once per push and watcher, and the
+    /// generic search was ~2% of `serve`'s CPU per secure push.
+    static func bytes(of haystack: String, contain needle: String) -> Bool {
+        var haystack = haystack
+        var needle = needle
+        return haystack.withUTF8 { hay in
+            needle.withUTF8 { pin in
+                guard let first = pin.first, pin.count <= hay.count else { return pin.isEmpty }
+                var start = 0
+                let last = hay.count - pin.count
+                while start <= last {
+                    if hay[start] == first, memcmp(hay.baseAddress! + start, pin.baseAddress!, pin.count) == 0 { return true }
+                    start += 1
+                }
+                return false
+            }
+        }
     }
 }
 

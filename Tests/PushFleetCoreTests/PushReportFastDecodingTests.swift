@@ -103,4 +103,25 @@ struct PushReportFastDecodingTests {
         }
         #expect(both.read > 1_000 && both.refused > 1_000, "both reports and refusals were made")
     }
+
+    @Test("a report belongs to the runs whose id its token or a nonce in its body carries, as a search of the text finds")
+    func belongsToRun() {
+        let run = "r7f3a9c"
+        func hop(token: String, body: String? = nil) -> PushHop {
+            PushHop(push: 1, step: .accepted, at: 0, platform: "apns", token: token, body: body)
+        }
+        #expect(hop(token: "pf-\(run)-0001").belongs(toRun: run))
+        #expect(hop(token: "0A1B", body: #"{"pf":"pf:\#(run):12"}"#).belongs(toRun: run))
+        #expect(!hop(token: "0A1B", body: #"{"pf":"pf:\#(run)"}"#).belongs(toRun: run))
+        #expect(!hop(token: "r7f3a9", body: nil).belongs(toRun: run))
+        #expect(!hop(token: "pf-\(run)").belongs(toRun: ""))
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array("abc:-")
+        func text(_ count: Int) -> String { String((0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &rng)] }) }
+        for _ in 0..<5_000 {
+            let (token, body, id) = (text(Int.random(in: 0...12, using: &rng)), text(Int.random(in: 0...16, using: &rng)), text(Int.random(in: 1...3, using: &rng)))
+            let expected = token.contains(id) || body.contains("pf:" + id + ":")
+            #expect(hop(token: token, body: body).belongs(toRun: id) == expected, "\(token) \(body) \(id)")
+        }
+    }
 }
