@@ -193,4 +193,26 @@ struct UnitTests {
         let secure = try #require(NativeNotification.secure(platform: .apns, id: "0A1B"))
         #expect(String(decoding: secure.bodyJSON, as: UTF8.self) == #"{"aps":{"content-available":1},"secureId":"0A1B"}"#)
     }
+
+    @Test("stored notifications expire oldest first: a sweep drops exactly the expired ones, and each store takes a few expired ones with it")
+    func notificationExpiryQueue() {
+        let second: Int64 = 1_000_000_000
+        let store = NotificationStore(ttl: .seconds(10))
+        var ids: [String] = []
+        for index in 0..<5_000 {
+            ids.append(store.create(sender: "a", recipient: "b", content: .secure(payload: "p"), now: Int64(index) * second / 1_000)!.id)
+        }
+        // Created from 0 to 4.999 s: at 12.5 s those stored before 2.5 s have expired.
+        _ = store.read(id: ids[10], reader: "b", now: 0)
+        store.remove(id: ids[20])
+        #expect(store.sweep(now: 12 * second + second / 2) == 2_501)
+        #expect(store.count == 2_499)
+        #expect(store.read(id: ids[2_500], reader: "b", now: 12 * second + second / 2) == nil)
+        #expect(store.read(id: ids[2_501], reader: "b", now: 12 * second + second / 2)?.id == ids[2_501])
+        // Stores made after everything expired each take up to four expired ones with them.
+        for _ in 0..<100 { _ = store.create(sender: "a", recipient: "b", content: .secure(payload: "p"), now: 60 * second) }
+        #expect(store.count == 2_499 - 400 + 100)
+        #expect(store.sweep(now: 60 * second) == 2_099)
+        #expect(store.count == 100)
+    }
 }
