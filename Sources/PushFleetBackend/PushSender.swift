@@ -7,7 +7,8 @@ import PushFleetCore
 import PushFleetWire
 
 /// Sends native notifications to the push service in each platform's wire format through one
-/// pooled transport (``ProviderTransport``), retrying throttled and transient failures with exponential backoff.
+/// pooled transport (``ProviderTransport``), retrying throttled and transient failures with
+/// exponential backoff.
 struct PushSender: Sendable {
     struct Settings: Sendable {
         /// `apns-topic`: the app's bundle id.
