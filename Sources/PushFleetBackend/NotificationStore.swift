@@ -37,7 +37,7 @@ final class NotificationStore: Sendable {
             var dropped = 0
             while head < queue.count, queue[head].expiresAt <= now {
                 guard dropped < limit else { return (dropped, true) }
-                if let entry = byID[queue[head].id], entry.expiresAt == queue[head].expiresAt { remove(queue[head].id) }
+                remove(queue[head].id)
                 head += 1
                 dropped += 1
             }

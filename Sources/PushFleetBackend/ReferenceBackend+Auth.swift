@@ -19,36 +19,32 @@ extension ReferenceBackend {
         } catch {
             throw Self.unauthorized(error.description)
         }
-        switch credentials {
-        case .basic(let user, let password):
-            guard configuration.users.verify(user: user, password: password) else {
-                throw Self.unauthorized("unknown user or wrong password")
-            }
-            return user
-        case .bearer(let token):
-            let now = Int64(Date().timeIntervalSince1970)
-            if let user = verifiedTokens.user(of: token, now: now) { return user }
-            do {
-                let claims = try await signer.verifiedClaims(token, now: now)
-                verifiedTokens.insert(token, user: claims.user, expires: claims.expires)
-                return claims.user
-            } catch .expired {
-                throw Self.unauthorized("token expired; log in again")
-            } catch {
-                throw Self.unauthorized("invalid token")
-            }
+        if let user = knownCaller(credentials) { return user }
+        guard case .bearer(let token) = credentials else { throw Self.unauthorized("unknown user or wrong password") }
+        let now = Int64(Date().timeIntervalSince1970)
+        do {
+            let claims = try await signer.verifiedClaims(token, now: now)
+            verifiedTokens.insert(token, user: claims.user, expires: claims.expires)
+            return claims.user
+        } catch .expired {
+            throw Self.unauthorized("token expired; log in again")
+        } catch {
+            throw Self.unauthorized("invalid token")
         }
     }
 
     /// The caller, when it can be told without waiting: Basic credentials, or a login token
     /// verified before. Nil leaves the request to ``authenticate(_:)``.
     func knownCaller(_ authorization: String?) -> String? {
-        guard let credentials = try? Credentials(header: authorization) else { return nil }
+        (try? Credentials(header: authorization)).flatMap(knownCaller)
+    }
+
+    private func knownCaller(_ credentials: Credentials) -> String? {
         switch credentials {
         case .basic(let user, let password):
-            return configuration.users.verify(user: user, password: password) ? user : nil
+            configuration.users.verify(user: user, password: password) ? user : nil
         case .bearer(let token):
-            return verifiedTokens.user(of: token, now: Int64(Date().timeIntervalSince1970))
+            verifiedTokens.user(of: token, now: Int64(Date().timeIntervalSince1970))
         }
     }
 

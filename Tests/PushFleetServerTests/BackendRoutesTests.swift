@@ -2,7 +2,9 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOHTTP1
 import PushFleetServerSupport
+import PushFleetTestSupport
 import PushFleetWire
 import Testing
 
@@ -91,6 +93,46 @@ struct BackendRoutesTests {
             #expect(tokens.count == 2)
             tokens.insert("c", user: "uc", expires: 10)
             #expect(tokens.count == 1 && tokens.user(of: "c", now: 9) == "uc" && tokens.user(of: "a", now: 9) == nil)
+        }
+    }
+
+    @Test("only a plain GET of one plain id is taken at the loop: escapes, queries, slashes, other methods and odd paths are the router's")
+    func routeParsing() async throws {
+        try await Self.withBackend { backend, _ in
+            let routes = BackendRoutes(backend: backend)
+            func head(_ method: HTTPRequest.Method, _ path: String) -> HTTPRequest {
+                HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1", path: path)
+            }
+            #expect(routes.route(for: head(.get, "/api/notifications/0a1b-2c"))?.parameter == "0a1b-2c")
+            for path in [
+                "/api/notifications/", "/api/notifications", "/api/notifications/a/b", "/api/notifications/a?b=1", "/api/notifications/%2e%2e",
+                "/api/notifications/a#b", "/api/notifications/a b", "/api/notifications/\u{7F}", "/api/notifications/é", "/API/notifications/a",
+                "/api/notifications/" + String(repeating: "\u{1}", count: 3),
+            ] {
+                #expect(routes.route(for: head(.get, path)) == nil, "\(path)")
+            }
+            #expect(routes.route(for: head(.post, "/api/notifications/a")) == nil)
+            #expect(routes.route(for: head(.delete, "/api/notifications/a")) == nil)
+        }
+    }
+
+    @Test("over a socket, hostile fetches are answered as the router answers them; a good one after them still works")
+    func hostileFetches() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            _ = try await system.device("bob", .apns)
+            let sent = try await system.sendSecure(from: "alice", to: "bob", payload: "p")
+            let id = try #require(try sent.json(SendOutcome.self).id)
+            let url = "\(system.backend)/api/notifications/\(id)"
+            #expect(try await TestHTTP.request(.GET, url, auth: .raw("Bearer " + String(repeating: "x", count: 6_000))).status == 401)
+            #expect(try await TestHTTP.request(.GET, url, auth: .raw("Basic !!!")).status == 401)
+            #expect(try await TestHTTP.request(.GET, url).status == 401)
+            #expect(try await TestHTTP.request(.GET, url, auth: .user("bob"), body: Data(repeating: 0x41, count: 4_096)).status == 200)
+            #expect(try await TestHTTP.request(.GET, url + "%00", auth: .user("bob")).status == 404)
+            #expect(try await TestHTTP.request(.GET, url + "?x=1", auth: .user("bob")).status == 200)
+            #expect(try await system.fetch(id, as: "alice").status == 404)
+            let fetched = try await system.fetch(id, as: "bob")
+            #expect(fetched.status == 200)
+            #expect(try fetched.json(SecureNotification.self) == SecureNotification(id: id, payload: "p", read: true))
         }
     }
 }
