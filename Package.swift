@@ -324,7 +324,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzParsers",
-            dependencies: ["FuzzDriver", "PushFleetCore", "PushFleetWire", "PushFleetServerSupport", "PushFleetBackend"],
+            dependencies: [
+                "FuzzDriver", "PushFleetCore", "PushFleetWire", "PushFleetServerSupport", "PushFleetBackend",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             path: "Fuzz/Sources/FuzzParsers",
             swiftSettings: swiftSettings
         ),
@@ -482,6 +485,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 "PushFleetTestSupport",
                 "PushFleetCore",
                 "PushFleetWire",

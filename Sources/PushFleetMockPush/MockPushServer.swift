@@ -154,7 +154,8 @@ public struct MockPushServer: Sendable {
                     webSocketChannel(connections.tracking(responder), limits: limits, slots: deviceSlots),
                     limits: limits,
                     cap: cap,
-                    connections: connections
+                    connections: connections,
+                    fastRoutes: ProviderRoutes(service: service, connections: connections)
                 )
             }
         ]

@@ -16,6 +16,9 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
     let stalled: StalledConnections?
     let connections: ConnectionRegistry?
     let isTLS: Bool
+    /// Requests answered from the connection's bytes ahead of the inner pipeline
+    /// (``HTTP1FastPath``).
+    let fastRoutes: (any EventLoopResponder)?
 
     public init(_ inner: Inner, headerTimeout: Duration, connections: ConnectionRegistry? = nil, isTLS: Bool = false) {
         self.inner = inner
@@ -24,33 +27,50 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
         self.stalled = nil
         self.connections = connections
         self.isTLS = isTLS
+        self.fastRoutes = nil
     }
 
     /// - Parameters:
     ///   - limits: the header timeout, and the PING rate of an HTTP/2 connection.
     ///   - cap: the server's connection cap, which may close this connection for room while it
     ///     is stalled.
-    public init(_ inner: Inner, limits: ServerLimits, cap: ConnectionCap?, connections: ConnectionRegistry? = nil, isTLS: Bool = false) {
+    ///   - fastRoutes: HTTP/1.1 requests answered straight from the connection's bytes
+    ///     (``HTTP1FastPath``), for an inner channel with no HTTP handler before its first request.
+    public init(
+        _ inner: Inner, limits: ServerLimits, cap: ConnectionCap?, connections: ConnectionRegistry? = nil, isTLS: Bool = false,
+        fastRoutes: (any EventLoopResponder)? = nil
+    ) {
         self.inner = inner
         self.headerTimeout = limits.headerTimeout
         self.limits = limits
         self.stalled = cap?.stalled
         self.connections = connections
         self.isTLS = isTLS
+        self.fastRoutes = fastRoutes
     }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let headerTimeout = headerTimeout
         let stalled = stalled
         let limits = limits
+        let fastRoutes = fastRoutes
+        let isTLS = isTLS
         _ = connections?.register(channel, isTLS: isTLS)
         stalled?.register(channel)
         return channel.eventLoop.makeCompletedFuture {
             // A TLS channel puts its TLS handler before this one, so the guard sees plaintext.
-            try channel.pipeline.syncOperations.addHandler(
-                FirstRequestGuard(headerTimeout: headerTimeout, maxBodySize: limits?.maxBodySize, routes: limits?.routeBodyLimits ?? [], stalled: stalled),
-                position: .first
+            // The fast path hands its bytes back to the guard at the socket end: not behind TLS.
+            let fastRoutes = isTLS ? nil : fastRoutes
+            let guardHandler = FirstRequestGuard(
+                headerTimeout: headerTimeout, maxBodySize: limits?.maxBodySize, routes: limits?.routeBodyLimits ?? [], stalled: stalled,
+                fastPathAhead: fastRoutes != nil && limits != nil
             )
+            try channel.pipeline.syncOperations.addHandler(guardHandler, position: .first)
+            if let fastRoutes, let limits {
+                try channel.pipeline.syncOperations.addHandler(
+                    HTTP1FastPath(responder: fastRoutes, idleTimeout: limits.idleTimeout), position: .after(guardHandler)
+                )
+            }
         }.flatMap {
             inner.setup(channel: channel, logger: logger)
         }.flatMapThrowing { value in
@@ -76,6 +96,8 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     struct HandlerFinished {}
     struct ParseFailed {}
+    /// From ``HTTP1FastPath``: the inner pipeline takes the connection from the next bytes on.
+    struct InnerBegins {}
 
     private var state: FirstRequestState
     private var timer: Scheduled<Void>?
@@ -84,14 +106,25 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var headPending = false
     private var headQuiet = false
     private var framing: RequestFramingState?
+    /// The framing the inner pipeline's requests get once ``HTTP1FastPath`` hands over; until
+    /// then the fast path reads every request itself.
+    private var framingAfterHandOver: RequestFramingState?
     /// A request was refused here: the rest of the input is dropped.
     private var refused = false
     /// The server is stopping and this connection had sent no request.
     private var stopping = false
 
-    init(headerTimeout: Duration, maxBodySize: Int? = nil, routes: [RouteBodyLimit] = [], stalled: StalledConnections? = nil) {
+    init(
+        headerTimeout: Duration, maxBodySize: Int? = nil, routes: [RouteBodyLimit] = [], stalled: StalledConnections? = nil,
+        fastPathAhead: Bool = false
+    ) {
         state = FirstRequestState(headerTimeout: headerTimeout)
-        framing = maxBodySize.map { RequestFramingState(maxBodySize: $0, routes: routes) }
+        let framing = maxBodySize.map { RequestFramingState(maxBodySize: $0, routes: routes) }
+        if fastPathAhead {
+            framingAfterHandOver = framing
+        } else {
+            self.framing = framing
+        }
         self.stalled = stalled
     }
 
@@ -181,6 +214,18 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
             }
         case is ParseFailed:
             if context.channel.isActive { perform(state.parseFailed(now: Self.now()), context) }
+        case is InnerBegins:
+            // The bytes from here on come through this handler again, from the socket end.
+            framing = framingAfterHandOver
+            framingAfterHandOver = nil
+            guard context.channel.isActive else { return }
+            let now = Self.now()
+            perform(state.innerBegins(now: now), context)
+            if !headPending {
+                headPending = true
+                headQuiet = true
+                stalled?.began(context.channel, now: now, quiet: true)
+            }
         case let stall as RequestBodyGuard.Stall:
             switch stall {
             case .began: stalled?.began(context.channel, now: Self.now())

@@ -71,6 +71,18 @@ public struct FirstRequestState: Sendable, Equatable {
         answered = true
     }
 
+    /// A handler after this one answered the requests so far itself and hands the rest of the
+    /// connection to the inner pipeline: for that pipeline the next request is the first, owed
+    /// within the header timeout from now and answered 400 if it does not parse.
+    public mutating func innerBegins(now: Int64) -> TimerAction {
+        awaiting = true
+        answered = false
+        tail = []
+        refusalDeadline = .max
+        headerDeadline = PushFleetServerSupport.deadline(now, plus: timeout)
+        return .arm(at: headerDeadline)
+    }
+
     /// The HTTP parser refused what the client sent.
     public mutating func parseFailed(now: Int64) -> TimerAction {
         guard !answered, refusalDeadline == .max else { return .none }

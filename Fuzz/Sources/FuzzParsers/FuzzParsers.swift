@@ -1,5 +1,6 @@
 import Foundation
 import FuzzDriver
+import HTTPTypes
 import PushFleetBackend
 import PushFleetCore
 import PushFleetServerSupport
@@ -7,14 +8,14 @@ import PushFleetWire
 
 /// The parsers that take text from outside, straight: thousands of inputs a second where the
 /// servers' and the loader's targets reach them through HTTP or YAML. The first byte picks one
-/// (`'0'`…`'7'`); the rest is its input. Besides a crash, a finding is a value accepted out of
+/// (`'0'`…`'8'`); the rest is its input. Besides a crash, a finding is a value accepted out of
 /// the range its parser promises.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data, size > 0 else { return 0 }
     let bytes = Data(UnsafeBufferPointer(start: data + 1, count: size - 1))
     let text = String(decoding: bytes, as: UTF8.self)
-    switch Int(data[0]) % 8 {
+    switch Int(data[0] &- 0x30) % 9 {
     case 0: faultSettings(bytes)
     case 1: duration(text)
     case 2:
@@ -33,7 +34,8 @@ public func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     case 5: _ = StoreLocation.parse(text)
     case 6:
         if let users = try? UserDirectory(fileContents: text) { _ = users.verify(user: "user", password: "user") }
-    default: durationRoundTrip(text)
+    case 7: durationRoundTrip(text)
+    default: bytes.withUnsafeBytes { http1Head($0) }
     }
     return 0
 }
@@ -47,6 +49,16 @@ func faultSettings(_ json: Data) {
         let delay = latency.draw { unit }
         check(delay >= .zero && delay <= .milliseconds(LatencyDistribution.maximumMs), "latency \(delay) from \(latency)")
     }
+}
+
+/// The push port's HTTP/1.1 head reader: a head it reads lies within the bytes, ends with the
+/// empty line, and names an origin-form path and a body length in range.
+func http1Head(_ bytes: UnsafeRawBufferPointer) {
+    guard case .request(let head) = HTTP1RequestScan.scan(bytes) else { return }
+    check(head.length >= 18 && head.length <= min(bytes.count, HTTP1RequestScan.maxHeadLength), "head length \(head.length) of \(bytes.count)")
+    check(bytes[head.length - 4] == 0x0D && bytes[head.length - 1] == 0x0A, "head does not end with its empty line")
+    check((0..<1_000_000_000).contains(head.contentLength), "content length \(head.contentLength)")
+    check(head.request.path?.first == "/", "path \(String(describing: head.request.path))")
 }
 
 func duration(_ text: String) {

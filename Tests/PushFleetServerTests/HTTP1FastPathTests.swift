@@ -1,0 +1,260 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import PushFleetEmbedded
+import PushFleetMockPush
+import PushFleetServerSupport
+import PushFleetTestSupport
+import PushFleetWire
+import Testing
+
+/// The push port's HTTP/1.1 fast path: the head reader's subset, the connection's lifecycle with
+/// an injected clock, and the real push service answering over sockets.
+@Suite("The HTTP/1.1 fast path")
+struct HTTP1FastPathTests {
+    static func scan(_ text: String) -> HTTP1RequestScan.Outcome {
+        Array(text.utf8).withUnsafeBytes { HTTP1RequestScan.scan($0) }
+    }
+
+    static func head(_ text: String) -> HTTP1RequestScan.Head? {
+        if case .request(let head) = scan(text) { return head }
+        return nil
+    }
+
+    static func isUnsupported(_ text: String) -> Bool {
+        if case .unsupported = scan(text) { return true }
+        return false
+    }
+
+    @Test("a provider request's head is read as NIO's conversion reads it")
+    func readsHead() throws {
+        let text = "POST /3/device/ab HTTP/1.1\r\nHost: push.test:443\r\nAuthorization: bearer x.y.z\r\napns-topic:  t \r\n"
+            + "Connection: keep-alive\r\nContent-Length: 21\r\n\r\n{\"aps\":{\"alert\":\"x\"}}"
+        let head = try #require(Self.head(text))
+        #expect(head.request.method == .post)
+        #expect(head.request.path == "/3/device/ab")
+        #expect(head.request.authority == "push.test:443")
+        #expect(head.request.headerFields[.authorization] == "bearer x.y.z")
+        #expect(head.request.headerFields[HTTPField.Name("apns-topic")!] == "t")
+        #expect(head.request.headerFields[HTTPField.Name("host")!] == nil)
+        #expect(head.contentLength == 21)
+        #expect(head.length == text.utf8.count - 21)
+        #expect(!head.closes)
+        #expect(Self.head("GET /health HTTP/1.1\r\nconnection: Close\r\n\r\n")?.closes == true)
+        #expect(Self.head("GET /health HTTP/1.1\r\n\r\n")?.contentLength == 0)
+    }
+
+    @Test("a head not yet whole is incomplete, at every cut")
+    func incomplete() {
+        let text = "POST /3/device/ab HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n"
+        for cut in 0..<text.utf8.count {
+            let prefix = String(decoding: Array(text.utf8)[0..<cut], as: UTF8.self)
+            guard case .incomplete = Self.scan(prefix) else {
+                Issue.record("\(cut) bytes: not incomplete")
+                continue
+            }
+        }
+    }
+
+    @Test("forms outside the subset go on to the full parser, never answered here")
+    func unsupported() {
+        let forms = [
+            "POST /a HTTP/1.0\r\n\r\n",
+            "POST http://x/a HTTP/1.1\r\n\r\n",
+            "OPTIONS * HTTP/1.1\r\n\r\n",
+            "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+            "post /a HTTP/1.1\r\n\r\n",
+            "HEAD /a HTTP/1.1\r\n\r\n",
+            "PATCH /a HTTP/1.1\r\n\r\n",
+            "POST  /a HTTP/1.1\r\n\r\n",
+            "POST /a  HTTP/1.1\r\n\r\n",
+            "POST /a\u{7F} HTTP/1.1\r\n\r\n",
+            "POST /é HTTP/1.1\r\n\r\n",
+            "\r\nPOST /a HTTP/1.1\r\n\r\n",
+            "POST /a HTTP/1.1\nHost: x\r\n\r\n",
+            "POST /a HTTP/1.1\r\nHost: x\nA: b\r\n\r\n",
+            "POST /a HTTP/1.1\r\nA: b\rc\r\n\r\n",
+            "POST /a HTTP/1.1\r\nA: b\r\n c\r\n\r\n",
+            "POST /a HTTP/1.1\r\nA : b\r\n\r\n",
+            "POST /a HTTP/1.1\r\nA b\r\n\r\n",
+            "POST /a HTTP/1.1\r\n: b\r\n\r\n",
+            "POST /a HTTP/1.1\r\nA: b\u{01}\r\n\r\n",
+            "POST /a HTTP/1.1\r\nA: é\r\n\r\n",
+            "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST /a HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
+            "POST /a HTTP/1.1\r\nContent-Length: +2\r\n\r\nab",
+            "POST /a HTTP/1.1\r\nContent-Length: 2 2\r\n\r\nab",
+            "POST /a HTTP/1.1\r\nContent-Length: 0x2\r\n\r\nab",
+            "POST /a HTTP/1.1\r\nContent-Length: \r\n\r\n",
+            "POST /a HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\n",
+            "POST /a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            "GET /device HTTP/1.1\r\nUpgrade: websocket\r\n\r\n",
+            "GET /a HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\n\r\n",
+            "POST /a HTTP/1.1\r\nExpect: 100-continue\r\n\r\n",
+            "POST /a HTTP/1.1\r\n" + String(repeating: "A: b\r\n", count: HTTP1RequestScan.maxFields + 1) + "\r\n",
+            "POST /a HTTP/1.1\r\nA: " + String(repeating: "b", count: HTTP1RequestScan.maxHeadLength) + "\r\n\r\n",
+            "POST /" + String(repeating: "a", count: HTTP1RequestScan.maxHeadLength),
+        ]
+        for form in forms {
+            #expect(Self.isUnsupported(form), "\(form.debugDescription.prefix(120))")
+        }
+    }
+
+    /// Every head read here is the head NIO's decoder and conversion make of the same bytes.
+    @Test("every head it reads, NIO's parser reads alike")
+    func agreesWithNIO() throws {
+        var generator = SystemRandomNumberGenerator()
+        let names = ["Host", "authorization", "apns-topic", "Content-Length", "connection", "x-a", "X_b", "accept"]
+        let values = ["", "x", " spaced out ", "close", "keep-alive", "a\tb", "12", "0", "bearer a.b.c", "!#$%&'*+-.^_`|~"]
+        let targets = ["/", "/3/device/ab", "/v1/projects/p/messages:send", "/a?b=c", "/%41", "/a/../b"]
+        for _ in 0..<400 {
+            var head = "\(["POST", "GET", "PUT", "DELETE"].randomElement(using: &generator)!) \(targets.randomElement(using: &generator)!) HTTP/1.1\r\n"
+            var length = 0
+            var sawLength = false
+            for _ in 0..<Int.random(in: 0...6, using: &generator) {
+                let name = names.randomElement(using: &generator)!
+                var value = values.randomElement(using: &generator)!
+                if name == "Content-Length" {
+                    guard !sawLength else { continue }
+                    sawLength = true
+                    length = Int.random(in: 0...40, using: &generator)
+                    value = String(length)
+                }
+                head += "\(name):\(Bool.random(using: &generator) ? " " : "")\(value)\r\n"
+            }
+            let text = head + "\r\n" + String(repeating: "b", count: length)
+            guard let ours = Self.head(text) else { continue }
+            let theirs = try Self.nioHead(text)
+            #expect(ours.request.method == theirs.request.method, "\(text)")
+            #expect(ours.request.path == theirs.request.path, "\(text)")
+            #expect(ours.request.authority == theirs.request.authority, "\(text)")
+            #expect(ours.request.headerFields == theirs.request.headerFields, "\(text)")
+            #expect(ours.contentLength == theirs.body, "\(text)")
+        }
+    }
+
+    /// NIO's decoder and `HTTP1ToHTTPServerCodec` on an embedded channel: the request and its body's length.
+    static func nioHead(_ text: String) throws -> (request: HTTPRequest, body: Int) {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false)
+        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+        try channel.writeInbound(ByteBuffer(string: text))
+        var request: HTTPRequest?
+        var body = 0
+        while let part = try channel.readInbound(as: HTTPRequestPart.self) {
+            switch part {
+            case .head(let head): request = head
+            case .body(let bytes): body += bytes.readableBytes
+            case .end: break
+            }
+        }
+        _ = try? channel.finish()
+        return (try #require(request), body)
+    }
+
+    @Test("the connection's lifecycle: one idle timer looked at again, hand-over once, quiesce closes")
+    func lifecycle() {
+        var state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        let second: Int64 = 1_000_000_000
+        #expect(state.started(now: 0) == .armIdleTimer(at: 10 * second))
+        state.active(now: 4 * second)
+        #expect(state.idleTimerFired(now: 10 * second) == .armIdleTimer(at: 14 * second))
+        #expect(state.idleTimerFired(now: 14 * second) == .close)
+        #expect(state.mode == .closed)
+
+        state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        _ = state.started(now: 0)
+        #expect(state.readEnded(holdingPartialRequest: false) == .none)
+        #expect(state.readEnded(holdingPartialRequest: true) == .handOver)
+        #expect(state.handOver() == .none)
+        #expect(state.idleTimerFired(now: 100 * second) == .none)
+        #expect(state.quiesce() == .none)
+
+        state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        _ = state.started(now: 0)
+        #expect(state.quiesce() == .close)
+        #expect(state.handOver() == .none)
+    }
+
+    @Test("the push port answers pipelined provider requests in order, and one sent in pieces, and the rest as before")
+    func overSocket() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let port = Int(system.pushService.split(separator: ":").last!)!
+            let token = String(repeating: "ab", count: 32)
+            let body = #"{"aps":{"alert":"x"}}"#
+            let apns = "POST /3/device/\(token) HTTP/1.1\r\nHost: x\r\napns-topic: t\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            // Thirty in one write, answered here, in order (no provider token: 403 each).
+            let many = try await RawSocket.exchange(port: port, String(repeating: apns, count: 30), waitFor: .seconds(2))
+            #expect(many.response.components(separatedBy: "HTTP/1.1 403 Forbidden\r\n").count == 31, "\(many.response.prefix(300))")
+            #expect(many.response.components(separatedBy: "MissingProviderToken").count == 31)
+            #expect(!many.closed)
+
+            // The head, then the body a moment later: the full pipeline takes the connection,
+            // answers alike, and keeps answering what follows.
+            let split = Array(apns.utf8)
+            let cut = split.count - body.utf8.count
+            let pieces = try await RawSocket.exchange(
+                port: port,
+                [(.zero, Array(split[..<cut])), (.milliseconds(200), Array(split[cut...]) + split + Array("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".utf8))],
+                waitFor: .seconds(3)
+            )
+            let statuses = pieces.response.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+            #expect(statuses == ["403", "403", "200"], "\(pieces.response)")
+
+            // A malformed request after answered ones is the full parser's: 400, closed.
+            let bad = try await RawSocket.exchange(port: port, apns + "POST /3/device/\(token) HTTP/1.1\r\nContent-Length: x\r\n\r\n", waitFor: .seconds(10))
+            let badStatuses = bad.response.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+            #expect(badStatuses == ["403", "400"], "\(bad.response)")
+            #expect(bad.closed)
+
+            // Pushes still reach a device whose socket upgraded on this port.
+            let device = try await system.device("bob", .apns)
+            #expect(try await system.sendPlain(from: "alice", to: "bob", pns: "apns", message: "hi").status == 200)
+            #expect(try await device.waitForPushes(1).count == 1)
+        }
+    }
+
+    @Test("after answers here, the guards hold for the pipeline behind: a chunk over the cap gets 413, an unfinished head 408")
+    func guardsAfterHandOver() async throws {
+        var configuration = EmbeddedSystem.Configuration()
+        configuration.pushServer.limits = ServerLimits(idleTimeout: .seconds(60), headerTimeout: .seconds(1), bodyTimeout: .seconds(60))
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            let port = Int(system.pushService.split(separator: ":").last!)!
+            let path = "/3/device/" + String(repeating: "ab", count: 32)
+            let apns = "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+            func statuses(_ exchange: RawSocket.Exchange) -> [Substring] {
+                exchange.response.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+            }
+            let chunk = try await RawSocket.exchange(
+                port: port, apns + "POST \(path) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFF\r\n", waitFor: .seconds(20)
+            )
+            #expect(statuses(chunk) == ["403", "413"], "\(chunk.response)")
+            #expect(chunk.closed)
+            let unfinished = try await RawSocket.exchange(port: port, apns + "POST \(path) HTTP/1.1\r\nHost: x\r\n", waitFor: .seconds(30))
+            #expect(statuses(unfinished) == ["403", "408"], "\(unfinished.response)")
+            #expect(unfinished.closed)
+        }
+    }
+
+    @Test("a connection quiet past the idle timeout is closed; one kept busy is not")
+    func idleTimeout() async throws {
+        var configuration = EmbeddedSystem.Configuration()
+        configuration.pushServer.limits = ServerLimits(idleTimeout: .milliseconds(500), headerTimeout: .seconds(30), bodyTimeout: .seconds(30))
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            let port = Int(system.pushService.split(separator: ":").last!)!
+            let token = String(repeating: "ab", count: 32)
+            let apns = Array("POST /3/device/\(token) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}".utf8)
+            let quiet = try await RawSocket.exchange(port: port, [(.zero, apns)], waitFor: .seconds(20))
+            #expect(quiet.closed, "an idle fast-path connection was left open")
+            #expect(quiet.response.hasPrefix("HTTP/1.1 403"))
+            // Requests every 200 ms for 1.6 s: each read puts the timeout off.
+            let busy = try await RawSocket.exchange(port: port, (0..<8).map { _ in (.milliseconds(200), apns) }, waitFor: .seconds(20))
+            #expect(busy.response.components(separatedBy: "HTTP/1.1 403").count == 9, "\(busy.response)")
+            #expect(busy.closed, "the connection was not closed once quiet")
+        }
+    }
+}
