@@ -317,6 +317,18 @@ let package = Package(
         // .ci/fuzz builds them with -sanitize=fuzzer -DPUSHFLEET_FUZZ into libFuzzer binaries.
         .target(name: "FuzzDriver", path: "Fuzz/Sources/FuzzDriver", swiftSettings: swiftSettings),
         .executableTarget(
+            name: "NIOFloor",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            path: "Benchmarks/NIOFloor",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "FuzzScenario",
             dependencies: ["FuzzDriver", "PushFleetScenario", "PushFleetCore"],
             path: "Fuzz/Sources/FuzzScenario",

@@ -47,6 +47,7 @@ public enum HTTP1RequestScan {
         var reader = LineReader(bytes: bytes, end: end)
         guard let (method, target) = reader.requestLine() else { return .unsupported }
         var fields = HTTPFields()
+        fields.reserveCapacity(16)
         var host: String?
         var contentLength: Int?
         var closes = false
@@ -72,7 +73,7 @@ public enum HTTP1RequestScan {
             case .none:
                 break
             }
-            guard let fieldName = HTTPField.Name(text(name)) else { return .unsupported }
+            guard let fieldName = KnownNames.name(name) ?? HTTPField.Name(text(name)) else { return .unsupported }
             fields.append(HTTPField(name: fieldName, value: text(value)))
         }
         let request = HTTPRequest(method: method, scheme: "http", authority: host, path: target, headerFields: fields)
@@ -128,6 +129,24 @@ public enum HTTP1RequestScan {
             if lower != expected[index] { return false }
         }
         return true
+    }
+
+    /// The field names provider requests carry, made once: a name written exactly so (the
+    /// lowercase form HTTP/2 and most clients send) is this one, with no check or copy per request.
+    enum KnownNames {
+        static let table: [(bytes: [UInt8], name: HTTPField.Name)] = [
+            "authorization", "content-type", "content-length", "connection", "user-agent", "accept", "accept-encoding",
+            "apns-topic", "apns-id", "apns-expiration", "apns-priority", "apns-push-type", "apns-collapse-id",
+            "ttl", "urgency", "topic", "content-encoding", "crypto-key", "encryption",
+            "x-wns-type", "x-wns-ttl", "x-wns-cache-policy", "x-wns-tag", "x-wns-group", "x-wns-requestforstatus",
+        ].compactMap { text in HTTPField.Name(text).map { (Array(text.utf8), $0) } }
+
+        static func name(_ bytes: UnsafeRawBufferPointer) -> HTTPField.Name? {
+            for entry in table where entry.bytes.count == bytes.count {
+                if entry.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) }) == 0 { return entry.name }
+            }
+            return nil
+        }
     }
 
     /// Digits only, no sign or spaces, at most ``maxContentLengthDigits``.

@@ -97,11 +97,8 @@ final class ProviderAuthority: Sendable {
             return .decided(.authorized(bundles: bundles))
         }
         guard let authorization else { return .decided(.rejected(.forbidden, "MissingProviderToken")) }
-        if Self.bearer(authorization) == inProcessBearer { return .decided(.authorized(bundles: [])) }
-        guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            return .decided(.rejected(.forbidden, "InvalidProviderToken"))
-        }
-        let text = String(authorization.dropFirst(7))
+        guard let text = Self.bearer(authorization) else { return .decided(.rejected(.forbidden, "InvalidProviderToken")) }
+        if text == inProcessBearer { return .decided(.authorized(bundles: [])) }
         let now = now()
         let session = connection ?? ConnectionState(isTLS: false)
         switch session.withAttachment(APNsTokenSession(), { $0.step(for: text, now: now) }) {
@@ -181,8 +178,11 @@ final class ProviderAuthority: Sendable {
     }
 
     /// The token of an `Authorization: Bearer …` header (scheme case-insensitive).
+    /// The credentials after a `Bearer ` scheme (any case), compared as bytes: once per push.
     static func bearer(_ authorization: String?) -> String? {
-        guard let authorization, authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return nil }
+        guard let authorization else { return nil }
+        let utf8 = authorization.utf8
+        guard utf8.count > 7, utf8.prefix(7).elementsEqual("bearer ".utf8, by: { $1 == 0x20 ? $0 == 0x20 : ($0 | 0x20) == $1 }) else { return nil }
         return String(authorization.dropFirst(7))
     }
 }
