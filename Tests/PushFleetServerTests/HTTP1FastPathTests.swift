@@ -180,6 +180,15 @@ struct HTTP1FastPathTests {
         #expect(state.handOver() == .none)
     }
 
+    /// The embedded system with these limits on the push port, given that port.
+    static func run(_ limits: ServerLimits, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        var configuration = EmbeddedSystem.Configuration()
+        configuration.pushServer.limits = limits
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            try await body(Int(system.pushService.split(separator: ":").last!)!)
+        }
+    }
+
     @Test("the push port answers pipelined provider requests in order, and one sent in pieces, and the rest as before")
     func overSocket() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
@@ -222,10 +231,7 @@ struct HTTP1FastPathTests {
 
     @Test("after answers here, the guards hold for the pipeline behind: a chunk over the cap gets 413, an unfinished head 408")
     func guardsAfterHandOver() async throws {
-        var configuration = EmbeddedSystem.Configuration()
-        configuration.pushServer.limits = ServerLimits(idleTimeout: .seconds(60), headerTimeout: .seconds(1), bodyTimeout: .seconds(60))
-        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
-            let port = Int(system.pushService.split(separator: ":").last!)!
+        try await Self.run(ServerLimits(idleTimeout: .seconds(60), headerTimeout: .seconds(3), bodyTimeout: .seconds(60))) { port in
             let path = "/3/device/" + String(repeating: "ab", count: 32)
             let apns = "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
             func statuses(_ exchange: RawSocket.Exchange) -> [Substring] {
@@ -245,10 +251,7 @@ struct HTTP1FastPathTests {
     /// That reads put the timeout off is the lifecycle test's (a clock here would make it a timing test).
     @Test("a connection quiet past the idle timeout is closed")
     func idleTimeout() async throws {
-        var configuration = EmbeddedSystem.Configuration()
-        configuration.pushServer.limits = ServerLimits(idleTimeout: .milliseconds(500), headerTimeout: .seconds(30), bodyTimeout: .seconds(30))
-        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
-            let port = Int(system.pushService.split(separator: ":").last!)!
+        try await Self.run(ServerLimits(idleTimeout: .seconds(2), headerTimeout: .seconds(30), bodyTimeout: .seconds(30))) { port in
             let token = String(repeating: "ab", count: 32)
             let apns = Array("POST /3/device/\(token) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}".utf8)
             let quiet = try await RawSocket.exchange(port: port, [(.zero, apns)], waitFor: .seconds(20))
