@@ -68,7 +68,7 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
             try channel.pipeline.syncOperations.addHandler(guardHandler, position: .first)
             if let fastRoutes, let limits {
                 try channel.pipeline.syncOperations.addHandler(
-                    HTTP1FastPath(responder: fastRoutes, idleTimeout: limits.idleTimeout), position: .after(guardHandler)
+                    HTTP1FastPath(responder: fastRoutes, idleTimeout: limits.idleTimeout, stalled: stalled), position: .after(guardHandler)
                 )
             }
         }.flatMap {

@@ -16,27 +16,21 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundOut = ByteBuffer
 
     private let responder: any EventLoopResponder
+    /// The server's register of stalled and quiet connections, for its connection cap.
+    private let stalled: StalledConnections?
     private var state: HTTP1FastPathState
     /// Bytes read and not yet answered: part of a request, or requests behind one being answered.
     private var held: ByteBuffer?
     private var unflushed = false
     private var timer: Scheduled<Void>?
 
-    init(responder: any EventLoopResponder, idleTimeout: Duration) {
+    init(responder: any EventLoopResponder, idleTimeout: Duration, stalled: StalledConnections? = nil) {
         self.responder = responder
+        self.stalled = stalled
         self.state = HTTP1FastPathState(idleTimeout: idleTimeout)
     }
 
     static func now() -> Int64 { Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds) }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { perform(state.started(now: Self.now()), context) }
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        if timer == nil { perform(state.started(now: Self.now()), context) }
-        context.fireChannelActive()
-    }
 
     func channelInactive(context: ChannelHandlerContext) {
         if state.mode == .answering { endInner(context) }
@@ -58,7 +52,9 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
         } else {
             held!.writeBuffer(&bytes)
         }
-        state.active(now: Self.now())
+        let now = Self.now()
+        if state.bytesArrived(now: now) { stalled?.ended(context.channel, quiet: true) }
+        perform(state.firstBytes(now: now), context)
         answerHeld(context)
     }
 
@@ -67,8 +63,10 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
             unflushed = false
             context.flush()
         }
-        if state.mode == .answering, state.readEnded(holdingPartialRequest: held != nil) == .handOver {
-            return handOver(context, readComplete: true)
+        switch state.readEnded(holdingPartialRequest: held != nil) {
+        case .handOver: return handOver(context, readComplete: true)
+        case .quietBegan: stalled?.began(context.channel, now: Self.now(), quiet: true)
+        default: break
         }
         context.fireChannelReadComplete()
     }
@@ -125,7 +123,7 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
 
     private func perform(_ action: HTTP1FastPathState.Action, _ context: ChannelHandlerContext) {
         switch action {
-        case .none:
+        case .none, .quietBegan:
             break
         case .armIdleTimer(let at):
             cancelTimer()

@@ -15,26 +15,36 @@ package struct HTTP1FastPathState: Sendable, Equatable {
         case armIdleTimer(at: Int64)
         case close
         case handOver
+        /// The connection is kept alive between requests: a full server may close it for room
+        /// once it has been so for long enough (``StalledConnections``, as a quiet one).
+        case quietBegan
     }
 
     package private(set) var mode = Mode.answering
+    /// Between requests, every one read answered.
+    package private(set) var quiet = false
     let idleTimeout: Int64
     private var lastActivity: Int64 = 0
+    private var timerStarted = false
 
     package init(idleTimeout: Duration) {
         self.idleTimeout = max(1, idleTimeout.saturatingNanoseconds)
     }
 
-    /// The connection is open (or this handler joined an open one).
-    package mutating func started(now: Int64) -> Action {
-        guard mode == .answering else { return .none }
+
+    /// Bytes arrived; true when they end a quiet phase.
+    package mutating func bytesArrived(now: Int64) -> Bool {
         lastActivity = now
-        return .armIdleTimer(at: now &+ idleTimeout)
+        defer { quiet = false }
+        return quiet
     }
 
-    /// Bytes arrived or an answer was written.
-    package mutating func active(now: Int64) {
-        lastActivity = now
+    /// Whether the idle timer is to be armed now: at the first bytes, as until then the first
+    /// request's header timeout (``FirstRequestState``) bounds the connection.
+    package mutating func firstBytes(now: Int64) -> Action {
+        guard mode == .answering, !timerStarted else { return .none }
+        timerStarted = true
+        return .armIdleTimer(at: now &+ idleTimeout)
     }
 
     /// The idle timer fired: close a connection quiet for the whole timeout, else look again
@@ -50,8 +60,11 @@ package struct HTTP1FastPathState: Sendable, Equatable {
     /// A read ended with part of a request held: a client that sends a request in pieces gets
     /// the full pipeline's timeouts for slow heads and bodies.
     package mutating func readEnded(holdingPartialRequest: Bool) -> Action {
-        guard mode == .answering, holdingPartialRequest else { return .none }
-        return handOver()
+        guard mode == .answering else { return .none }
+        if holdingPartialRequest { return handOver() }
+        guard !quiet else { return .none }
+        quiet = true
+        return .quietBegan
     }
 
     /// A request this handler does not answer: the full pipeline takes it and all that follows.

@@ -160,22 +160,33 @@ struct HTTP1FastPathTests {
     func lifecycle() {
         var state = HTTP1FastPathState(idleTimeout: .seconds(10))
         let second: Int64 = 1_000_000_000
-        #expect(state.started(now: 0) == .armIdleTimer(at: 10 * second))
-        state.active(now: 4 * second)
+        // Armed at the first bytes (the header timeout bounds a connection before them), once.
+        _ = state.bytesArrived(now: 0)
+        let armed = state.firstBytes(now: 0)
+        let armedAgain = state.firstBytes(now: 1)
+        #expect(armed == .armIdleTimer(at: 10 * second) && armedAgain == .none)
+        let endedQuiet = state.bytesArrived(now: 4 * second)
+        #expect(!endedQuiet)
         #expect(state.idleTimerFired(now: 10 * second) == .armIdleTimer(at: 14 * second))
         #expect(state.idleTimerFired(now: 14 * second) == .close)
         #expect(state.mode == .closed)
 
+        // Kept alive between requests: quiet from the end of a read that answered all it held
+        // to the next bytes, once per phase.
         state = HTTP1FastPathState(idleTimeout: .seconds(10))
-        _ = state.started(now: 0)
-        #expect(state.readEnded(holdingPartialRequest: false) == .none)
-        #expect(state.readEnded(holdingPartialRequest: true) == .handOver)
+        let first = state.bytesArrived(now: 1)
+        let began = state.readEnded(holdingPartialRequest: false)
+        let again = state.readEnded(holdingPartialRequest: false)
+        #expect(!first && began == .quietBegan && again == .none && state.quiet)
+        let ended = state.bytesArrived(now: 2)
+        #expect(ended && !state.quiet)
+        let partial = state.readEnded(holdingPartialRequest: true)
+        #expect(partial == .handOver)
         #expect(state.handOver() == .none)
         #expect(state.idleTimerFired(now: 100 * second) == .none)
         #expect(state.quiesce() == .none)
 
         state = HTTP1FastPathState(idleTimeout: .seconds(10))
-        _ = state.started(now: 0)
         #expect(state.quiesce() == .close)
         #expect(state.handOver() == .none)
     }
@@ -231,20 +242,43 @@ struct HTTP1FastPathTests {
 
     @Test("after answers here, the guards hold for the pipeline behind: a chunk over the cap gets 413, an unfinished head 408")
     func guardsAfterHandOver() async throws {
-        try await Self.run(ServerLimits(idleTimeout: .seconds(60), headerTimeout: .seconds(3), bodyTimeout: .seconds(60))) { port in
-            let path = "/3/device/" + String(repeating: "ab", count: 32)
-            let apns = "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
-            func statuses(_ exchange: RawSocket.Exchange) -> [Substring] {
-                exchange.response.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
-            }
+        let path = "/3/device/" + String(repeating: "ab", count: 32)
+        let apns = "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        @Sendable func statuses(_ exchange: RawSocket.Exchange) -> [Substring] {
+            exchange.response.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+        }
+        try await Self.run(ServerLimits()) { port in
             let chunk = try await RawSocket.exchange(
-                port: port, apns + "POST \(path) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFF\r\n", waitFor: .seconds(20)
+                port: port, apns + "POST \(path) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFF\r\n", waitFor: .seconds(60)
             )
             #expect(statuses(chunk) == ["403", "413"], "\(chunk.response)")
             #expect(chunk.closed)
-            let unfinished = try await RawSocket.exchange(port: port, apns + "POST \(path) HTTP/1.1\r\nHost: x\r\n", waitFor: .seconds(30))
+        }
+        // The handed-over request's head is owed within the header timeout from the hand-over;
+        // the first request's too, from the connect, so the timeout leaves a loaded machine room.
+        try await Self.run(ServerLimits(idleTimeout: .seconds(60), headerTimeout: .seconds(5), bodyTimeout: .seconds(60))) { port in
+            let unfinished = try await RawSocket.exchange(port: port, apns + "POST \(path) HTTP/1.1\r\nHost: x\r\n", waitFor: .seconds(60))
             #expect(statuses(unfinished) == ["403", "408"], "\(unfinished.response)")
             #expect(unfinished.closed)
+        }
+    }
+
+    /// A full server makes room by closing a connection kept alive between requests once it has
+    /// been quiet for ten eviction graces, at least 10 s: well before the 60 s timeouts here.
+    @Test("a full push port closes a provider connection kept alive between requests to answer a newcomer")
+    func quietEvicted() async throws {
+        var limits = ServerLimits(maxConnections: 2, idleTimeout: .seconds(120), headerTimeout: .seconds(120), bodyTimeout: .seconds(120))
+        limits.evictionGrace = .zero
+        try await Self.run(limits) { port in
+            let apns = Array("POST /3/device/\(String(repeating: "ab", count: 32)) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}".utf8)
+            // Two provider connections answered at the fast path, then held open and silent.
+            async let first = RawSocket.exchange(port: port, [(.zero, apns)], waitFor: .seconds(100))
+            async let second = RawSocket.exchange(port: port, [(.zero, apns)], waitFor: .seconds(100))
+            try await Task.sleep(for: .milliseconds(500))
+            let newcomer = try await RawSocket.exchange(port: port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", waitFor: .seconds(90))
+            #expect(newcomer.response.hasPrefix("HTTP/1.1 200"), "\(newcomer)")
+            let held = try await [first, second]
+            #expect(held.contains { $0.response.hasPrefix("HTTP/1.1 403") && $0.closed && $0.seconds < 90 }, "no answered connection was closed for room: \(held)")
         }
     }
 
