@@ -172,6 +172,9 @@ public final class StalledConnections: Sendable {
         }
     }
 
+    /// The shortest wait before a full server looks again for a connection to close.
+    static let minimumLook: Int64 = 10_000_000
+
     enum Room<Key: Equatable>: Equatable {
         case evict(Key)
         case lookAgain(at: Int64)
@@ -181,7 +184,9 @@ public final class StalledConnections: Sendable {
     /// (``Entry/due(grace:quietGrace:)``) came first, once it has come, else look again then —
     /// at the latest a grace from now, since a connection that stalls later may come due first.
     static func room<Key: Equatable>(_ candidates: [(key: Key, due: Int64?)], now: Int64, grace: Int64) -> Room<Key> {
-        let next = PushFleetServerSupport.deadline(now, plus: grace)
+        // Never sooner than `minimumLook`: with no grace, a full server with nothing due yet
+        // looked again at once, for ever, and spun its loop.
+        let next = PushFleetServerSupport.deadline(now, plus: Swift.max(grace, minimumLook))
         guard let (key, due) = earliestDue(candidates) else { return .lookAgain(at: next) }
         return due <= now ? .evict(key) : .lookAgain(at: min(due, next))
     }

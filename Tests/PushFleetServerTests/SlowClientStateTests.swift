@@ -139,6 +139,11 @@ struct SlowClientStateTests {
         #expect(StalledConnections.room([(key: 1, due: second + 500), (key: 2, due: nil)], now: second, grace: second) == .lookAgain(at: second + 500))
         #expect(StalledConnections.room([(key: 1, due: Int64?.none)], now: second, grace: second) == .lookAgain(at: 2 * second))
         #expect(StalledConnections.room([(key: 1, due: 11 * second)], now: second, grace: second) == .lookAgain(at: 2 * second))
+        // No grace: what is due goes at once, and a full server with nothing due looks again
+        // after the shortest wait, not at once (which spun its loop).
+        #expect(StalledConnections.room([(key: 1, due: second)], now: second, grace: 0) == .evict(1))
+        #expect(StalledConnections.room([(key: 1, due: Int64?.none)], now: second, grace: 0) == .lookAgain(at: second + StalledConnections.minimumLook))
+        #expect(StalledConnections.room([(key: 1, due: 11 * second)], now: second, grace: 0) == .lookAgain(at: second + StalledConnections.minimumLook))
     }
 
     @Test("a connection owing bytes may be closed a grace after its stall began; a quiet one (nothing read yet, or kept alive between requests) only ten graces after, at least 10 s")
