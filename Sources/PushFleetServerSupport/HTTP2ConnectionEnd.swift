@@ -8,25 +8,42 @@ import NIOHTTP2
 /// only after the client acknowledges its PING, which a client that is gone or idle never does;
 /// and with half-closure allowed, nothing else closes a connection whose client ended its input.
 package struct HTTP2ConnectionEndState: Sendable {
-    private var open = 0
+    /// The open streams, each with whether the client has ended its side (its request is whole).
+    private var open: [Int: Bool] = [:]
     private var ending = false
+    private var inputEnded = false
 
     package init() {}
 
-    package mutating func streamOpened() {
-        open += 1
+    package mutating func streamOpened(_ id: Int) {
+        open[id] = false
+    }
+
+    /// The client ended its side of a stream (END_STREAM).
+    package mutating func clientEnded(_ id: Int) {
+        if open[id] != nil { open[id] = true }
     }
 
     /// Whether to close now.
-    package mutating func streamClosed() -> Bool {
-        open = max(0, open - 1)
-        return ending && open == 0
+    package mutating func streamClosed(_ id: Int) -> Bool {
+        open[id] = nil
+        return shouldClose
     }
 
-    /// The connection is ending; whether to close now.
-    package mutating func end() -> Bool {
+    /// The connection is ending: the server is stopping (`inputClosed` false), or the client
+    /// ended its input. Whether to close now.
+    package mutating func end(inputClosed: Bool) -> Bool {
         ending = true
-        return open == 0
+        if inputClosed { inputEnded = true }
+        return shouldClose
+    }
+
+    /// A stopping server waits for every open stream. Once the client's input has ended, a
+    /// stream whose request it had not finished can never finish: only streams being answered
+    /// are waited for.
+    private var shouldClose: Bool {
+        guard ending else { return false }
+        return inputEnded ? !open.values.contains(true) : open.isEmpty
     }
 }
 
@@ -39,21 +56,27 @@ final class HTTP2ConnectionEnd: ChannelInboundHandler, RemovableChannelHandler {
     private var state = HTTP2ConnectionEndState()
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers) where headers.endStream: state.clientEnded(Int(frame.streamID))
+        case .data(let data) where data.endStream: state.clientEnded(Int(frame.streamID))
+        default: break
+        }
         context.fireChannelRead(data)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         let close: Bool
         switch event {
-        case is NIOHTTP2StreamCreatedEvent:
-            state.streamOpened()
+        case let created as NIOHTTP2StreamCreatedEvent:
+            state.streamOpened(Int(created.streamID))
             close = false
-        case is StreamClosedEvent:
-            close = state.streamClosed()
+        case let closed as StreamClosedEvent:
+            close = state.streamClosed(Int(closed.streamID))
         case is ChannelShouldQuiesceEvent:
-            close = state.end()
+            close = state.end(inputClosed: false)
         case let event as ChannelEvent where event == .inputClosed:
-            close = state.end()
+            close = state.end(inputClosed: true)
         default:
             close = false
         }

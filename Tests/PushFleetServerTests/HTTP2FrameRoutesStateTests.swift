@@ -227,18 +227,39 @@ struct HTTP2ConnectionEndStateTests {
     @Test("an ending connection closes at once with no stream open, else when its last stream closes")
     func closes() {
         var idle = HTTP2ConnectionEndState()
-        let idleCloses = idle.end()
+        let idleCloses = idle.end(inputClosed: false)
         #expect(idleCloses)
         var busy = HTTP2ConnectionEndState()
-        busy.streamOpened()
-        busy.streamOpened()
-        let steps = [busy.streamClosed(), busy.end(), busy.streamClosed()]
+        busy.streamOpened(1)
+        busy.streamOpened(3)
+        let steps = [busy.streamClosed(1), busy.end(inputClosed: false), busy.streamClosed(3)]
         #expect(steps == [false, false, true])
         // Streams come and go on a connection that is not ending: it stays.
         var open = HTTP2ConnectionEndState()
-        open.streamOpened()
-        let later = [open.streamClosed(), open.streamClosed(), open.end()]
+        open.streamOpened(1)
+        let later = [open.streamClosed(1), open.streamClosed(1), open.end(inputClosed: false)]
         #expect(later == [false, false, true])
+    }
+
+    @Test("once the client's input has ended, streams being answered are waited for and unfinished requests are not")
+    func inputEnded() {
+        // A request never finished (HEADERS without END_STREAM, then the client's end): close.
+        var unfinished = HTTP2ConnectionEndState()
+        unfinished.streamOpened(1)
+        let closesAtOnce = unfinished.end(inputClosed: true)
+        #expect(closesAtOnce)
+        // A whole request still being answered: close when its stream closes.
+        var answering = HTTP2ConnectionEndState()
+        answering.streamOpened(1)
+        answering.clientEnded(1)
+        answering.streamOpened(3)
+        let steps = [answering.end(inputClosed: true), answering.streamClosed(1)]
+        #expect(steps == [false, true])
+        // A stopping server waits for every open stream, finished or not.
+        var stopping = HTTP2ConnectionEndState()
+        stopping.streamOpened(1)
+        let stopsAtOnce = stopping.end(inputClosed: false)
+        #expect(!stopsAtOnce)
     }
 }
 
