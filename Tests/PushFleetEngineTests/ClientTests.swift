@@ -95,7 +95,9 @@ struct FleetHTTPClientTests {
             }
             await client.shutdown()
             #expect(mismatches == 0)
-            #expect(inFlight.most <= 4 && inFlight.most >= 2)
+            // The cap is the pool's promise. How many were in flight at once beyond one depends on
+            // how fast a loaded machine schedules the 300 tasks (under the fuzzers' build, once, one).
+            #expect(inFlight.most <= 4 && inFlight.most >= 1)
         }
     }
 
