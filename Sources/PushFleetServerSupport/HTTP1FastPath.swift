@@ -30,8 +30,6 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
         self.state = HTTP1FastPathState(idleTimeout: idleTimeout)
     }
 
-    static func now() -> Int64 { Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds) }
-
     func channelInactive(context: ChannelHandlerContext) {
         if state.mode == .answering { endInner(context) }
         state.closed()
@@ -52,7 +50,7 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
         } else {
             held!.writeBuffer(&bytes)
         }
-        let now = Self.now()
+        let now = FirstRequestGuard.now()
         if state.bytesArrived(now: now) { stalled?.ended(context.channel, quiet: true) }
         perform(state.firstBytes(now: now), context)
         answerHeld(context)
@@ -65,7 +63,7 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
         }
         switch state.readEnded(holdingPartialRequest: held != nil) {
         case .handOver: return handOver(context, readComplete: true)
-        case .quietBegan: stalled?.began(context.channel, now: Self.now(), quiet: true)
+        case .quietBegan: stalled?.began(context.channel, now: FirstRequestGuard.now(), quiet: true)
         default: break
         }
         context.fireChannelReadComplete()
@@ -131,7 +129,7 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
             timer = context.eventLoop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, at)))) {
                 let (handler, context) = loopBound.value
                 handler.timer = nil
-                handler.perform(handler.state.idleTimerFired(now: Self.now()), context)
+                handler.perform(handler.state.idleTimerFired(now: FirstRequestGuard.now()), context)
             }
         case .close:
             cancelTimer()

@@ -19,6 +19,16 @@ struct ProviderAuthRulesTests {
         TestCredentials.apnsToken(issuedAt: issuedAt, keyID: keyID, teamID: team, algorithm: algorithm)
     }
 
+    @Test("the Bearer scheme in any case, then its credentials; anything else, or a scheme whose space a mark joins, is none")
+    func bearerScheme() {
+        #expect(ProviderAuthority.bearer("Bearer a.b.c") == "a.b.c")
+        #expect(ProviderAuthority.bearer("BEARER x") == "x")
+        #expect(ProviderAuthority.bearer("bearer é") == "é")
+        for hostile in [nil, "", "Bearer", "Bearer ", "Basic abc", "Bearer\tx", "Bearer\u{0}x", "Bearex x", "B\u{e9}arer x", "bearer \u{301}x", "Bear\u{0}r x"] {
+            #expect(ProviderAuthority.bearer(hostile) == nil, "\(String(describing: hostile).debugDescription)")
+        }
+    }
+
     @Test("an APNs provider token: ES256, kid, iss and iat; an hour old is expired; ahead of the clock or malformed is invalid")
     func apnsTokenClaims() throws {
         let valid = try APNsProviderToken.inspect(Self.token(), now: Self.now).get()
