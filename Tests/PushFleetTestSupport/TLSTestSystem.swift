@@ -64,6 +64,9 @@ package struct TLSTestSystem: Sendable {
         var configuration = HTTPClient.Configuration(tlsConfiguration: try clientTLS(certificate: certificate))
         configuration.dnsOverride = [host: "127.0.0.1"]
         configuration.httpVersion = http1Only ? .http1Only : .automatic
+        // A TLS handshake needs the servers' event loops, which the whole suite shares: at its
+        // start, on a loaded machine, one took longer than the client's default 10 s.
+        configuration.timeout.connect = .seconds(60)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
             let result = try await body(client, "https://\(host):\(port)")
