@@ -168,11 +168,28 @@ package struct StrictJSONReader {
     package mutating func skipScalar() -> Bool {
         guard at < bytes.count else { return false }
         switch bytes[at] {
-        case UInt8(ascii: "\""): return string() != nil
+        case UInt8(ascii: "\""): return skipString()
         case UInt8(ascii: "t"), UInt8(ascii: "f"): return boolean() != nil
         case UInt8(ascii: "n"): return literal("null")
         default: return integer() != nil
         }
+    }
+
+    /// A string, as ``string()`` reads it, without making it: plain ASCII is only scanned.
+    package mutating func skipString() -> Bool {
+        let start = at
+        guard take(UInt8(ascii: "\"")) else { return false }
+        while at < bytes.count {
+            let byte = bytes[at]
+            at += 1
+            if byte == UInt8(ascii: "\"") { return true }
+            if byte < 0x20 { return false }
+            if byte >= 0x80 || byte == UInt8(ascii: "\\") {
+                at = start
+                return string() != nil
+            }
+        }
+        return false
     }
 
     /// Any value, nested objects and arrays too, to `depth` levels: false for anything this
@@ -183,7 +200,12 @@ package struct StrictJSONReader {
         switch bytes[at] {
         case UInt8(ascii: "{"):
             guard depth > 0 else { return false }
-            return object { reader, _ in reader.skipValue(depth: depth - 1) } != nil
+            return list(open: UInt8(ascii: "{"), close: UInt8(ascii: "}")) { reader in
+                guard reader.skipString() else { return false }
+                reader.skipSpace()
+                guard reader.take(UInt8(ascii: ":")) else { return false }
+                return reader.skipValue(depth: depth - 1)
+            } != nil
         case UInt8(ascii: "["):
             guard depth > 0 else { return false }
             return array { reader in reader.skipValue(depth: depth - 1) } != nil

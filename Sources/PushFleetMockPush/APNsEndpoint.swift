@@ -64,17 +64,23 @@ struct APNsEndpoint {
     /// whose outcome a second call passes as `verified`.
     func respond(_ request: ProviderRequest, token: String, hubAt: Int64? = nil, verified: ProviderAuthority.APNsOutcome? = nil) -> CompleteResponse? {
         let headers = APNsHeaders(request.headers)
-        return service.answer(
-            request, platform: .apns, token: TokenRules.normalized(token[...], for: .apns), pushType: headers.pushType ?? "alert",
-            hubAt: hubAt
-        ) { decide($0, headers, token: token, push: $1, hubAt: hubAt, verified: verified) }
+        let normalized = TokenRules.normalized(token[...], for: .apns)
+        return service.answer(request, platform: .apns, token: normalized, pushType: headers.pushType ?? "alert", hubAt: hubAt) {
+            decide($0, headers, token: token, normalized: normalized, push: $1, hubAt: hubAt, verified: verified)
+        }
     }
 
     private func decide(
-        _ request: ProviderRequest, _ headers: APNsHeaders, token: String, push number: UInt64, hubAt: Int64?, verified: ProviderAuthority.APNsOutcome?
+        _ request: ProviderRequest, _ headers: APNsHeaders, token: String, normalized: String, push number: UInt64, hubAt: Int64?,
+        verified: ProviderAuthority.APNsOutcome?
     ) -> ProviderAnswer? {
-        let id = headers.id ?? UUIDText.random()
-        guard UUIDText.isValid(id) else { return reject(.badRequest, "BadMessageId", id: UUIDText.random()) }
+        let id: String
+        if let given = headers.id {
+            guard UUIDText.isValid(given) else { return reject(.badRequest, "BadMessageId", id: UUIDText.random()) }
+            id = given
+        } else {
+            id = UUIDText.random()
+        }
         guard !headers.duplicated else { return reject(.badRequest, "DuplicateHeaders", id: id) }
         guard let outcome = verified ?? service.authority.authenticateAPNsNow(authorization: headers.authorization, connection: request.connection)
         else { return nil }
@@ -113,7 +119,7 @@ struct APNsEndpoint {
             return reject(.badRequest, "BadPayload", id: id)
         }
         let push = PushService.IncomingPush(
-            address: DeviceAddress(platform: .apns, token: TokenRules.normalized(token[...], for: .apns)),
+            address: DeviceAddress(platform: .apns, token: normalized),
             id: id,
             pushType: pushType,
             body: String(buffer: body),

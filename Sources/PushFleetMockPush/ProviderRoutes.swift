@@ -52,10 +52,13 @@ struct ProviderRoutes: EventLoopResponder {
     }
 
     /// What follows `prefix` when it is one plain segment (no slash, query or escape), else nil.
-    private static func segment(of path: String, after prefix: String, allowingSlash: Bool = false) -> Substring? {
-        guard path.hasPrefix(prefix) else { return nil }
-        let rest = path.dropFirst(prefix.count)
-        guard !rest.isEmpty, rest.utf8.allSatisfy({ $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "%") && $0 != UInt8(ascii: "#") }) else { return nil }
+    /// Read as bytes: `hasPrefix` and `dropFirst` on characters cost a grapheme walk per push.
+    private static func segment(of path: String, after prefix: StaticString, allowingSlash: Bool = false) -> Substring? {
+        let prefixBytes = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+        let utf8 = path.utf8
+        guard utf8.count > prefixBytes.count, utf8.starts(with: prefixBytes) else { return nil }
+        let rest = Substring(utf8[utf8.index(utf8.startIndex, offsetBy: prefixBytes.count)...])
+        guard rest.utf8.allSatisfy({ $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "%") && $0 != UInt8(ascii: "#") }) else { return nil }
         if !allowingSlash, !isPlain(rest) { return nil }
         return rest
     }

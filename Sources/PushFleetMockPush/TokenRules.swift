@@ -28,7 +28,16 @@ enum TokenRules {
     /// kept in lower case wherever one enters (a provider request's path, a device's
     /// subscription), so one device has one address.
     static func normalized(_ token: Substring, for platform: Platform) -> String {
-        platform == .apns ? token.lowercased() : String(token)
+        guard platform == .apns else { return String(token) }
+        // Device tokens are ASCII hex, most often lower case already: Unicode's lowercasing only
+        // for what is not plain ASCII.
+        var upper = false
+        for byte in token.utf8 {
+            if byte >= 0x80 { return token.lowercased() }
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { upper = true }
+        }
+        guard upper else { return String(token) }
+        return String(decoding: token.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     static func normalized(_ address: DeviceAddress) -> DeviceAddress {

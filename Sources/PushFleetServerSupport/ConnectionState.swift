@@ -11,7 +11,9 @@ public final class ConnectionState: Sendable {
 
     public let isTLS: Bool
     private let peer = Mutex<[UInt8]?>(nil)
-    private let attachments = Mutex<[ObjectIdentifier: any Sendable]>([:])
+    /// Each value in a box of its own type, keyed by that type: found without a dynamic cast
+    /// and changed in place, where an existential was cast, copied and boxed again per request.
+    private let attachments = Mutex<[ObjectIdentifier: AnyObject]>([:])
 
     public init(isTLS: Bool) {
         self.isTLS = isTLS
@@ -28,10 +30,26 @@ public final class ConnectionState: Sendable {
     /// under the connection's lock: requests of one HTTP/2 connection run concurrently.
     public func withAttachment<T: Sendable, R>(_ initial: @autoclosure () -> T, _ body: (inout T) -> R) -> R {
         attachments.withLock { values in
-            var value = values[ObjectIdentifier(T.self)] as? T ?? initial()
-            defer { values[ObjectIdentifier(T.self)] = value }
-            return body(&value)
+            let key = ObjectIdentifier(T.self)
+            let box: AttachmentBox<T>
+            if let found = values[key] {
+                // Only an `AttachmentBox<T>` is ever stored under `T`'s identifier.
+                box = unsafeDowncast(found, to: AttachmentBox<T>.self)
+            } else {
+                box = AttachmentBox(initial())
+                values[key] = box
+            }
+            return body(&box.value)
         }
+    }
+}
+
+/// A connection's attachment of type `T`, touched only under the connection's lock.
+private final class AttachmentBox<T>: @unchecked Sendable {
+    var value: T
+
+    init(_ value: T) {
+        self.value = value
     }
 }
 

@@ -156,9 +156,9 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
         }
         let rest = held
         held = nil
-        let pipeline = context.pipeline
+        let pipeline = context.pipeline.syncOperations
         pipeline.fireUserInboundEventTriggered(FirstRequestGuard.InnerBegins())
-        pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        pipeline.removeHandler(context: context, promise: nil)
         if let rest, rest.readableBytes > 0 { pipeline.fireChannelRead(NIOAny(rest)) }
         if readComplete { pipeline.fireChannelReadComplete() }
     }
@@ -178,11 +178,15 @@ final class HTTP1FastPath: ChannelInboundHandler, RemovableChannelHandler {
     /// The status line, the answer's fields and its `content-length`, and its body, in one buffer.
     static func encode(_ answer: CompleteResponse, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 128 + answer.body.readableBytes)
-        buffer.writeStaticString("HTTP/1.1 ")
-        buffer.writeString(String(answer.status.code))
-        buffer.writeInteger(UInt8(ascii: " "))
-        buffer.writeString(answer.status.reasonPhrase)
-        buffer.writeStaticString("\r\n")
+        if answer.status == .ok {
+            buffer.writeStaticString("HTTP/1.1 200 OK\r\n")
+        } else {
+            buffer.writeStaticString("HTTP/1.1 ")
+            buffer.writeString(String(answer.status.code))
+            buffer.writeInteger(UInt8(ascii: " "))
+            buffer.writeString(answer.status.reasonPhrase)
+            buffer.writeStaticString("\r\n")
+        }
         for field in answer.headers where field.name != .contentLength {
             buffer.writeString(field.name.rawName)
             buffer.writeStaticString(": ")

@@ -54,4 +54,28 @@ struct UUIDTextTests {
         }
         #expect(Array(#"{"aps":{"alert":"x"}}"#.utf8).withUnsafeBufferPointer { StrictJSONReader.isObject($0) } == true)
     }
+
+    @Test("skipping a string ends where reading it ends, and fails where reading it fails")
+    func skippedStrings() {
+        var samples = [#""""#, #""abc""#, #""a\"b""#, #""é""#, #""\u00e9x""#, "\"a\u{01}b\"", #""unterminated"#, "\"", #"x"#, ""]
+        samples.append("\"" + String(decoding: [0xC3], as: UTF8.self) + "\"")
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = Array("ab\"\\u0e9".utf8) + [0x01, 0x1F, 0x20, 0x7F, 0xC3, 0xA9, 0xFF]
+        for _ in 0..<2_000 {
+            let length = Int(generator.next() % 8)
+            samples.append(String(decoding: [UInt8(ascii: "\"")] + (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }, as: UTF8.self))
+        }
+        var raw: [[UInt8]] = samples.map { Array($0.utf8) }
+        raw.append([UInt8(ascii: "\""), 0xC3, UInt8(ascii: "\"")])
+        raw.append([UInt8(ascii: "\""), 0xFF, 0xFE, UInt8(ascii: "\"")])
+        for bytes in raw {
+            bytes.withUnsafeBufferPointer { buffer in
+                var reading = StrictJSONReader(bytes: buffer)
+                var skipping = StrictJSONReader(bytes: buffer)
+                let read = reading.string() != nil
+                #expect(skipping.skipString() == read, "\(bytes)")
+                if read { #expect(skipping.at == reading.at, "\(bytes)") }
+            }
+        }
+    }
 }
