@@ -114,10 +114,12 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
         var fields = HPACKHeaders()
         fields.reserveCapacity(answer.headers.count + 2)
         fields.add(name: ":status", value: String(answer.status.code))
+        // Not indexed: an answer's fields are most often unique to it (APNs's `apns-id`), and
+        // each would take the dynamic table's room, evict an entry and be looked up there for nothing.
         for field in answer.headers where field.name != .contentLength {
-            fields.add(name: field.name.canonicalName, value: field.value)
+            fields.add(name: field.name.canonicalName, value: field.value, indexing: .nonIndexable)
         }
-        fields.add(name: "content-length", value: String(answer.body.readableBytes))
+        fields.add(name: "content-length", value: String(answer.body.readableBytes), indexing: .nonIndexable)
         let hasBody = answer.body.readableBytes > 0
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: fields, endStream: !hasBody)))), promise: nil)
         if hasBody {
