@@ -17,6 +17,10 @@ struct Exchange {
     #endif
     /// Tries before a connection left open is a finding.
     static let attempts = 3
+    /// The most seconds one try waits while this process is starved of the CPU (CI fuzzes at nice
+    /// 19 beside the suite, where a process gets a few percent of a core): time in which its
+    /// threads mostly waited for a CPU does not count toward ``answerBound``, up to this.
+    static let starvedBound = 30
     /// The most answer bytes kept (a rich image is at most 2 MiB).
     static let answerLimit = 4 << 20
 
@@ -49,7 +53,7 @@ struct Exchange {
             exchange.failedToConnect = true
             return exchange
         }
-        let deadline = ContinuousClock.now + .seconds(answerBound)
+        var deadline = ContinuousClock.now + .seconds(answerBound)
         var timeout = timeval(tv_sec: answerBound, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var sent = 0
@@ -61,11 +65,22 @@ struct Exchange {
         }
         shutdown(fd, Int32(SHUT_WR))
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        let hardDeadline = ContinuousClock.now + .seconds(starvedBound)
+        var looked = (at: ContinuousClock.now, delay: runDelay())
         while true {
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else { break }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, Int32(min(remaining / .milliseconds(1), 1000).rounded(.up)))
+            // A hung server's threads sleep; a starved one's wait, runnable, for a CPU.
+            let now = (at: ContinuousClock.now, delay: runDelay())
+            if let before = looked.delay, let after = now.delay {
+                let interval = now.at - looked.at
+                if Double(after - before) >= 0.5 * Double(interval / .nanoseconds(1)) {
+                    deadline = min(deadline + interval, hardDeadline)
+                }
+            }
+            looked = now
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { continue }
             let count = read(fd, &buffer, buffer.count)
@@ -78,6 +93,22 @@ struct Exchange {
             }
         }
         return exchange
+    }
+}
+
+extension Exchange {
+    /// Nanoseconds this process's threads have spent runnable but waiting for a CPU (the second
+    /// field of each thread's schedstat); nil where the kernel does not say.
+    static func runDelay() -> Int64? {
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return nil }
+        var total: Int64 = 0
+        for thread in threads {
+            guard let text = try? String(contentsOfFile: "/proc/self/task/\(thread)/schedstat", encoding: .utf8) else { continue }
+            let fields = text.split(separator: " ")
+            guard fields.count >= 2, let delay = Int64(fields[1]) else { continue }
+            total += delay
+        }
+        return total
     }
 }
 
