@@ -45,7 +45,7 @@ public final class ConnectionState: Sendable {
 }
 
 /// A connection's attachment of type `T`, touched only under the connection's lock.
-private final class AttachmentBox<T>: @unchecked Sendable {
+private final class AttachmentBox<T: Sendable>: @unchecked Sendable {
     var value: T
 
     init(_ value: T) {

@@ -72,15 +72,19 @@ struct Exchange {
             guard remaining > .zero else { break }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, Int32(min(remaining / .milliseconds(1), 1000).rounded(.up)))
-            // A hung server's threads sleep; a starved one's wait, runnable, for a CPU.
-            let now = (at: ContinuousClock.now, delay: runDelay())
-            if let before = looked.delay, let after = now.delay {
-                let interval = now.at - looked.at
-                if Double(after - before) >= 0.5 * Double(interval / .nanoseconds(1)) {
-                    deadline = min(deadline + interval, hardDeadline)
+            // A hung server's threads sleep; a starved one's wait, runnable, for a CPU. Looked at
+            // twice a second at most: an answer that comes at once reads /proc only at the start.
+            let at = ContinuousClock.now
+            if at - looked.at >= .milliseconds(500) {
+                let now = (at: at, delay: runDelay())
+                if let before = looked.delay, let after = now.delay {
+                    let interval = now.at - looked.at
+                    if Double(after - before) >= 0.5 * Double(interval / .nanoseconds(1)) {
+                        deadline = min(deadline + interval, hardDeadline)
+                    }
                 }
+                looked = now
             }
-            looked = now
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { continue }
             let count = read(fd, &buffer, buffer.count)
