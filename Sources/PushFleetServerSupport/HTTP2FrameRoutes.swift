@@ -24,6 +24,9 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let responder: any EventLoopResponder
     private var state = HTTP2FrameRoutesState<EventLoopRoute, Item>()
+    /// The connection's end, kept here rather than by a handler of its own (``HTTP2ConnectionEnd``
+    /// without frame routes): one handler fewer for every frame and every stream's events.
+    private var end = HTTP2ConnectionEndState()
     private var flushPending = false
 
     init(responder: any EventLoopResponder) {
@@ -37,11 +40,17 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
         let action: HTTP2FrameRoutesState<EventLoopRoute, Item>.Inbound
         switch frame.payload {
         case .headers(let headers):
-            action = state.headers(id, endStream: headers.endStream, item: .frame(frame)) {
+            if headers.endStream { end.clientEnded(Int(id)) }
+            let block = headers.headers
+            let isValid = { (trailers: Bool) in
+                trailers ? HTTP2HeaderBlockRules.isValidTrailers(block) : HTTP2HeaderBlockRules.isValidRequest(block)
+            }
+            action = state.headers(id, endStream: headers.endStream, item: .frame(frame), isValid: isValid) {
                 guard let head = HTTPRequest(http2: headers.headers), let claimed = responder.route(for: head) else { return nil }
                 return (claimed, head, claimed.bodyLimit)
             }
         case .data(let body):
+            if body.endStream { end.clientEnded(Int(id)) }
             guard case .byteBuffer(let bytes) = body.data else { return context.fireChannelRead(data) }
             action = state.data(id, bytes, endStream: body.endStream, item: .frame(frame))
         case .rstStream:
@@ -56,19 +65,33 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         let action: HTTP2FrameRoutesState<EventLoopRoute, Item>.Inbound
+        var close = false
         switch event {
+        case let closed as StreamClosedEvent:
+            close = end.streamClosed(Int(closed.streamID))
+            action = state.closed(closed.streamID)
         case let created as NIOHTTP2StreamCreatedEvent:
+            end.streamOpened(Int(created.streamID))
             action = state.event(created.streamID, item: .event(event))
         case let window as NIOHTTP2WindowUpdatedEvent where window.streamID != .rootStream:
             action = state.event(window.streamID, item: .event(event))
-        case let closed as StreamClosedEvent:
-            action = state.closed(closed.streamID)
+        case is ChannelShouldQuiesceEvent:
+            close = end.end(inputClosed: false)
+            action = .forward
+        case let channelEvent as ChannelEvent where channelEvent == .inputClosed:
+            close = end.end(inputClosed: true)
+            action = .forward
         default:
             action = .forward
         }
         switch action {
         case .forward: context.fireUserInboundEventTriggered(event)
-        case .hold, .drop, .answer, .replay: break
+        case .hold, .drop, .answer, .replay, .reset: break
+        }
+        if close {
+            // After the event has gone on: a stream's last frames, or the GOAWAY, go out first.
+            context.flush()
+            context.close(promise: nil)
         }
     }
 
@@ -89,6 +112,10 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
             break
         case .replay(let items):
             replay(items, context)
+        case .reset(let id):
+            // A malformed request is a stream error (RFC 9113 §8.1.1), as NIO's validation made it.
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
+            flushPending = true
         case .answer(let id, let route, let head, let body):
             guard let answer = responder.respond(route, head: head, body: body, channel: context.channel) else {
                 replay(state.handOver(id), context)

@@ -27,6 +27,9 @@ package struct HTTP2FrameRoutesState<Route, Item> {
         case answer(HTTP2StreamID, Route, HTTPRequest, ByteBuffer)
         /// Replay these, in order, then treat the stream as any other.
         case replay([Item])
+        /// The stream's header block is malformed: reset the stream (PROTOCOL_ERROR) and drop
+        /// the frame. A stream the multiplexer never saw is forgotten here until it closes.
+        case reset(HTTP2StreamID)
     }
 
     private struct Stream {
@@ -40,6 +43,9 @@ package struct HTTP2FrameRoutesState<Route, Item> {
     }
 
     private var streams: [HTTP2StreamID: Stream] = [:]
+    /// Streams reset for a malformed first header block: their frames and events are dropped
+    /// until they close.
+    private var reset: Set<HTTP2StreamID> = []
     /// The highest stream the client opened: HEADERS on a stream at or below it are trailers.
     private var lastStreamID = HTTP2StreamID.rootStream
 
@@ -48,20 +54,31 @@ package struct HTTP2FrameRoutesState<Route, Item> {
     /// Streams held or answered and not yet closed.
     package var heldStreams: Int { streams.count }
 
-    /// A HEADERS frame. `claim` is asked only for a stream this frame opens: the request's route,
-    /// head and body limit, or nil to leave it to the stream channels.
+    /// A HEADERS frame. `isValid` judges its block, as trailers (true) or as a request's first
+    /// block (false). `claim` is asked only for a well-formed stream this frame opens: the
+    /// request's route, head and body limit, or nil to leave it to the stream channels.
     package mutating func headers(
-        _ id: HTTP2StreamID, endStream: Bool, item: Item, claim: () -> (Route, HTTPRequest, Int)?
+        _ id: HTTP2StreamID, endStream: Bool, item: Item, isValid: (_ trailers: Bool) -> Bool, claim: () -> (Route, HTTPRequest, Int)?
     ) -> Inbound {
-        if var stream = streams[id] {
-            guard !stream.answered else { return .drop }
+        if !reset.isEmpty, reset.contains(id) { return .drop }
+        if let answered = streams[id]?.answered {
+            guard !answered else { return .drop }
+            guard isValid(true) else {
+                streams[id] = nil
+                reset.insert(id)
+                return .reset(id)
+            }
             // Trailers: they end the request; their fields are not part of what is judged.
-            stream.held.append(item)
-            streams[id] = stream
+            streams[id]!.held.append(item)
             return endStream ? requestEnded(id) : .hold
         }
-        guard id > lastStreamID else { return .forward }
+        // Trailers of a stream the multiplexer has: reset there, its events still go on.
+        guard id > lastStreamID else { return isValid(true) ? .forward : .reset(id) }
         lastStreamID = id
+        guard isValid(false) else {
+            reset.insert(id)
+            return .reset(id)
+        }
         guard let (route, head, limit) = claim() else { return .forward }
         streams[id] = Stream(route: route, head: head, limit: limit, held: [item])
         return endStream ? requestEnded(id) : .hold
@@ -69,40 +86,41 @@ package struct HTTP2FrameRoutesState<Route, Item> {
 
     /// A DATA frame.
     package mutating func data(_ id: HTTP2StreamID, _ bytes: ByteBuffer, endStream: Bool, item: Item) -> Inbound {
-        guard var stream = streams[id] else { return .forward }
-        guard !stream.answered else { return .drop }
-        stream.held.append(item)
-        let length = (stream.body?.readableBytes ?? 0) + bytes.readableBytes
-        if length > stream.limit {
+        if !reset.isEmpty, reset.contains(id) { return .drop }
+        // Changed in place: a copy taken out of the dictionary would copy its held items too.
+        guard let index = streams.index(forKey: id) else { return .forward }
+        guard !streams.values[index].answered else { return .drop }
+        streams.values[index].held.append(item)
+        let length = (streams.values[index].body?.readableBytes ?? 0) + bytes.readableBytes
+        if length > streams.values[index].limit {
             // Past the limit: the stream channel's body guard answers it.
-            streams[id] = nil
-            return .replay(stream.held)
+            return .replay(streams.remove(at: index).value.held)
         }
         if bytes.readableBytes > 0 {
-            if stream.body == nil {
-                stream.body = bytes
+            if streams.values[index].body == nil {
+                streams.values[index].body = bytes
             } else {
                 var bytes = bytes
-                stream.body!.writeBuffer(&bytes)
+                streams.values[index].body!.writeBuffer(&bytes)
             }
         }
-        streams[id] = stream
         return endStream ? requestEnded(id) : .hold
     }
 
     /// An event about a stream (its creation, a window update): held with a held stream, so that
     /// a replay gives the multiplexer what it would have seen.
     package mutating func event(_ id: HTTP2StreamID, item: Item) -> Inbound {
-        guard var stream = streams[id] else { return .forward }
-        guard !stream.answered else { return .drop }
-        stream.held.append(item)
-        streams[id] = stream
+        if !reset.isEmpty, reset.contains(id) { return .drop }
+        guard let index = streams.index(forKey: id) else { return .forward }
+        guard !streams.values[index].answered else { return .drop }
+        streams.values[index].held.append(item)
         return .hold
     }
 
     /// Any other frame on a stream (WINDOW_UPDATE, RST_STREAM): a held or answered stream's is
     /// dropped (its request is answered here or not at all); a reset forgets the stream.
     package mutating func otherFrame(_ id: HTTP2StreamID, isReset: Bool) -> Inbound {
+        if !reset.isEmpty, reset.contains(id) { return .drop }
         guard streams[id] != nil else { return .forward }
         if isReset { streams[id] = nil }
         return .drop
@@ -110,6 +128,7 @@ package struct HTTP2FrameRoutesState<Route, Item> {
 
     /// The stream closed (the answer's END_STREAM went out, or it was reset).
     package mutating func closed(_ id: HTTP2StreamID) -> Inbound {
+        if !reset.isEmpty, reset.remove(id) != nil { return .drop }
         guard streams.removeValue(forKey: id) != nil else { return .forward }
         return .drop
     }

@@ -12,8 +12,10 @@ import NIOHTTPTypesHTTP2
 ///
 /// The connection is set up here rather than by Hummingbird so that a handler can sit before the
 /// stream multiplexer: NIO's connection handler, then its server connection manager (idle timeout,
-/// the GOAWAYs of a graceful stop), then ``HTTP2ConnectionEnd`` (the close once a stopping or
-/// half-closed connection has no stream open), then the frame routes, then the multiplexer.
+/// the GOAWAYs of a graceful stop), then the frame routes, which also judge every request's
+/// header block and close a stopping or half-closed connection once no stream is open
+/// (``HTTP2ConnectionEndState``; ``HTTP2ConnectionEnd`` does it alone without routes), then the
+/// multiplexer.
 public struct HTTP2RoutesChannel: HTTPChannelHandler {
     public typealias Stream = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
@@ -42,15 +44,17 @@ public struct HTTP2RoutesChannel: HTTPChannelHandler {
         return channel.eventLoop.makeCompletedFuture {
             let (streams, continuation) = AsyncStream.makeStream(of: Stream.self)
             let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(NIOHTTP2Handler(mode: .server))
+            // With frame routes, request blocks are judged there (HTTP2HeaderBlockRules), once;
+            // NIO's own validation would judge them again and every answer the service writes.
+            try pipeline.addHandler(NIOHTTP2Handler(mode: .server, headerBlockValidation: routes == nil ? .enabled : .disabled))
             try pipeline.addHandler(
                 NIOHTTP2ServerConnectionManagementHandler(
                     eventLoop: channel.eventLoop,
                     configuration: .init(maxIdleTime: idle, maxAge: nil, maxGraceTime: nil, keepalive: nil)
                 )
             )
-            try pipeline.addHandler(HTTP2ConnectionEnd())
-            if let routes { try pipeline.addHandler(routes.frameRoutes()) }
+            // The frame routes keep the connection's end themselves.
+            if let routes { try pipeline.addHandler(routes.frameRoutes()) } else { try pipeline.addHandler(HTTP2ConnectionEnd()) }
             let multiplexer = HTTP2StreamMultiplexer(mode: .server, channel: channel, inboundStreamInitializer: { stream in
                 stream.eventLoop.makeCompletedFuture {
                     let handlers = stream.pipeline.syncOperations

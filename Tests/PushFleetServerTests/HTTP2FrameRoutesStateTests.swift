@@ -15,6 +15,7 @@ struct HTTP2FrameRoutesStateTests {
 
     static func claim() -> (String, HTTPRequest, Int)? { ("apns", head, 8) }
     static func decline() -> (String, HTTPRequest, Int)? { nil }
+    static func valid(_ trailers: Bool) -> Bool { true }
 
     static func answered(_ action: State.Inbound) -> (HTTP2StreamID, String, ByteBuffer)? {
         guard case .answer(let id, let route, _, let body) = action else { return nil }
@@ -33,13 +34,39 @@ struct HTTP2FrameRoutesStateTests {
         case .drop: "drop"
         case .answer: "answer"
         case .replay: "replay"
+        case .reset: "reset"
         }
+    }
+
+    @Test("a malformed first block resets its stream, which is never claimed and whose frames and events are dropped until it closes; malformed trailers reset a held stream or one the multiplexer has")
+    func malformedBlocks() throws {
+        var state = State()
+        var claimed = false
+        let invalid = { (_: Bool) in false }
+        #expect(Self.kind(state.headers(1, endStream: false, item: "H1", isValid: invalid) { claimed = true; return Self.claim() }) == "reset")
+        #expect(!claimed)
+        #expect(Self.kind(state.event(1, item: "created1")) == "drop")
+        #expect(Self.kind(state.data(1, ByteBuffer(string: "{}"), endStream: true, item: "D1")) == "drop")
+        #expect(Self.kind(state.headers(1, endStream: true, item: "T1", isValid: Self.valid, claim: Self.claim)) == "drop")
+        #expect(Self.kind(state.closed(1)) == "drop")
+        // Once closed it is forgotten: its id's frames are any other stream's again.
+        #expect(Self.kind(state.event(1, item: "late1")) == "forward")
+        // Held, then malformed trailers: reset, and its held items are never replayed.
+        #expect(Self.kind(state.headers(3, endStream: false, item: "H3", isValid: Self.valid, claim: Self.claim)) == "hold")
+        #expect(Self.kind(state.headers(3, endStream: true, item: "T3", isValid: { $0 ? false : true }, claim: Self.claim)) == "reset")
+        #expect(state.readComplete().isEmpty)
+        #expect(Self.kind(state.closed(3)) == "drop")
+        // The multiplexer's stream: its malformed trailers reset it, its events still go on.
+        #expect(Self.kind(state.headers(5, endStream: false, item: "H5", isValid: Self.valid, claim: Self.decline)) == "forward")
+        #expect(Self.kind(state.headers(5, endStream: true, item: "T5", isValid: { !$0 }, claim: Self.claim)) == "reset")
+        #expect(Self.kind(state.closed(5)) == "forward")
+        #expect(state.heldStreams == 0)
     }
 
     @Test("a claimed request whose HEADERS and DATA come in one read is answered; its later frames and events are dropped")
     func answeredInOneRead() throws {
         var state = State()
-        #expect(Self.kind(state.headers(1, endStream: false, item: "H1", claim: Self.claim)) == "hold")
+        #expect(Self.kind(state.headers(1, endStream: false, item: "H1", isValid: Self.valid, claim: Self.claim)) == "hold")
         #expect(Self.kind(state.event(1, item: "created1")) == "hold")
         #expect(Self.kind(state.data(1, ByteBuffer(string: "{\"a\":"), endStream: false, item: "D1")) == "hold")
         let answer = try #require(Self.answered(state.data(1, ByteBuffer(string: "1}"), endStream: true, item: "D1'")))
@@ -57,7 +84,7 @@ struct HTTP2FrameRoutesStateTests {
     @Test("a request without a body is answered at its HEADERS")
     func noBody() throws {
         var state = State()
-        let answer = try #require(Self.answered(state.headers(3, endStream: true, item: "H3", claim: Self.claim)))
+        let answer = try #require(Self.answered(state.headers(3, endStream: true, item: "H3", isValid: Self.valid, claim: Self.claim)))
         #expect(answer.0 == 3 && answer.2.readableBytes == 0)
     }
 
@@ -66,10 +93,10 @@ struct HTTP2FrameRoutesStateTests {
         var state = State()
         var asked = 0
         let claim: () -> (String, HTTPRequest, Int)? = { asked += 1; return nil }
-        #expect(Self.kind(state.headers(1, endStream: false, item: "H1", claim: claim)) == "forward")
+        #expect(Self.kind(state.headers(1, endStream: false, item: "H1", isValid: Self.valid, claim: claim)) == "forward")
         #expect(Self.kind(state.event(1, item: "created1")) == "forward")
         #expect(Self.kind(state.data(1, ByteBuffer(string: "x"), endStream: false, item: "D1")) == "forward")
-        #expect(Self.kind(state.headers(1, endStream: true, item: "T1", claim: claim)) == "forward")
+        #expect(Self.kind(state.headers(1, endStream: true, item: "T1", isValid: Self.valid, claim: claim)) == "forward")
         #expect(Self.kind(state.otherFrame(1, isReset: true)) == "forward")
         #expect(Self.kind(state.closed(1)) == "forward")
         #expect(asked == 1)
@@ -79,9 +106,9 @@ struct HTTP2FrameRoutesStateTests {
     @Test("a request still open when the read completes is handed over: its frames and events replayed in order")
     func openAtReadComplete() {
         var state = State()
-        _ = state.headers(1, endStream: false, item: "H1", claim: Self.claim)
+        _ = state.headers(1, endStream: false, item: "H1", isValid: Self.valid, claim: Self.claim)
         _ = state.event(1, item: "created1")
-        _ = state.headers(3, endStream: false, item: "H3", claim: Self.claim)
+        _ = state.headers(3, endStream: false, item: "H3", isValid: Self.valid, claim: Self.claim)
         _ = state.data(1, ByteBuffer(string: "ab"), endStream: false, item: "D1")
         _ = state.event(3, item: "created3")
         #expect(state.readComplete() == ["H1", "created1", "D1", "H3", "created3"])
@@ -94,20 +121,20 @@ struct HTTP2FrameRoutesStateTests {
     @Test("a body past its limit is handed over at once, the frame that passed it included")
     func pastTheLimit() throws {
         var state = State()
-        _ = state.headers(5, endStream: false, item: "H5", claim: Self.claim)
+        _ = state.headers(5, endStream: false, item: "H5", isValid: Self.valid, claim: Self.claim)
         #expect(Self.kind(state.data(5, ByteBuffer(string: "12345"), endStream: false, item: "D5a")) == "hold")
         let items = try #require(Self.replayed(state.data(5, ByteBuffer(string: "6789"), endStream: true, item: "D5b")))
         #expect(items == ["H5", "D5a", "D5b"])
         #expect(state.heldStreams == 0)
         // Exactly the limit is taken.
-        _ = state.headers(7, endStream: false, item: "H7", claim: Self.claim)
+        _ = state.headers(7, endStream: false, item: "H7", isValid: Self.valid, claim: Self.claim)
         #expect(Self.answered(state.data(7, ByteBuffer(string: "12345678"), endStream: true, item: "D7")) != nil)
     }
 
     @Test("an answer that needs asynchronous work hands the stream over with all it held")
     func handOver() throws {
         var state = State()
-        _ = state.headers(1, endStream: false, item: "H1", claim: Self.claim)
+        _ = state.headers(1, endStream: false, item: "H1", isValid: Self.valid, claim: Self.claim)
         _ = state.event(1, item: "created1")
         #expect(Self.answered(state.data(1, ByteBuffer(string: "{}"), endStream: true, item: "D1")) != nil)
         #expect(state.handOver(1) == ["H1", "created1", "D1"])
@@ -118,11 +145,11 @@ struct HTTP2FrameRoutesStateTests {
     @Test("trailers end a held request; a reset forgets it")
     func trailersAndReset() {
         var state = State()
-        _ = state.headers(1, endStream: false, item: "H1", claim: Self.claim)
+        _ = state.headers(1, endStream: false, item: "H1", isValid: Self.valid, claim: Self.claim)
         _ = state.data(1, ByteBuffer(string: "{}"), endStream: false, item: "D1")
-        #expect(Self.answered(state.headers(1, endStream: true, item: "T1", claim: Self.decline)) != nil)
+        #expect(Self.answered(state.headers(1, endStream: true, item: "T1", isValid: Self.valid, claim: Self.decline)) != nil)
         state.answered(1)
-        _ = state.headers(3, endStream: false, item: "H3", claim: Self.claim)
+        _ = state.headers(3, endStream: false, item: "H3", isValid: Self.valid, claim: Self.claim)
         #expect(Self.kind(state.otherFrame(3, isReset: true)) == "drop")
         // Stream 1 waits for its close; stream 3 is gone and nothing is replayed.
         #expect(state.heldStreams == 1)

@@ -114,4 +114,38 @@ struct HTTP2FrameRoutesTests {
             #expect(h1.text.contains("PayloadTooLarge"), "\(h1.text)")
         }
     }
+
+    /// NIO's own header validation is off on the push service's HTTP/2 connections; its rules
+    /// hold all the same, for provider streams and the router's alike.
+    @Test("malformed request blocks and trailers, on provider and router paths, over h2c: each stream reset with PROTOCOL_ERROR, the connection's next push answered")
+    func malformedBlocksReset() async throws {
+        let token = [("authorization", TestCredentials.apnsAuthorization), ("apns-topic", "com.example.app")]
+        let push = "/3/device/\(Self.token)"
+        func block(_ stream: UInt32, _ fields: [(String, String)], end: Bool) -> [UInt8] {
+            HTTP2HeaderBlockRulesTests.headersFrame(stream: stream, fields, endStream: end)
+        }
+        let base = [(":method", "POST"), (":scheme", "http"), (":authority", "api.push.apple.com")]
+        let hostile: [UInt8] = block(1, base + [(":path", push), ("Upper-Case", "x")] + token, end: true)
+            + block(3, base + [(":path", push), ("connection", "keep-alive")] + token, end: true)
+            + block(5, [(":method", "GET"), (":scheme", "http"), (":path", "/health"), (":path", "/health")], end: true)
+            + block(7, [(":method", "GET"), (":scheme", "http"), (":path", "/a b")], end: true)
+            + block(9, base + [(":path", push)] + token, end: false) + block(9, [(":status", "200")], end: true)
+            + block(11, [(":method", "GET"), (":scheme", "http"), (":path", "/health"), ("te", "gzip")], end: true)
+        let good = Self.push(13, body: Self.alert).now
+        let resets: Set<UInt32> = [1, 3, 5, 7, 9, 11]
+        try await TestSystem.run(Self.configuration()) { (system: TestSystem) async throws in
+            let outcome = try await RawStream.run(port: Self.port(system.pushServiceHTTP2!), [(.zero, HTTP2Wire.preface + hostile), (.milliseconds(200), good)], wait: .seconds(60)) { bytes in
+                HTTP2Wire.frames(bytes).contains { $0.type <= 1 && $0.stream == 13 && $0.flags & 0x1 != 0 }
+            }
+            let frames = HTTP2Wire.frames(outcome.bytes)
+            for stream in resets.sorted() {
+                let reset = frames.first { $0.type == 3 && $0.stream == stream }
+                #expect(reset?.payload == [0, 0, 0, 1], "stream \(stream): \(frames.filter { $0.stream == stream })")
+                #expect(!frames.contains { $0.type <= 1 && $0.stream == stream }, "stream \(stream) answered")
+            }
+            #expect(!frames.contains { $0.type == HTTP2Wire.goAwayType }, "the connection goes on")
+            #expect(HTTP2Wire.statuses(outcome.bytes) == [13: "200"])
+            #expect(try await system.pushStats().accepted == 1)
+        }
+    }
 }
