@@ -53,10 +53,7 @@ struct ObserveEndpoint {
         }
     }
 
-    static func encode(_ report: PushReport) -> String {
-        let encoder = JSONEncoder()
-        return (try? String(decoding: encoder.encode(report), as: UTF8.self)) ?? "{\"hops\":[]}"
-    }
+    static func encode(_ report: PushReport) -> String { report.json }
 }
 
 /// Reports waiting for one watcher's connection.

@@ -37,7 +37,13 @@ struct ObserveTests {
             #expect(try await system.apnsPush(token: String(repeating: "f", count: 64), body: #"{"aps":{"alert":"pf:0000:1"}}"#).status == 200)
             // Another run's token carrying this run's nonce: reported (the backend addressed the wrong token).
             #expect(try await system.apnsPush(token: String(repeating: "e", count: 64), body: #"{"aps":{"alert":"pf:abc123def456:4"}}"#).status == 200)
-            try await observer.waitFor { $0.hops.count >= 5 }
+            // Every report expected: the online push's one or two, the offline's two, the refusal,
+            // the misaddressed one. Then a moment more, for a report that should not come.
+            try await observer.waitFor { observer in
+                let online = observer.hops.filter { $0.token == Self.token(1) }
+                return online.last?.step == .written && observer.hops.count >= 4 + online.count
+                    && observer.hops.contains { $0.token == String(repeating: "e", count: 64) && $0.step == .accepted }
+            }
             try await Task.sleep(for: .milliseconds(100))
             let hops = observer.hops
             // Written before its first report went out, the push is one report; on a loaded
