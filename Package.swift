@@ -40,6 +40,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/swift-otel/swift-w3c-trace-context.git", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
     targets: [
@@ -55,6 +56,19 @@ let package = Package(
         .target(
             name: "PushFleetWebPush",
             dependencies: ["PushFleetCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        // Traces a run exports over OTLP: spans built from what it recorded, under the ids its
+        // requests carried (docs/tracing.md).
+        .target(
+            name: "PushFleetTraces",
+            dependencies: [
+                "PushFleetCore",
+                "PushFleetResults",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Scenario files: YAML text to a validated Scenario, with positioned errors.
@@ -186,6 +200,7 @@ let package = Package(
         .target(
             name: "PushFleetBackend",
             dependencies: [
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 "PushFleetWire",
@@ -302,12 +317,14 @@ let package = Package(
                 "PushFleetWebPush",
                 "PushFleetWire",
                 "PushFleetBench",
+                "PushFleetTraces",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -446,6 +463,7 @@ let package = Package(
         .testTarget(
             name: "PushFleetResultsTests",
             dependencies: [
+                "PushFleetTraces",
                 "PushFleetCore",
                 "PushFleetLedger",
                 "PushFleetMetrics",
@@ -491,6 +509,7 @@ let package = Package(
         .testTarget(
             name: "PushFleetServerTests",
             dependencies: [
+                "PushFleetTraces",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -71,6 +71,10 @@ public struct BackendConfiguration: Sendable {
     public var hub: HubConnectionString?
     /// The hub is the one the push service serves: its address is the push service's.
     public var hubAtPushService = false
+    /// Where the backend records its spans (a server span per request that came with a sampled
+    /// trace context, its store calls, a client span per request to the push service or the
+    /// hub); nil records none and hands the caller's context on as it came.
+    public var spans: SpanRecorder?
 
     public init(
         listen: ListenAddress = .init(host: "127.0.0.1", port: 0),

@@ -7,9 +7,10 @@ import PushFleetWire
 /// The reference backend's fetch of a stored notification (`GET /api/notifications/{id}`),
 /// answered on the event loop that read it (``EventLoopRoutes``): a device fetches once per
 /// secure or rich push, and the router's task, trie and hops to Swift's pool cost more than the
-/// fetch. Taken only when nothing needs waiting: the in-memory store open, no injected latency,
-/// a caller known at once (Basic, or a token verified before), the notification found. Anything
-/// else, an unknown id included, goes to the router, which answers it as before.
+/// fetch. Taken only when nothing needs waiting or recording: the in-memory store open, no
+/// injected latency, no spans recorded, a caller known at once (Basic, or a token verified
+/// before), the notification found. Anything else, an unknown id included, goes to the router,
+/// which answers it as before.
 struct BackendRoutes: EventLoopResponder {
     let backend: ReferenceBackend
 
@@ -40,7 +41,9 @@ struct BackendRoutes: EventLoopResponder {
 extension ReferenceBackend {
     /// The fetch's answer when it needs no waiting, else nil (the router's route answers).
     func fetchAtOnce(id: String, authorization: String?) -> CompleteResponse? {
-        guard !configuration.faults.isActive, let store = storeHandle.memory, let user = knownCaller(authorization) else { return nil }
+        // A backend recording spans answers on the router, which records the fetch's.
+        guard !configuration.faults.isActive, configuration.spans == nil, let store = storeHandle.memory, let user = knownCaller(authorization)
+        else { return nil }
         guard let notification = store.readNotification(id: id, reader: user, now: configuration.clock()) else { return nil }
         storeSucceeded(writes: true)
         return Self.fetchAnswer(notification)

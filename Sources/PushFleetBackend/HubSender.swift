@@ -147,9 +147,14 @@ struct HubSender: Sendable {
         headers.append(("Content-Type", notification.platform == .wns ? "application/xml" : "application/json;charset=utf-8"))
         for attempt in 0..<max(1, maxAttempts) {
             if attempt > 0 { try? await Task.sleep(for: .milliseconds(20 << min(attempt, 8))) }
-            guard let base = try? await hubBase(), let response = try? await execute(.POST, "\(base)/messages", body: body, headers: headers) else {
+            guard let base = try? await hubBase() else { continue }
+            let outgoing = TracePropagation.outgoing("POST", url: "\(base)/messages")
+            guard let response = try? await execute(.POST, "\(base)/messages", body: body, headers: headers + (outgoing?.headers ?? TracePropagation.headers))
+            else {
+                outgoing?.finish(status: nil, error: "unreachable")
                 continue
             }
+            outgoing?.finish(status: response.status)
             // Throttled or unavailable before anything was sent: worth another try.
             if response.status == 429 || response.status == 503 { continue }
             return response.status == 201 || response.status == 200

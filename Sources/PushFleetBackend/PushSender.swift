@@ -44,7 +44,7 @@ struct PushSender: Sendable {
         var lastFailure = "no attempt"
         for attempt in 0..<max(1, settings.maxAttempts) {
             let base: String
-            let post: ProviderPost
+            var post: ProviderPost
             do {
                 base = try await baseURL().trimmingSuffix("/")
                 post = try await makePost(notification, handle: handle, base: base)
@@ -61,15 +61,22 @@ struct PushSender: Sendable {
                 try? await Task.sleep(for: .nanoseconds(base / 2 + Int64.random(in: 0...max(1, base / 2))))
             }
             counters.update { $0.pnsRequests += 1 }
+            // Every attempt a client span of its own when the backend records spans; else the
+            // caller's context handed on as it came.
+            let outgoing = TracePropagation.outgoing("POST", url: base + post.path)
+            post.headers += outgoing?.headers ?? TracePropagation.headers
             let status: Int
             let body: ByteBuffer
             do {
                 (status, body) = try await transport.post(post, base: base, timeout: settings.requestTimeout)
+                outgoing?.finish(status: status)
             } catch FleetHTTPError.invalidRequest(let why) {
                 // Nothing was sent, and a repeat would not be either.
+                outgoing?.finish(status: nil, error: "invalid_request")
                 counters.update { $0.pnsFailed += 1 }
                 return .failed(reason: "request not sendable: \(why)")
             } catch {
+                outgoing?.finish(status: nil, error: "unreachable")
                 lastFailure = "unreachable"
                 continue
             }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import PushFleetCore
 import PushFleetWire
 import Synchronization
 
@@ -24,7 +25,9 @@ extension ReferenceBackend {
     func storing<T>(writes: Bool = true, _ body: (any BackendStore) async throws -> T) async throws -> T {
         let store = try await store()
         do {
-            let result = try await body(store)
+            let result = try await TracePropagation.measure(
+                writes ? "store write" : "store read", attributes: [("db.system.name", .string(configuration.store.systemName))]
+            ) { try await body(store) }
             storeSucceeded(writes: writes)
             return result
         } catch let error as StoreError {
@@ -93,5 +96,16 @@ struct StoreFailure: HTTPResponseError {
         return Response(
             status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: data))
         )
+    }
+}
+
+extension StoreLocation {
+    /// OpenTelemetry's `db.system.name` for the store (`memory` is the backend's own).
+    var systemName: String {
+        switch self {
+        case .memory: "memory"
+        case .sqlite: "sqlite"
+        case .postgres: "postgresql"
+        }
     }
 }

@@ -134,6 +134,7 @@ public final class ReferenceBackend: Sendable {
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.add(middleware: InjectedLatencyMiddleware(faults: configuration.faults))
+        router.add(middleware: TraceContextMiddleware(spans: configuration.spans))
         router.get("/health") { _, _ in "ok" }
         router.get("/stats") { _, _ in Response.json(try await self.stats()) }
         let api = router.group("api")

@@ -22,6 +22,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
     @Option(help: "Offered secure-send rate (sends/s).") var rate = 2000
     @Option(help: "Sending time.") var duration = "15s"
     @Option(help: "Sends allowed in flight at once.") var inFlight = 256
+    @Option(help: "Trace context on every request (on) or on none (off): what tracing costs the fleet and the servers.") var tracing = "on"
 
     public init() {}
 
@@ -29,6 +30,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         guard (1...1_000_000).contains(devices) else { throw ValidationError("--devices must be 1 to 1000000") }
         guard ["per_device", "multiplexed"].contains(channel) else { throw ValidationError("--channel must be per_device or multiplexed") }
         guard rate > 0, inFlight > 0 else { throw ValidationError("--rate and --in-flight must be above 0") }
+        guard ["on", "off"].contains(tracing) else { throw ValidationError("--tracing must be on or off") }
         _ = try Bench.duration(duration, flag: "--duration")
     }
 
@@ -54,6 +56,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
               - { name: secure, kind: secure, rate: \(rate)/s, duration: \(duration), max_in_flight: \(inFlight) }
             deadline: 5s
             grace: 5s
+            tracing: { propagate: \(tracing == "on") }
             """
         let scenario = try ScenarioLoader.parse(yaml, file: "bench-delivery")
         let connected = Mutex<UInt64>(0)
@@ -79,7 +82,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         let pushes = Double(max(1, result.delivery.delivered + result.delivery.late))
         let rows: [(String, String)] = [
             ("devices ready", "\(result.devices.ready) of \(devices) (\(channel))"),
-            ("offered rate", "\(rate)/s for \(duration), \(inFlight) in flight"),
+            ("offered rate", "\(rate)/s for \(duration), \(inFlight) in flight, tracing \(tracing)"),
             ("sends completed/s", String(format: "%.0f", (sends - failed) / traffic)),
             ("deliveries/s", String(format: "%.0f", Double(result.delivery.delivered + result.delivery.late) / traffic)),
             ("sends dropped (in-flight cap)", String(format: "%.0f", result.counters["sends.dropped"] ?? 0)),

@@ -71,12 +71,16 @@ public struct PushHop: Codable, Sendable, Equatable {
     /// sends a push accepted and written in one batch as one report): the step is the later
     /// one, `at` still the first report's time, and this the later step's time.
     public var then: Int64?
+    /// First report only: the W3C `traceparent` the provider request carried (the backend's
+    /// context for the push), when it carried a well-formed one.
+    public var trace: String?
 
     public init(
         push: UInt64, step: Step, at: Int64, platform: String, token: String, pushType: String? = nil, body: String? = nil, base64: Bool? = nil,
-        hubAt: Int64? = nil, status: Int? = nil, reason: String? = nil, delay: Int64? = nil, then: Int64? = nil
+        hubAt: Int64? = nil, status: Int? = nil, reason: String? = nil, delay: Int64? = nil, then: Int64? = nil, trace: String? = nil
     ) {
         self.then = then
+        self.trace = trace
         self.push = push
         self.step = step
         self.at = at
@@ -92,7 +96,7 @@ public struct PushHop: Codable, Sendable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case push, step, at, platform, token, body, base64, status, reason, delay, then
+        case push, step, at, platform, token, body, base64, status, reason, delay, then, trace
         case pushType = "push_type"
         case hubAt = "hub_at"
     }

@@ -39,14 +39,14 @@ extension PushReport {
 
 extension PushHop {
     private enum Key: String, CaseIterable {
-        case push, step, at, platform, token, body, base64, status, reason, delay, then
+        case push, step, at, platform, token, body, base64, status, reason, delay, then, trace
         case pushType = "push_type"
         case hubAt = "hub_at"
     }
 
     fileprivate static func read(_ reader: inout StrictJSONReader) -> PushHop? {
         var push: UInt64?, step: Step?, at: Int64?, platform: String?, token: String?
-        var pushType: String??, body: String??, base64: Bool??, hubAt: Int64??, status: Int??, reason: String??, delay: Int64??, then: Int64??
+        var pushType: String??, body: String??, base64: Bool??, hubAt: Int64??, status: Int??, reason: String??, delay: Int64??, then: Int64??, trace: String??
         var seen = SeenKeys()
         let read: Void? = reader.object { reader, name in
             guard let key = Key(rawValue: name) else { return reader.skipScalar() }
@@ -65,12 +65,14 @@ extension PushHop {
             case .reason: reason = reader.optional { $0.string() }; return reason != nil
             case .delay: delay = reader.optional { $0.integer() }; return delay != nil
             case .then: then = reader.optional { $0.integer() }; return then != nil
+            case .trace: trace = reader.optional { $0.string() }; return trace != nil
             }
         }
         guard read != nil, let push, let step, let at, let platform, let token else { return nil }
         return PushHop(
             push: push, step: step, at: at, platform: platform, token: token, pushType: pushType ?? nil, body: body ?? nil,
-            base64: base64 ?? nil, hubAt: hubAt ?? nil, status: status ?? nil, reason: reason ?? nil, delay: delay ?? nil, then: then ?? nil
+            base64: base64 ?? nil, hubAt: hubAt ?? nil, status: status ?? nil, reason: reason ?? nil, delay: delay ?? nil, then: then ?? nil,
+            trace: trace ?? nil
         )
     }
 }

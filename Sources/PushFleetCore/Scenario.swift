@@ -36,6 +36,27 @@ public struct Scenario: Sendable, Equatable {
     public var quietPeriod: Duration = .milliseconds(500)
     /// How `pushfleet capacity` searches; nil when the scenario has no `capacity:` section.
     public var capacity: Capacity?
+    public var tracing = Tracing()
+
+    /// W3C Trace Context on the run's requests (docs/tracing.md).
+    public struct Tracing: Sendable, Equatable {
+        /// Whether every request carries `traceparent`: a send's starts its push's trace, a
+        /// device's request its own.
+        public var propagate = true
+        /// The share of delivered pairs whose traces a run keeps beside its incidents' (every
+        /// incident's is kept), decided by the send's trace id so that every shard agrees.
+        public var sample = 0.01
+
+        public init(propagate: Bool = true, sample: Double = 0.01) {
+            self.propagate = propagate
+            self.sample = sample
+        }
+
+        /// Whether a send's delivered pairs are in the sample.
+        public func samples(_ trace: TraceIdentity) -> Bool {
+            sample > 0 && Double(trace.low >> 11) * 0x1p-53 < sample
+        }
+    }
 
     public enum RichContentCheck: String, Sendable, Equatable, CaseIterable {
         /// By the id the push names and the recipient it is served to: any bytes will do.

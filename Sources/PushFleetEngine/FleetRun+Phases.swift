@@ -217,7 +217,7 @@ extension FleetRun {
 
     func result(_ timeline: Timeline, stop: StopControl) -> RunResult {
         let provenance = options.provenance
-        let info = RunResult.Info(
+        var info = RunResult.Info(
             tool: "pushfleet", version: provenance.version, runID: plan.runID, scenario: scenario.name,
             scenarioFile: provenance.scenarioFile, scenarioText: provenance.scenarioText, seed: scenario.seed,
             target: FleetRunner.describe(scenario.target), backendURL: context.services.system.backend, pushServiceURL: context.services.system.pushService,
@@ -227,6 +227,7 @@ extension FleetRun {
             trafficStartSecond: Double(timeline.trafficStart - context.time.start) / 1e9,
             trafficEndSecond: Double(timeline.trafficEnd - context.time.start) / 1e9
         )
+        info.traceContext = scenario.tracing.propagate
         var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
         if stop.level >= .aborting { builder.listeningEnded = timeline.listeningEnded }
         builder.generatorLoad = .init(

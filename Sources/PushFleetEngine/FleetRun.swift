@@ -143,7 +143,7 @@ struct FleetRun: Sendable {
             await arrive()
             // Read before the gate: a shard's traffic starts at the gate's instant, not after a
             // request to the push service that may take seconds on a loaded machine.
-            let loadBefore = await PushServiceLoadReading.read(context.services.system, clock: context.clock).reading
+            let loadBefore = await readPushServiceLoad(stop, into: &timeline)
             await beforeTraffic()
             await waitForTrafficGate(stop)
             timeline.trafficStart = context.now()
@@ -193,15 +193,22 @@ struct FleetRun: Sendable {
     /// no claim.
     private func readPushServiceLoad(since before: PushServiceLoadReading, _ stop: StopControl, into timeline: inout Timeline) async {
         let system = context.services.system
-        let attempts = stop.level >= .stopping ? 1 : PushServiceLoadReading.afterAttempts
-        switch await PushServiceLoadReading.read(system, clock: context.clock, timeout: PushServiceLoadReading.afterTimeout, attempts: attempts) {
-        case .reading(let after):
-            timeline.pushServiceLoad = after.since(
-                before, inFleetProcess: system.pushWatch != nil, onFleetMachine: Origin(system.pushService)?.isLoopback ?? false
-            )
-        case .silent: timeline.pushServiceSilentSeconds = Double(attempts) * (PushServiceLoadReading.afterTimeout / .seconds(1))
+        guard let after = await readPushServiceLoad(stop, into: &timeline) else { return }
+        timeline.pushServiceLoad = after.since(
+            before, inFleetProcess: system.pushWatch != nil, onFleetMachine: Origin(system.pushService)?.isLoopback ?? false
+        )
+    }
+
+    /// One reading, asked as often at the traffic's start as at its end: a loaded machine's
+    /// first answer may take seconds, and a reading missed there would leave the run without one.
+    private func readPushServiceLoad(_ stop: StopControl, into timeline: inout Timeline) async -> PushServiceLoadReading? {
+        let attempts = stop.level >= .stopping ? 1 : PushServiceLoadReading.attempts
+        switch await PushServiceLoadReading.read(context.services.system, clock: context.clock, timeout: PushServiceLoadReading.timeout, attempts: attempts) {
+        case .reading(let reading): return reading
+        case .silent: timeline.pushServiceSilentSeconds = Double(attempts) * (PushServiceLoadReading.timeout / .seconds(1))
         case .unsaid: break
         }
+        return nil
     }
 
     private func waitForTrafficGate(_ stop: StopControl) async {

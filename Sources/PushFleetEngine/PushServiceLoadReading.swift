@@ -19,9 +19,9 @@ struct PushServiceLoadReading: Sendable, Equatable {
     static let maxNanoseconds: Int64 = 1 << 52
     static let maxChecks = 1 << 40
     static let maxCores = 4_096
-    /// The reading as the traffic ends: 3 tries of 5 s.
-    static let afterTimeout = Duration.seconds(5)
-    static let afterAttempts = 3
+    /// A reading as the traffic starts and as it ends: 3 tries of 5 s.
+    static let timeout = Duration.seconds(5)
+    static let attempts = 3
 
     init(loops: [LoopLoad], process: ProcessLoad? = nil) {
         self.loops = loops

@@ -18,6 +18,8 @@ struct RequestValues: TemplateValues {
     var image: String? = nil
     var id: String? = nil
     var victim: String? = nil
+    /// The trace its request joins (a send's); nil: the request starts a trace of its own.
+    var trace: TraceIdentity? = nil
 
     /// What a device contributes: its token as the backend sees it and its platform's name; its
     /// id is worked out from the token when a template asks (kept per device, it would cost a

@@ -39,12 +39,13 @@ final class RunContext: Sendable {
     var isStopping: Bool { signals.isStopping }
 
     /// Where a received push went on its way, as its frame says (nothing when the frame says
-    /// nothing: a push service that is not pushfleet's).
-    func path(of frame: PushFrame, receivedAt: Int64) -> DeliveryLedger.PushPath? {
+    /// nothing: a push service that is not pushfleet's); `context`, the frame's trace context.
+    func path(of frame: PushFrame, receivedAt: Int64, context: TraceIdentity?) -> DeliveryLedger.PushPath? {
         guard frame.acceptedAt > 0 else { return nil }
         return DeliveryLedger.PushPath(
             hubAt: frame.hubAt.map(time.onRunClock(wall:)), acceptedAt: time.onRunClock(wall: frame.acceptedAt),
-            writtenAt: frame.writtenAt.map(time.onRunClock(wall:)), held: frame.stored, delayed: (frame.delay ?? 0) > 0, receivedAt: receivedAt
+            writtenAt: frame.writtenAt.map(time.onRunClock(wall:)), held: frame.stored, delayed: (frame.delay ?? 0) > 0, receivedAt: receivedAt,
+            context: context
         )
     }
 

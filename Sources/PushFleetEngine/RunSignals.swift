@@ -13,6 +13,8 @@ final class RunSignals: Sendable {
     /// Stored ids seen, for leak probes.
     let probes = ProbePool()
     private let nextSend = Atomic<Int>(0)
+    /// Numbers the requests made outside a send, each the start of its own trace.
+    private let nextTracedRequest = Atomic<Int>(0)
     /// Pushes that arrived and are still being handled (fetching their content).
     let pushesInHand = Atomic<Int>(0)
     /// When the last push arrived.
@@ -56,6 +58,11 @@ final class RunSignals: Sendable {
     func markDeviceCap(_ cap: Int, at instant: Int64) {
         guard !deviceCapMarked.exchange(true, ordering: .relaxed) else { return }
         emit(.marker(ErrorClass.deviceCapMarker(cap), at: instant))
+    }
+
+    /// The number of a request that starts its own trace (a device's login, register, fetch).
+    func makeTracedRequest() -> Int {
+        nextTracedRequest.add(1, ordering: .relaxed).newValue
     }
 
     /// The next send's id, in `shard`'s share of the ids.

@@ -16,6 +16,8 @@ final class RunSpec: Sendable {
     private let stepsByPlatform: [DeviceSteps]
     /// The part of the plan this process plays.
     let shard: Shard
+    /// The run's trace identities (docs/tracing.md).
+    let traces: TraceRoot
     /// In a shard, its devices' tokens; in shard 0, also every device's (empty otherwise).
     private let ownTokens: Set<String>
     private let planTokens: Set<String>
@@ -24,6 +26,7 @@ final class RunSpec: Sendable {
         self.scenario = scenario
         self.plan = plan
         self.shard = shard
+        self.traces = TraceRoot(run: plan.runID)
         // Only a shard needs to tell its devices' pushes from the others'; only shard 0 keeps
         // those of tokens of no device, so only it needs every token.
         self.ownTokens = shard.isWhole ? [] : Set(plan.devices.lazy.filter { shard.owns(device: $0.index) }.map(\.token))

@@ -37,6 +37,10 @@ extension RunContext {
             return .failed(.render(error.description), at: now())
         }
         var headers = rendered.headers.map { ($0.name, $0.value) }
+        if spec.scenario.tracing.propagate, !rendered.headers.contains(where: { $0.name.utf8.count == 11 && $0.name.lowercased() == "traceparent" }) {
+            let trace = values.trace ?? spec.traces.device(values.user, request: signals.makeTracedRequest())
+            headers.append(("traceparent", trace.traceparent))
+        }
         var body: ByteBuffer?
         if let text = rendered.body {
             if let type = rendered.contentType, !headers.contains(where: { $0.0.lowercased() == "content-type" }) {

@@ -112,6 +112,7 @@ struct TrafficSender: Sendable {
         let run = context.spec.runID
         var values = base
         values.platform = call.platform.map(context.spec.api.platformName)
+        values.trace = context.spec.traces.send(id)
         switch traffic.kind {
         case .plain:
             values.message = PushContent.nonceText(id, run: run)

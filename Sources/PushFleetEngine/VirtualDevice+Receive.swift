@@ -12,6 +12,8 @@ extension VirtualDevice {
     /// service refused for this device's token is recorded as such, never as a delivery.
     func receive(_ frame: PushFrame, at receivedAt: Int64, context: RunContext) async {
         defer { context.signals.pushHandled() }
+        // The push's own trace, where its provider request carried one.
+        let pushContext = frame.trace.flatMap(TraceIdentity.init(traceparent:))
         let body: [UInt8]
         if let browser, frame.type != PushFrame.refusedType {
             switch browser.decrypt(frame) {
@@ -19,7 +21,7 @@ extension VirtualDevice {
             case .failure(let error):
                 let receipt = DeliveryLedger.Receipt(
                     device: plan.index, attribution: .undecryptable, time: receivedAt, content: .failed(reason: Self.label(error)),
-                    path: context.path(of: frame, receivedAt: receivedAt)
+                    path: context.path(of: frame, receivedAt: receivedAt, context: pushContext)
                 )
                 context.emit(.receipt(receipt, push: frame.push))
                 return
@@ -32,7 +34,9 @@ extension VirtualDevice {
             context.emit(.rejection(.init(device: plan.index, refused: content.attribution, at: receivedAt, push: frame.push)))
             return
         }
-        let arrival = Arrival(at: receivedAt, path: context.path(of: frame, receivedAt: receivedAt), push: frame.push)
+        var arrival = Arrival(at: receivedAt, path: context.path(of: frame, receivedAt: receivedAt, context: pushContext), push: frame.push)
+        // The fetch joins the push's trace (RunTraces makes the span this id names).
+        arrival.trace = pushContext?.child(UInt64(plan.index))
         let steps = context.spec.scenario.lifecycle
         switch content {
         case .plain:
@@ -65,6 +69,7 @@ extension VirtualDevice {
         var at: Int64
         var path: DeliveryLedger.PushPath?
         var push: UInt64?
+        var trace: TraceIdentity? = nil
     }
 
     private func emitReceipt(
@@ -80,9 +85,10 @@ extension VirtualDevice {
     /// Fetches stored content through the description's fetch step: its content when it
     /// succeeded, else why not (a bounded label). A refusal is judged by the ledger (unverified
     /// or misdelivered), not counted as an error of the run.
-    private func fetch(_ id: String, step: APIStep, context: RunContext) async -> Result<(text: String?, at: Int64), FetchFailure> {
+    private func fetch(_ id: String, step: APIStep, trace: TraceIdentity?, context: RunContext) async -> Result<(text: String?, at: Int64), FetchFailure> {
         var values = context.values(for: self, slots: keptValues)
         values.id = id
+        values.trace = trace
         let result = await context.runStep(step, values: values, http: client(context), timeout: context.spec.scenario.timeouts.fetch, statusErrors: false)
         guard result.succeeded, let answer = result.last else { return .failure(FetchFailure(reason: RunContext.label(result.failure))) }
         let headers = step.content.readsHeaders ? answer.headers.map { ($0.name, $0.value) } : []
@@ -96,7 +102,7 @@ extension VirtualDevice {
 
     private func fetchSecure(_ id: String, step: APIStep, arrival: Arrival, context: RunContext) async {
         let fetched: (text: String?, at: Int64)
-        switch await fetch(id, step: step, context: context) {
+        switch await fetch(id, step: step, trace: arrival.trace, context: context) {
         case .success(let answer): fetched = answer
         case .failure(let failure):
             emitReceipt(.content(id), at: arrival, content: .failed(reason: failure.reason), contentID: id, context: context)
@@ -117,7 +123,7 @@ extension VirtualDevice {
     /// `rich_content: echo`, also by the bytes, which then must name the send and recipient.
     private func fetchRich(_ id: String, nonce: Nonce?, step: APIStep, arrival: Arrival, context: RunContext) async {
         let fetched: (text: String?, at: Int64)
-        switch await fetch(id, step: step, context: context) {
+        switch await fetch(id, step: step, trace: arrival.trace, context: context) {
         case .success(let answer): fetched = answer
         case .failure(let failure):
             emitReceipt(nonce?.attribution ?? .content(id), at: arrival, content: .failed(reason: failure.reason), contentID: id, context: context)

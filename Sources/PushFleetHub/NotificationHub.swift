@@ -205,6 +205,7 @@ public final class NotificationHub: Sendable {
         case .failure(let why): return .failed(why.reason)
         }
         native.hubAt = instant
+        if let trace = plan.trace { native.headers.append(.init("traceparent", trace)) }
         var backoff: Backoff?
         var answer = DeliveryAnswer.failed("no attempt")
         for attempt in 0..<max(1, settings.maxAttempts) {

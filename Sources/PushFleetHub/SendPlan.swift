@@ -15,6 +15,8 @@ struct SendPlan: Sendable {
     var properties: [String: String] = [:]
     /// Provider headers that pass through to the push service.
     var headers: [HubRegistration.Header]
+    /// The send's W3C `traceparent`, handed on with every push it makes (as a traced hub would).
+    var trace: String?
     /// A native send's per-target work done once: the APNs push type, and the FCM v1 message
     /// without a token, as JSON, for the token to be spliced into.
     var applePushType: String?
@@ -54,6 +56,7 @@ struct SendPlan: Sendable {
                 || name == "urgency" || name == "topic"
         }
         var plan = SendPlan(platform: platform, expression: expression, body: body, headers: passthrough)
+        plan.trace = Self.header("traceparent", in: request.headers)
         guard let platform else {
             do { plan.properties = try TemplateExpansion.properties(request.body) } catch { return .failure(.badRequest(error.description)) }
             return .success(plan)

@@ -208,6 +208,8 @@ extension DeliveryLedger {
         public var device: Int64
         /// Received → content in hand (secure and rich).
         public var fetch: Int64?
+        /// The provider request's trace context, when it carried one.
+        public var context: PushContext? = nil
 
         /// Send start → received.
         public var total: Int64 { backend + (hub ?? 0) + pushService + device }
@@ -234,7 +236,7 @@ extension DeliveryLedger {
             let backend = (hubAt ?? accepted) - start
             return HopTimes(
                 backend: backend, backendCorrected: backend + (start - intended), hub: hubAt.map { accepted - $0 }, pushService: written - accepted,
-                device: end - written, fetch: inHand.map { max(0, $0 - end) }
+                device: end - written, fetch: inHand.map { max(0, $0 - end) }, context: path.context
             )
         }
     }

@@ -13,26 +13,45 @@ extension DeliveryLedger {
         private var writtenBefore: UInt32
         private var hubBefore: UInt32
         private var flags: UInt8
+        /// The trace context the provider request carried (low half of its trace id, its span
+        /// id; 0 for none): the span the push service's part of the push is a child of.
+        private var contextLow: UInt64 = 0
+        private var contextSpan: UInt64 = 0
 
-        /// Instants on the run's clock; `receivedAt` is the receipt's.
-        public init(hubAt: Int64? = nil, acceptedAt: Int64, writtenAt: Int64?, held: Bool = false, delayed: Bool = false, receivedAt: Int64) {
+        /// Instants on the run's clock; `receivedAt` is the receipt's. `context`: the provider
+        /// request's trace context, as the push's frame handed it on.
+        public init(
+            hubAt: Int64? = nil, acceptedAt: Int64, writtenAt: Int64?, held: Bool = false, delayed: Bool = false, receivedAt: Int64,
+            context: TraceIdentity? = nil
+        ) {
             func before(_ instant: Int64) -> UInt32 { UInt32(clamping: max(0, Saturating.subtract(receivedAt, instant)) / 1_000).clamped(below: Self.none) }
             acceptedBefore = before(acceptedAt)
             writtenBefore = writtenAt.map(before) ?? Self.none
             hubBefore = hubAt.map(before) ?? Self.none
             flags = (held ? 1 : 0) | (delayed ? 2 : 0)
+            if let context {
+                contextLow = context.low
+                contextSpan = context.span
+            }
         }
 
         /// Its stored form (microseconds before the receipt, `UInt32.max` for none; flags), for
         /// files that keep receipts.
         package var raw: (accepted: UInt32, written: UInt32, hub: UInt32, flags: UInt8) { (acceptedBefore, writtenBefore, hubBefore, flags) }
 
-        package init(raw: (accepted: UInt32, written: UInt32, hub: UInt32, flags: UInt8)) {
+        package init(raw: (accepted: UInt32, written: UInt32, hub: UInt32, flags: UInt8), context: PushContext? = nil) {
             acceptedBefore = raw.accepted
             writtenBefore = raw.written
             hubBefore = raw.hub
             flags = raw.flags & 3
+            if let context {
+                contextLow = context.low
+                contextSpan = context.span
+            }
         }
+
+        /// The provider request's trace context, when it carried one.
+        public var context: PushContext? { contextSpan == 0 ? nil : PushContext(low: contextLow, span: contextSpan) }
 
         /// It was held for the device while it was offline.
         public var held: Bool { flags & 1 != 0 }
@@ -44,6 +63,22 @@ extension DeliveryLedger {
         public func hubAt(receivedAt: Int64) -> Int64? { hubBefore == Self.none ? nil : receivedAt - Int64(hubBefore) * 1_000 }
         /// It came through a notification hub.
         public var viaHub: Bool { hubBefore != Self.none }
+    }
+
+    /// Of a provider request's trace context, what a run keeps: the low half of its trace id,
+    /// enough to tell whether it is the send's trace (another trace matches with odds of 2⁻⁶⁴),
+    /// and the span the push service's part is a child of.
+    public struct PushContext: Sendable, Equatable {
+        public var low: UInt64
+        public var span: UInt64
+
+        public init(low: UInt64, span: UInt64) {
+            self.low = low
+            self.span = span
+        }
+
+        /// The same trace as `trace`: the push service's part joins it under ``span``.
+        public func isIn(_ trace: TraceIdentity) -> Bool { low == trace.low }
     }
 
     /// How much of the push service's view a run had.

@@ -160,7 +160,9 @@ package struct EventTapeReader {
         let contentID = try count(below: 2) == 1 ? try string() : nil
         var path: DeliveryLedger.PushPath?
         if try count(below: 2) == 1 {
-            path = DeliveryLedger.PushPath(raw: (try word(), try word(), try word(), UInt8(try count(below: 256))))
+            let raw = (try word(), try word(), try word(), UInt8(try count(below: 8)))
+            let context = raw.3 & 4 == 0 ? nil : DeliveryLedger.PushContext(low: try unsigned(), span: try unsigned())
+            path = DeliveryLedger.PushPath(raw: raw, context: context?.span == 0 ? nil : context)
         }
         return DeliveryLedger.Receipt(device: device, attribution: attribution, time: time, content: content, contentID: contentID, path: path)
     }

@@ -146,7 +146,14 @@ struct EventTapeEncoder {
             unsigned(UInt64(raw.accepted))
             unsigned(UInt64(raw.written))
             unsigned(UInt64(raw.hub))
-            unsigned(UInt64(raw.flags))
+            // Bit 4: the provider request's trace context follows (tapes without it still read).
+            if let context = path.context {
+                unsigned(UInt64(raw.flags | 4))
+                unsigned(context.low)
+                unsigned(context.span)
+            } else {
+                unsigned(UInt64(raw.flags))
+            }
         } else {
             unsigned(0)
         }

@@ -42,7 +42,7 @@ package struct ResultBuilder {
             let operations = Self.operations(histograms, failures: failures, duration: max(info.durationSeconds, 0.001))
             let counters = counters(state, verdict.total)
             let thresholds = thresholds(histograms: histograms, counters: counters)
-            return RunResult(
+            var result = RunResult(
                 info: info,
                 devices: .init(
                     planned: plan.devices.count, ready: state.live.devicesReady, failed: plan.devices.count - state.live.devicesReady,
@@ -69,7 +69,37 @@ package struct ResultBuilder {
                 ),
                 window: judgedWindow.map { window(state, $0) }
             )
+            result.sampledDeliveries = sampled(verdict.deliveries, ledger: state.ledger)
+            return result
         }
+    }
+
+    /// The delivered pairs in the traces' sample, in send order, at most the result's limit; nil
+    /// when the run's requests carried no trace context or nothing is sampled.
+    private func sampled(_ deliveries: [DeliveryLedger.Delivery], ledger: DeliveryLedger) -> [SampledDelivery]? {
+        let tracing = scenario.tracing
+        guard judgesLedger, tracing.propagate, tracing.sample > 0 else { return nil }
+        func seconds(_ time: Int64) -> Double { (Double(time - recorder.start) / 1e6).rounded() / 1e3 }
+        // Filtered before sorted: a long run holds a great many deliveries, the sample few.
+        let traces = TraceRoot(run: plan.runID)
+        let chosen = deliveries.filter { !$0.late && tracing.samples(traces.send($0.send)) }
+            .sorted { ($0.send, $0.device) < ($1.send, $1.device) }.prefix(RunResult.sampledLimit)
+        var kept: [SampledDelivery] = []
+        for delivery in chosen {
+            guard let send = ledger.knownSend(delivery.send) else { continue }
+            let context = delivery.hops?.context
+            let inTrace = context.map { $0.isIn(traces.send(delivery.send)) } ?? false
+            kept.append(
+                SampledDelivery(
+                    send: delivery.send, device: delivery.device, platform: plan.devices[delivery.device].platform.rawValue,
+                    sendStartSecond: seconds(send.start), sendEndSecond: seconds(send.end), receivedSecond: seconds(delivery.receivedAt),
+                    backendNs: delivery.hops?.backend, hubNs: delivery.hops?.hub, pushServiceNs: delivery.hops?.pushService,
+                    deviceNs: delivery.hops?.device, fetchNs: delivery.hops?.fetch,
+                    pushSpan: inTrace ? context.map { TraceIdentity(high: 0, low: 0, span: $0.span).spanID } : nil, pushUntraced: delivery.hops != nil && !inTrace ? true : nil
+                )
+            )
+        }
+        return kept.isEmpty ? nil : kept
     }
 
     /// The closed operations' histograms as recorded, the sends' from the recorder, and the
@@ -192,7 +222,8 @@ package struct ResultBuilder {
         return RunResult.Incident(
             outcome: incident.outcome.rawValue, send: incident.send, sendKind: send?.kind.rawValue, sender: send.map { names.user($0.from) },
             recipient: send.map { names.user($0.to) }, device: incident.device, deviceUser: device.map { names.user($0.user) },
-            platform: device?.platform.rawValue, sendStartSecond: send.map { seconds($0.start) }, eventSecond: incident.time.map(seconds),
+            platform: device?.platform.rawValue, sendStartSecond: send.map { seconds($0.start) },
+            sendEndSecond: send.map { seconds($0.end) }, eventSecond: incident.time.map(seconds),
             detail: incident.detail, hop: incident.explanation?.hop.rawValue, reason: incident.explanation.map(Self.reason)
         )
     }

@@ -125,7 +125,8 @@ struct APNsEndpoint {
             body: String(buffer: body),
             retention: retention,
             push: number,
-            hubAt: hubAt
+            hubAt: hubAt,
+            trace: request.traceparent
         )
         switch service.accept(push) {
         case .accepted:

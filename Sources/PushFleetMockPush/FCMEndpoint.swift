@@ -154,7 +154,8 @@ struct FCMEndpoint {
             body: String(buffer: body),
             retention: retention(message),
             push: number,
-            hubAt: hubAt
+            hubAt: hubAt,
+            trace: request.traceparent
         )
         switch service.accept(push) {
         case .accepted:

@@ -17,6 +17,12 @@ struct ProviderRequest {
 
     var headers: HTTPFields { head.headerFields }
 
+    /// The W3C trace context the sender handed on with the push, when well formed.
+    var traceparent: String? {
+        guard let text = head.headerFields[.traceparent], TraceIdentity(traceparent: text) != nil else { return nil }
+        return text
+    }
+
     /// Reads the body of a router's request, up to `limit` bytes.
     static func collecting(_ request: Request, limit: Int) async -> ProviderRequest {
         var request = request
@@ -73,7 +79,7 @@ extension PushService {
                 push: push, step: .refused, at: instant, platform: platform.rawValue,
                 token: token ?? request.body.flatMap { tokenInBody?($0) } ?? "",
                 pushType: pushType, body: text ?? data?.base64EncodedString(), base64: text == nil && data != nil ? true : nil, hubAt: hubAt,
-                status: status, reason: reason
+                status: status, reason: reason, trace: request.traceparent
             )
         )
     }

@@ -59,6 +59,8 @@ public final class PushService: Sendable {
         var hubAt: Int64? = nil
         /// A Web Push message's headers, for the browser.
         var webPush: WebPushHeaders? = nil
+        /// The W3C `traceparent` the provider request carried (``ProviderRequest/traceparent``).
+        var trace: String? = nil
     }
 
     enum AcceptOutcome: Equatable {
@@ -207,10 +209,11 @@ public final class PushService: Sendable {
         frame.push = push.push
         frame.hubAt = push.hubAt
         frame.webPush = push.webPush
+        frame.trace = push.trace
         watchers.report(
             PushHop(
                 push: push.push, step: .accepted, at: acceptedAt, platform: push.address.platform.rawValue, token: push.address.token,
-                pushType: push.pushType, body: push.body, base64: push.bodyEncoding == "base64" ? true : nil, hubAt: push.hubAt
+                pushType: push.pushType, body: push.body, base64: push.bodyEncoding == "base64" ? true : nil, hubAt: push.hubAt, trace: push.trace
             )
         )
         if decision.dropped {

@@ -122,7 +122,8 @@ struct WNSEndpoint {
             bodyEncoding: text == nil ? "base64" : nil,
             retention: retention,
             push: number,
-            hubAt: hubAt
+            hubAt: hubAt,
+            trace: request.traceparent
         )
         switch service.accept(push) {
         case .accepted(_, let online):

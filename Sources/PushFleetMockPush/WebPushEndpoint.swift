@@ -236,7 +236,8 @@ struct WebPushEndpoint {
             ttl == 0 ? .doNotStore : .until(Saturating.add(service.now(), Saturating.multiply(ttl, 1_000_000_000)))
         let incoming = PushService.IncomingPush(
             address: DeviceAddress(platform: .webpush, token: token), id: id, pushType: "webpush", body: body.data.base64EncodedString(),
-            bodyEncoding: "base64", retention: retention, push: number, hubAt: hubAt, webPush: webPush
+            bodyEncoding: "base64", retention: retention, push: number, hubAt: hubAt, webPush: webPush,
+            trace: request.traceparent
         )
         switch service.accept(incoming) {
         case .accepted:

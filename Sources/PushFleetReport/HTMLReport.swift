@@ -164,17 +164,24 @@ public enum HTMLReport {
         var shown: [RunResult.Incident] = []
         for kind in Set(kept.map(\.outcome)).sorted() { shown += kept.filter { $0.outcome == kind }.prefix(10) }
         html += table(
-            ["outcome", "send", "kind", "sender", "recipient", "device", "device user", "platform", "send start s", "event s", "detail", "hop", "reason"],
+            ["outcome", "send", "kind", "sender", "recipient", "device", "device user", "platform", "send start s", "event s", "detail", "hop", "reason", "trace"],
             shown.map { i in
                 [
                     e(i.outcome), i.send.map(String.init) ?? "", e(i.sendKind ?? ""), e(i.sender ?? ""), e(i.recipient ?? ""),
                     i.device.map(String.init) ?? "", e(i.deviceUser ?? ""), e(i.platform ?? ""), i.sendStartSecond.map { String(format: "%.3f", $0) } ?? "",
-                    i.eventSecond.map { String(format: "%.3f", $0) } ?? "", e(i.detail), e(i.hop ?? ""), e(i.reason ?? ""),
+                    i.eventSecond.map { String(format: "%.3f", $0) } ?? "", e(i.detail), e(i.hop ?? ""), e(i.reason ?? ""), traceCell(r, i),
                 ]
             },
             id: "incidents-table"
         )
         return html + "<p class=\"note\">The first 10 of each outcome; incidents.csv keeps up to \(1000) of each.</p>"
+    }
+
+    /// An incident's trace id, a link where the run was given `--trace-url`.
+    static func traceCell(_ r: RunResult, _ incident: RunResult.Incident) -> String {
+        guard let id = r.traceID(of: incident) else { return "" }
+        guard let template = r.info.traceURL, TraceURL.check(template) == nil else { return "<code>\(id)</code>" }
+        return "<a class=\"trace\" href=\"\(e(TraceURL.link(template, traceID: id)))\"><code>\(id)</code></a>"
     }
 
     /// Grouped bars per platform; every bar carries its count as text, so it reads without colour.

@@ -134,12 +134,12 @@ public enum ReportFiles {
     static func incidentsCSV(_ r: RunResult) -> String {
         let kept = r.incidents ?? []
         var text = csv(
-            ["outcome", "send", "send_kind", "sender", "recipient", "device", "device_user", "platform", "send_start_s", "event_s", "detail", "hop", "reason"],
+            ["outcome", "send", "send_kind", "sender", "recipient", "device", "device_user", "platform", "send_start_s", "event_s", "detail", "hop", "reason", "trace_id"],
             kept.map { i in
                 [
                     i.outcome, i.send.map(String.init) ?? "", i.sendKind ?? "", i.sender ?? "", i.recipient ?? "", i.device.map(String.init) ?? "",
                     i.deviceUser ?? "", i.platform ?? "", i.sendStartSecond.map(format) ?? "", i.eventSecond.map(format) ?? "", i.detail, i.hop ?? "",
-                    i.reason ?? "",
+                    i.reason ?? "", r.traceID(of: i) ?? "",
                 ]
             }
         )

@@ -22,6 +22,11 @@ extension CapacityStep {
         }
         var errors: [String: Int] = [:]
         for row in result.errors { errors[row.errorClass] = row.count }
+        var traces: [String: [String]] = [:]
+        for incident in result.incidents ?? [] {
+            guard let trace = result.traceID(of: incident), traces[incident.hop ?? "unknown", default: []].count < 3 else { continue }
+            traces[incident.hop ?? "unknown", default: []].append(trace)
+        }
         let ratio = { (part: Int) in counts.expected == 0 ? 0 : Double(part) / Double(counts.expected) }
         return CapacityStep(
             index: index, phase: phase.rawValue, load: load, verdict: verdict.rawValue, breaches: window?.breaches ?? [],
@@ -29,7 +34,8 @@ extension CapacityStep {
             devices: result.devices.ready, deliveryP50Ms: ms(MetricName.delivery, 50), deliveryP99Ms: ms(MetricName.delivery, 99),
             sendP99Ms: ms(MetricName.send, 99), lostRatio: ratio(counts.lost), lateRatio: ratio(counts.late), expected: counts.expected,
             lost: counts.lost, backlog: window?.backlog ?? [], hops: hops, why: Array((window?.hops ?? result.hops)?.why.prefix(10) ?? []),
-            errors: errors, fleetCPUCores: result.generator?.cpuCores, durationSeconds: result.info.durationSeconds, report: report
+            errors: errors, fleetCPUCores: result.generator?.cpuCores, durationSeconds: result.info.durationSeconds, report: report,
+            traces: traces.isEmpty ? nil : traces
         )
     }
 }
@@ -91,6 +97,15 @@ extension CapacityResult {
     static func brokeAt(_ steps: [CapacityStep], unit: String) -> BrokeAt? {
         let curve = curve(steps)
         guard let base = curve.first, let step = curve.first(where: { $0.verdict == "fail" }) else { return nil }
+        guard var broke = brokeAt(step, base: base, curve: curve, unit: unit) else { return nil }
+        if let traces = step.traces?[broke.hop], !traces.isEmpty {
+            broke.traces = traces
+            broke.sentence += "; traces of pairs that went wrong there: " + traces.joined(separator: ", ")
+        }
+        return broke
+    }
+
+    private static func brokeAt(_ step: CapacityStep, base: CapacityStep, curve: [CapacityStep], unit: String) -> BrokeAt? {
         var losses: [String: Int] = [:]
         for row in step.why where row.outcome == "lost" && row.hop != "unknown" { losses[row.hop, default: 0] += row.count }
         if let (hop, lost) = losses.max(by: { $0.value < $1.value }), Double(lost) >= 0.001 * Double(max(step.expected, 1)) {

@@ -103,8 +103,11 @@ public struct CapacityResult: Sendable, Codable {
         public var by: String
         public var load: Double
         public var sentence: String
+        /// Traces of pairs that went wrong at that hop at that load (``CapacityStep/traces``).
+        public var traces: [String]?
 
-        public init(hop: String, by: String, load: Double, sentence: String) {
+        public init(hop: String, by: String, load: Double, sentence: String, traces: [String]? = nil) {
+            self.traces = traces
             self.hop = hop
             self.by = by
             self.load = load
@@ -146,6 +149,9 @@ public struct CapacityStep: Sendable, Codable {
     public var durationSeconds: Double
     /// The step's own report folder, relative to the capacity report.
     public var report: String
+    /// Trace ids of the step's incidents by the hop they were put at (at most three each), when
+    /// its requests carried trace context: the traces to open for where it broke.
+    public var traces: [String: [String]]?
 
     public struct HopLatency: Sendable, Codable, Equatable {
         public var p50Ms: Double
@@ -161,8 +167,9 @@ public struct CapacityStep: Sendable, Codable {
         index: Int, phase: String, load: Double, verdict: String, breaches: [String], generatorLimits: [String], offeredRate: Double,
         throughput: Double, devices: Int, deliveryP50Ms: Double?, deliveryP99Ms: Double?, sendP99Ms: Double?, lostRatio: Double,
         lateRatio: Double, expected: Int, lost: Int, backlog: [Int], hops: [String: HopLatency], why: [RunResult.Why], errors: [String: Int],
-        fleetCPUCores: Double?, durationSeconds: Double, report: String
+        fleetCPUCores: Double?, durationSeconds: Double, report: String, traces: [String: [String]]? = nil
     ) {
+        self.traces = traces
         self.index = index
         self.phase = phase
         self.load = load

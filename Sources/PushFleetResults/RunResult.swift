@@ -28,6 +28,11 @@ public struct RunResult: Sendable, Codable {
         /// Seconds from the run's start when traffic began and ended.
         public var trafficStartSecond: Double
         public var trafficEndSecond: Double
+        /// Whether the run's requests carried W3C `traceparent` (a send's trace id derives from
+        /// the run id and the send id: ``TraceIdentity/send(run:id:)``). Nil in older run.json.
+        public var traceContext: Bool?
+        /// Where an incident's trace is shown, `{trace_id}` standing for its id (`--trace-url`).
+        public var traceURL: String?
 
         package init(
             tool: String,
@@ -282,6 +287,9 @@ public struct RunResult: Sendable, Codable {
     /// The first incidents of each outcome (see ``Incident``), and how many there were in all.
     public var incidents: [Incident]?
     public var incidentTotals: [String: Int]?
+    /// Delivered pairs in the traces' sample (`tracing.sample`), at most ``sampledLimit``.
+    public var sampledDeliveries: [SampledDelivery]?
+    public static let sampledLimit = 1000
     /// Where the pushes went and why pairs were lost; nil in runs from before it was recorded.
     public var hops: Hops?
     /// Whether the generator kept up; nil in runs from before it was recorded.
@@ -340,6 +348,8 @@ public struct RunResult: Sendable, Codable {
         public var platform: String?
         /// Seconds from the run's start.
         public var sendStartSecond: Double?
+        /// When the send's answer came (nil in older run.json).
+        public var sendEndSecond: Double?
         public var eventSecond: Double?
         public var detail: String
         /// For a lost, late or unverified pair: the hop it went wrong at, and why
@@ -357,6 +367,7 @@ public struct RunResult: Sendable, Codable {
             deviceUser: String? = nil,
             platform: String? = nil,
             sendStartSecond: Double? = nil,
+            sendEndSecond: Double? = nil,
             eventSecond: Double? = nil,
             detail: String,
             hop: String? = nil,
@@ -373,6 +384,7 @@ public struct RunResult: Sendable, Codable {
             self.deviceUser = deviceUser
             self.platform = platform
             self.sendStartSecond = sendStartSecond
+            self.sendEndSecond = sendEndSecond
             self.eventSecond = eventSecond
             self.detail = detail
         }

@@ -7,6 +7,7 @@ public enum ScenarioLoader {
     static let topKeys = [
         "name", "seed", "target", "auth", "fleet", "lifecycle", "timeouts", "traffic", "deadline", "grace", "leak_probes",
         "horizon", "thresholds", "faults", "embedded", "rich_content", "quiet_period", "api", "capacity",
+        "tracing",
     ]
 
     /// Loads and validates a scenario file.
@@ -166,6 +167,10 @@ public enum ScenarioLoader {
         }
         if let node = top["embedded"] { readEmbedded(node, r, into: &scenario.embedded) }
         if let node = top["capacity"] { scenario.capacity = readCapacity(node, r) }
+        if let node = top["tracing"], let map = r.mapping(node, "tracing", allowed: ["propagate", "sample"]) {
+            if let value = map["propagate"], let propagate = r.bool(value, "tracing.propagate") { scenario.tracing.propagate = propagate }
+            if let value = map["sample"], let share = r.ratio(value, "tracing.sample") { scenario.tracing.sample = share }
+        }
         return scenario
     }
 }

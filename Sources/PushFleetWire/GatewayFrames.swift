@@ -48,6 +48,9 @@ public struct PushFrame: Codable, Sendable, Equatable {
     public var delay: Int64?
     /// A Web Push message's headers: what the browser needs to decrypt it, and how it was sent.
     public var webPush: WebPushHeaders?
+    /// The W3C `traceparent` the push's provider request carried: the device's part of the push
+    /// (its fetch) joins that trace. Not in any real provider's payload; the mock's own.
+    public var trace: String?
 
     public init(
         platform: Platform,

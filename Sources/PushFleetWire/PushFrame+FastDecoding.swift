@@ -16,13 +16,13 @@ extension PushFrame {
     }
 
     private enum Key: String, CaseIterable {
-        case type, platform, token, id, acceptedAt, pushType, body, bodyEncoding, stored, reason, push, writtenAt, hubAt, delay
+        case type, platform, token, id, acceptedAt, pushType, body, bodyEncoding, stored, reason, push, writtenAt, hubAt, delay, trace
     }
 
     private static func read(_ reader: inout StrictJSONReader) -> PushFrame? {
         var type: String?, platform: Platform?, token: String?, id: String?, acceptedAt: Int64?, pushType: String?, body: String?
         var stored: Bool?
-        var bodyEncoding: String??, reason: String??, push: UInt64??, writtenAt: Int64??, hubAt: Int64??, delay: Int64??
+        var bodyEncoding: String??, reason: String??, push: UInt64??, writtenAt: Int64??, hubAt: Int64??, delay: Int64??, trace: String??
         var seen = SeenKeys()
         let read: Void? = reader.object { reader, name in
             // Not a field of a frame: sure of it only if it is a plain value.
@@ -43,6 +43,7 @@ extension PushFrame {
             case .writtenAt: writtenAt = reader.optional { $0.integer() }; return writtenAt != nil
             case .hubAt: hubAt = reader.optional { $0.integer() }; return hubAt != nil
             case .delay: delay = reader.optional { $0.integer() }; return delay != nil
+            case .trace: trace = reader.optional { $0.string() }; return trace != nil
             }
             // A required field read as nil is one the reader was not sure of.
             switch key {
@@ -71,6 +72,7 @@ extension PushFrame {
         frame.writtenAt = writtenAt ?? nil
         frame.hubAt = hubAt ?? nil
         frame.delay = delay ?? nil
+        frame.trace = trace ?? nil
         return frame
     }
 }

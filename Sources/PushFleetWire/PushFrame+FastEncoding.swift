@@ -5,16 +5,29 @@ extension PushFrame {
     /// optionals left out, slashes unescaped), written in one pass: the gateway writes one per
     /// push, and `JSONEncoder`'s generic containers cost more than the rest of the write.
     public var encodedJSON: String {
-        var out = "{\"type\":" + JSONText.quoted(type)
-        out += ",\"platform\":" + JSONText.quoted(platform.rawValue)
-        out += ",\"token\":" + JSONText.quoted(token)
-        out += ",\"id\":" + JSONText.quoted(id)
+        var out = "{\"type\":"
+        out.reserveCapacity(160 + token.utf8.count + id.utf8.count + body.utf8.count)
+        JSONText.appendQuoted(type, to: &out)
+        out += ",\"platform\":"
+        JSONText.appendQuoted(platform.rawValue, to: &out)
+        out += ",\"token\":"
+        JSONText.appendQuoted(token, to: &out)
+        out += ",\"id\":"
+        JSONText.appendQuoted(id, to: &out)
         out += ",\"acceptedAt\":" + String(acceptedAt)
-        out += ",\"pushType\":" + JSONText.quoted(pushType)
-        out += ",\"body\":" + JSONText.quoted(body)
-        if let bodyEncoding { out += ",\"bodyEncoding\":" + JSONText.quoted(bodyEncoding) }
+        out += ",\"pushType\":"
+        JSONText.appendQuoted(pushType, to: &out)
+        out += ",\"body\":"
+        JSONText.appendQuoted(body, to: &out)
+        if let bodyEncoding {
+            out += ",\"bodyEncoding\":"
+            JSONText.appendQuoted(bodyEncoding, to: &out)
+        }
         out += stored ? ",\"stored\":true" : ",\"stored\":false"
-        if let reason { out += ",\"reason\":" + JSONText.quoted(reason) }
+        if let reason {
+            out += ",\"reason\":"
+            JSONText.appendQuoted(reason, to: &out)
+        }
         if let push { out += ",\"push\":" + String(push) }
         if let writtenAt { out += ",\"writtenAt\":" + String(writtenAt) }
         if let hubAt { out += ",\"hubAt\":" + String(hubAt) }
@@ -34,6 +47,10 @@ extension PushFrame {
             member("topic", webPush.topic)
             out += (first ? "\"" : ",\"") + "ttl\":" + String(webPush.ttl) + "}"
         }
+        if let trace {
+            out += ",\"trace\":"
+            JSONText.appendQuoted(trace, to: &out)
+        }
         return out + "}"
     }
 }
@@ -43,8 +60,12 @@ extension SendOutcome {
     /// one pass: the backend answers one per send.
     public var encodedJSON: String {
         var out = "{\"accepted\":" + String(accepted) + ",\"failed\":" + String(failed)
-        if let id { out += ",\"id\":" + JSONText.quoted(id) }
-        out += ",\"outcome\":" + JSONText.quoted(outcome.rawValue)
+        if let id {
+            out += ",\"id\":"
+            JSONText.appendQuoted(id, to: &out)
+        }
+        out += ",\"outcome\":"
+        JSONText.appendQuoted(outcome.rawValue, to: &out)
         return out + ",\"removed\":" + String(removed) + ",\"targets\":" + String(targets) + "}"
     }
 }

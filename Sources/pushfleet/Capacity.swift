@@ -7,6 +7,8 @@ import PushFleetLauncher
 import PushFleetReport
 import PushFleetResults
 import PushFleetScenario
+import PushFleetTraces
+import Synchronization
 
 struct Capacity: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -29,6 +31,7 @@ struct Capacity: AsyncParsableCommand {
     @Flag(help: "No progress line.") var quiet = false
     @Option(help: "The least capacity that passes: a rate such as 500/s (vary: rate) or a number of devices (vary: devices).")
     var require: String?
+    @OptionGroup(title: "Traces (every step's)") var traces: TraceOptions
 
     func run() async throws {
         let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed, hub: hub ? true : nil))
@@ -54,15 +57,28 @@ struct Capacity: AsyncParsableCommand {
         let progress = ProgressLine(enabled: !quiet)
         var logger = Logger(label: "pushfleet.capacity")
         logger.logLevel = .warning
-        let options = FleetRunner.Options(provenance: source.provenance, logger: logger) { line in progress.show(line) }
+        var options = FleetRunner.Options(provenance: source.provenance, logger: logger) { line in progress.show(line) }
+        let exporting = try? traces.configuration()
+        // One ring for every step's backend spans: the search's last steps are the ones kept.
+        let tracing = loaded.tracing
+        options.backendSpans = exporting == nil ? nil : SpanRecorder(keeping: { tracing.samples($0) })
         var runner = CapacityRunner(scenario: loaded, options: options)
-        runner.writeStep = { result, folder in try ReportWriter.write(result, to: (directory as NSString).appendingPathComponent(folder)) }
+        let traceURL = traces.traceUrl
+        // Each step's traces, built as it is written, exported together once the search ends.
+        let stepTraces = Mutex<[RunTraces.Built?]>([])
+        runner.writeStep = { result, folder in
+            var result = result
+            result.info.traceURL = traceURL
+            try ReportWriter.write(result, to: (directory as NSString).appendingPathComponent(folder))
+            if exporting != nil { stepTraces.withLock { $0.append(RunTraces.build(result)) } }
+        }
         runner.stepDone = { line in
             progress.finish()
             FileHandleOutput.standardOutput(line)
         }
         let result = try await runner.run(required: required, stop: stop)
         progress.finish()
+        await TraceExport.export(stepTraces.withLock { $0 }, version: PushFleet.version, to: exporting, backend: options.backendSpans)
         do {
             for file in try CapacityReport.render(result) {
                 let path = (directory as NSString).appendingPathComponent(file.name)

@@ -22,6 +22,7 @@ struct Merge: AsyncParsableCommand {
     @Argument(help: "The run's folder, or shard folders (shard-I-of-K).") var folders: [String]
     @Option(help: "Write the merged reports here (a new folder).") var out: String
     @Option(help: "Wait up to this long for every shard to finish (a merge Job started beside the shards).") var wait: String?
+    @OptionGroup(title: "Traces") var traces: TraceOptions
 
     func validate() throws {
         if folders.isEmpty { throw ValidationError("give the run's folder or its shard folders") }
@@ -35,13 +36,14 @@ struct Merge: AsyncParsableCommand {
     func run() async throws {
         try ReportWriter.prepareOrRefuse(out)
         if let wait { try await Self.waitForShards(folders, wait: try DurationText.parse(wait), as: wait) }
-        let result = try Self.merge(folders, out: out)
+        let result = try Self.merge(folders, out: out, traceURL: traces.traceUrl)
+        await TraceExport.export(result, options: traces)
         FileHandleOutput.standardOutput("reports: \(out)")
         try Self.exit(for: result)
     }
 
     /// Merges and writes the reports; prints the summary and a line per shard.
-    static func merge(_ folders: [String], out: String) throws -> RunResult {
+    static func merge(_ folders: [String], out: String, traceURL: String? = nil) throws -> RunResult {
         let began = ContinuousClock.now
         let loaded: [ShardMerge.Loaded]
         let scenario: Scenario
@@ -63,11 +65,12 @@ struct Merge: AsyncParsableCommand {
             FileHandleOutput.standardError("the shards' scenario (\(manifest.scenarioFile), as recorded in shard.json) does not load here:\n\(error)")
             throw ExitCode(ExitStatus.invalidInput)
         }
-        let (result, lines): (RunResult, [ShardMerge.ShardLine])
+        var (result, lines): (RunResult, [ShardMerge.ShardLine])
         do { (result, lines) = try ShardMerge.merge(loaded, scenario: scenario, version: PushFleet.version) } catch {
             FileHandleOutput.standardError("\(error)")
             throw ExitCode(ExitStatus.invalidInput)
         }
+        result.info.traceURL = traceURL
         do { try ReportWriter.write(result, to: out) } catch {
             FileHandleOutput.standardOutput(SummaryTable.render(result))
             FileHandleOutput.standardError("\(error)")

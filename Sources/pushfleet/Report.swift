@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushFleetCore
 import PushFleetLauncher
 import PushFleetReport
 import PushFleetResults
@@ -8,6 +9,11 @@ struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Re-render every report file of a run folder from its run.json.")
 
     @Argument(help: "A run's report folder.") var directory: String
+    @Option(help: "Link each incident's trace: a URL with {trace_id} in it (http://jaeger:16686/trace/{trace_id}).") var traceUrl: String?
+
+    func validate() throws {
+        if let traceUrl, let problem = TraceURL.check(traceUrl) { throw ValidationError("--trace-url \(problem)") }
+    }
 
     func run() throws {
         let path = (directory as NSString).appendingPathComponent("run.json")
@@ -15,11 +21,12 @@ struct Report: ParsableCommand {
             FileHandleOutput.standardError("no run.json in \(directory)")
             throw ExitCode(ExitStatus.invalidInput)
         }
-        let result: RunResult
+        var result: RunResult
         do { result = try ReportFiles.decodeRunJSON(data) } catch {
             FileHandleOutput.standardError("\(path) is not a pushfleet run.json: \(error)")
             throw ExitCode(ExitStatus.invalidInput)
         }
+        if let traceUrl { result.info.traceURL = traceUrl }
         try ReportWriter.write(result, to: directory)
         FileHandleOutput.standardOutput("re-rendered: \(directory)")
     }

@@ -29,6 +29,7 @@ struct Run: AsyncParsableCommand {
     var hub = false
     @Flag(help: "No progress line.") var quiet = false
     @Option(help: "Serve live Prometheus metrics at http://HOST:PORT/metrics while the run lasts.") var metricsListen: String?
+    @OptionGroup(title: "Traces") var traces: TraceOptions
     @OptionGroup(title: "Shards and target") var shardFlags: ShardFlags
 
     func validate() throws {
@@ -73,11 +74,15 @@ struct Run: AsyncParsableCommand {
         }
         let live = metricsListen.map { _ in LiveMetrics() }
         options.metrics = live
+        let exporting = (try? traces.configuration()) != nil
+        let tracing = loaded.tracing
+        options.backendSpans = exporting ? SpanRecorder(keeping: { tracing.samples($0) }) : nil
         let runner = FleetRunner(scenario: loaded, plan: plan, options: options)
         // The run and its reports; with --metrics-listen, scrapers get the final values until
         // the reports are written.
         let play: @Sendable () async throws -> RunResult = {
-            let result = try await runner.run(stop: stop)
+            var result = try await runner.run(stop: stop)
+            result.info.traceURL = traces.traceUrl
             progress.finish()
             do { try ReportWriter.write(result, to: directory) } catch {
                 FileHandleOutput.standardOutput(SummaryTable.render(result))
@@ -103,6 +108,7 @@ struct Run: AsyncParsableCommand {
         } else {
             result = try await play()
         }
+        await TraceExport.export(result, options: traces, backend: options.backendSpans)
         FileHandleOutput.standardOutput(SummaryTable.render(result))
         if let note = Self.deviceCapNote(result) { FileHandleOutput.standardOutput(note) }
         FileHandleOutput.standardOutput("reports: \(directory)")

@@ -30,6 +30,7 @@ struct Shards: AsyncParsableCommand {
     @Option(help: "The push service that goes with --backend.") var pushService: String?
     @Flag(help: "Also play the scenario as one process and compare the two results.") var compare = false
     @Flag(help: "No progress lines from the shards.") var quiet = false
+    @OptionGroup(title: "Traces (of the merged run)") var traces: TraceOptions
 
     func validate() throws {
         guard (2...64).contains(local) else { throw ValidationError("--local \(local): give 2–64 shards") }
@@ -112,7 +113,8 @@ struct Shards: AsyncParsableCommand {
         }
         FileHandleOutput.standardOutput(String(format: "shards done in %.1f s; merging", shardSeconds))
         let merged = (folder as NSString).appendingPathComponent("merged")
-        let result = try Merge.merge([folder], out: merged)
+        let result = try Merge.merge([folder], out: merged, traceURL: traces.traceUrl)
+        await TraceExport.export(result, options: traces)
         FileHandleOutput.standardOutput("reports: \(merged)")
         if compare {
             try await compareWithSingle(result, folder: folder, executable: executable, common: common, loaded: loaded)

@@ -5,13 +5,20 @@ import Darwin
 #endif
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import PushFleetMetrics
 import PushFleetServerSupport
 
 CHeap.configureForLongRuns(cores: ProcessInfo.processInfo.activeProcessorCount)
 LoggingSystem.bootstrap { StderrLogHandler(label: $0) }
 
-// Swift's global executor stays the default cooperative pool: putting it on NIO's event loops
-// made requests ~25% cheaper in `bench http`, but with the embedded servers in the same process
-// the event loops starved under a 30,000-device ramp (see docs/performance.md).
+// Swift's global executor is the default cooperative pool, except in `serve`: there every task
+// runs on NIO's event loops, which saves the hand-offs between the pool's threads and the loops
+// (~10% of the servers' CPU per secure push, `bench delivery`). Where the fleet runs, the
+// embedded servers' loops starved under a 30,000-device ramp with it (docs/performance.md). It
+// has to be decided before the first task starts, hence the look at the arguments.
+if CommandLine.arguments.dropFirst().first == "serve" {
+    _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+}
 exit(await CommandRunner.run())

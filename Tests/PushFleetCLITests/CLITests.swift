@@ -136,6 +136,15 @@ struct CLITests {
         #expect(validate.output.contains("bad.yaml:2:17: fleet.users: must be between 1 and 10000000, got 0"))
         #expect(try await Self.run(["run", "bad.yaml"], in: directory).status == 2)
         #expect(try await Self.run(["run", "missing.yaml"], in: directory).status == 2)
+        // Trace settings are checked before anything runs.
+        let otlp = try await Self.run(["run", "bad.yaml", "--otlp-endpoint", "collector:4318"], in: directory)
+        #expect(otlp.status == 2 && otlp.output.contains("--otlp-endpoint must be an http:// or https:// URL"), "\(otlp.output)")
+        let link = try await Self.run(["run", "bad.yaml", "--trace-url", "http://jaeger/trace/"], in: directory)
+        #expect(link.status == 2 && link.output.contains("--trace-url must contain {trace_id}"), "\(link.output)")
+        for command in [["capacity", "bad.yaml"], ["shards", "bad.yaml", "--local", "2"], ["merge", "bad", "--out", "merged"]] {
+            let flagged = try await Self.run(command + ["--otlp-endpoint", "ftp://c"], in: directory)
+            #expect(flagged.status == 2 && flagged.output.contains("--otlp-endpoint must be an http:// or https:// URL"), "\(command): \(flagged.output)")
+        }
         #expect(try await Self.run(["serve", "--backend-listen", "nowhere"], in: directory).status == 2)
         // An open admin API only where nobody else can reach it; limits in range.
         let open = try await Self.run(["serve", "--pns-listen", "0.0.0.0:0", "--admin-auth", "off"], in: directory)

@@ -82,6 +82,7 @@ struct PushFrameFastDecodingTests {
         if rng.next() % 3 == 0 { frame.hubAt = Int64(rng.next() % 1_000_000) }
         if rng.next() % 3 == 0 { frame.delay = -Int64(rng.next() % 1_000) }
         if rng.next() % 5 == 0 { frame.webPush = WebPushHeaders(contentEncoding: "aes128gcm", ttl: 60) }
+        if rng.next() % 3 == 0 { frame.trace = TraceIdentity.send(run: randomString(&rng), id: Int(rng.next() % 1000)).traceparent }
         return frame
     }
 

@@ -29,6 +29,7 @@ struct PushReportFastDecodingTests {
         }
         if rng.next() % 4 == 0 { hop.delay = Int64(rng.next() % 1_000_000) }
         if rng.next() % 3 == 0 { hop.then = Int64(bitPattern: rng.next()) }
+        if rng.next() % 4 == 0 { hop.trace = TraceIdentity.send(run: randomString(&rng), id: Int(rng.next() % 1000)).traceparent }
         return hop
     }
 

@@ -130,6 +130,17 @@ struct ScenarioValidationTests {
         #expect(message == "test.yaml:4:3: fleet.devices_per_usr: unknown key 'devices_per_usr' (did you mean 'devices_per_user'?)")
     }
 
+    @Test("tracing: its keys, a bool and a share, each refused with its place when wrong")
+    func tracing() throws {
+        #expect(try only(Self.valid + "\ntracing: { sample: 150% }").contains("tracing.sample: '150%' is not a percentage between 0% and 100%"))
+        #expect(try only(Self.valid + "\ntracing: { propagate: sometimes }").contains("tracing.propagate"))
+        #expect(try only(Self.valid + "\ntracing: { sampel: 1% }").contains("unknown key 'sampel'"))
+        #expect(try only(Self.valid + "\ntracing: on").contains("tracing"))
+        let set = try ScenarioLoader.parse(Self.valid + "\ntracing: { propagate: false, sample: 5% }", file: "ok.yaml")
+        #expect(set.tracing == Scenario.Tracing(propagate: false, sample: 0.05))
+        #expect(try ScenarioLoader.parse(Self.valid, file: "ok.yaml").tracing == Scenario.Tracing())
+    }
+
     @Test("wrong types and out-of-range values")
     func types() throws {
         #expect(try only(Self.valid.replacingOccurrences(of: "users: 10", with: "users: many")) == "test.yaml:3:10: fleet.users: expected a whole number")

@@ -57,8 +57,17 @@ struct HopTests {
         let incidents = try #require(result.incidents).filter { $0.outcome == "lost" }
         #expect(!incidents.isEmpty && incidents.allSatisfy { $0.hop == "push_service" && $0.reason?.hasPrefix("refused 40") == true })
         let csv = String(decoding: try #require(try ReportFiles.render(result).first { $0.name == "incidents.csv" }).data, as: UTF8.self)
-        #expect(csv.hasPrefix("outcome,send,send_kind,sender,recipient,device,device_user,platform,send_start_s,event_s,detail,hop,reason\n"))
-        #expect(csv.contains(",push_service,refused 403 InvalidProviderToken"))
+        #expect(csv.hasPrefix("outcome,send,send_kind,sender,recipient,device,device_user,platform,send_start_s,event_s,detail,hop,reason,trace_id\n"))
+        #expect(csv.contains(",push_service,refused 403 InvalidProviderToken,"))
+        // Each row names its send's trace, the one its request carried.
+        let run = try #require(result.info.runID)
+        #expect(result.info.traceContext == true)
+        for incident in incidents {
+            let id = try #require(incident.send)
+            let trace = TraceIdentity.send(run: run, id: id).traceID
+            #expect(result.traceID(of: incident) == trace)
+            #expect(csv.contains(",\(trace)\n"), "\(trace)")
+        }
         for (platform, funnel) in hops.funnel {
             #expect(funnel.handed == funnel.expected && funnel.accepted == 0 && funnel.received == 0, "\(platform): \(funnel)")
         }

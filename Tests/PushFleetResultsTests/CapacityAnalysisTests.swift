@@ -100,6 +100,28 @@ struct CapacityAnalysisTests {
         #expect(broke.sentence.contains("it had grown from 200 sends/s on"), "\(broke.sentence)")
     }
 
+    @Test("where it broke names traces of pairs that went wrong at that hop at that load, and only those")
+    func brokeWithTraces() throws {
+        let search = Self.search()
+        let firstFail = try #require(search.firstFail)
+        let why: (Double, Bool) -> [RunResult.Why] = { load, _ in load == firstFail ? [Self.lost("backend", 3, status: 503)] : [] }
+        var steps = Self.steps(search, hops: Self.pushServiceJumps, why: why)
+        for index in steps.indices {
+            steps[index].traces = ["backend": ["\(index)a", "\(index)b"], "push_service": ["\(index)p"]]
+        }
+        var result = Self.result(steps)
+        result.analyse(search, outcome: .found)
+        let broke = try #require(result.brokeAt)
+        let candidates = steps.filter { $0.load == firstFail && $0.verdict == "fail" }.compactMap { $0.traces?["backend"] }
+        let traces = try #require(broke.traces)
+        #expect(broke.hop == "backend" && candidates.contains(traces), "\(traces) of \(candidates)")
+        #expect(broke.sentence.hasSuffix("; traces of pairs that went wrong there: " + traces.joined(separator: ", ")), "\(broke.sentence)")
+
+        var untraced = Self.result(Self.steps(search, hops: Self.pushServiceJumps, why: why))
+        untraced.analyse(search, outcome: .found)
+        #expect(untraced.brokeAt?.traces == nil && untraced.brokeAt?.sentence.contains("traces") == false)
+    }
+
     @Test("losses of a thousandth of the pairs at a hop, at the first failing load, are where it broke")
     func brokeByLosses() throws {
         let search = Self.search()

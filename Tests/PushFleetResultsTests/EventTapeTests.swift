@@ -29,6 +29,9 @@ struct EventTapeTests {
         unanswered.succeeded = false
         send.platforms = [.fcm, .apns]
         let path = DeliveryLedger.PushPath(hubAt: o + 100, acceptedAt: o + 200, writtenAt: o + 300, held: true, delayed: false, receivedAt: o + 400)
+        let traced = DeliveryLedger.PushPath(
+            acceptedAt: o + 200, writtenAt: nil, delayed: true, receivedAt: o + 404, context: TraceIdentity(high: 1, low: UInt64.max, span: 0xABCD)
+        )
         let hop = PushHop(
             push: 42, step: .accepted, at: o + 150, platform: "apns", token: "tok-b", pushType: "alert", body: "{\"aps\":{}}", base64: false,
             hubAt: o + 120, status: nil, reason: nil, delay: nil, then: o + 160
@@ -49,6 +52,7 @@ struct EventTapeTests {
             .receipt(.init(device: 2, attribution: .otherRun, time: o + 401), push: nil),
             .receipt(.init(device: 3, attribution: .content("c-9"), time: o + 402, content: .failed(reason: "status_404")), push: 9),
             .receipt(.init(device: 0, attribution: .unattributable, time: o + 403), push: UInt64.max),
+            .receipt(.init(device: 1, attribution: .send(8), time: o + 404, path: traced), push: 45),
             .pushReport(PushReport(hops: [hop, refused], hub: [HubNote(at: o + 99, body: "{}", format: "apple", targets: 3)], lost: 4)),
             .pushReport(PushReport(hops: [hop], hub: nil, lost: nil)),
             .pushReport(PushReport(hops: [], hub: [], lost: 0)),

@@ -169,7 +169,9 @@ struct DeviceCapTests {
             let second = try await TestDevice.connect(pushService: system.pushService, platform: .fcm)
             let answer = try await RawSocket.exchange(
                 port: Self.port(system.pushService),
-                "GET /gateway HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                "GET /gateway HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                // The refusal closes the connection: the wait only bounds a hang on a loaded machine.
+                waitFor: .seconds(60)
             )
             #expect(answer.response.hasPrefix("HTTP/1.1 503") && answer.response.contains(#""cap":2"#), "\(answer.response.prefix(80))")
             // A request that is no upgrade is never counted: health and a bad device path answer as before.

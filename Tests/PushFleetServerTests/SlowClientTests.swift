@@ -70,7 +70,7 @@ struct SlowClientTests {
                     // before the 30 s trickle ends, however loaded the machine.
                     #expect((outcome.closedAfter ?? 99) < 25, "\(base) trickle held for \(String(describing: outcome.closedAfter)) s")
                     // Its route may have answered before reading the body; else 408, or 503 when closed for room.
-                    let answers = base == system.pushService ? ["HTTP/1.1 408", "HTTP/1.1 503"] : ["HTTP/1.1 404", "HTTP/1.1 503"]
+                    let answers = base == system.pushService ? ["HTTP/1.1 408", "HTTP/1.1 503"] : ["HTTP/1.1 404", "HTTP/1.1 408", "HTTP/1.1 503"]
                     #expect(answers.contains { outcome.text.hasPrefix($0) }, "\(base) trickle: \(outcome.text.prefix(40))")
                 }
             }

@@ -170,9 +170,10 @@ struct StoreFailureTests {
         configuration.backend.storeDeadline = .seconds(10)
         do {
             try await TestSystem.run(configuration) { (system: TestSystem) async throws in
-                #expect(try await Self.createRegistration(system.backend, "bob").status == 200)
+                // The store opens on first use, within its 30 s deadline for a starting server.
+                #expect(try await Self.createRegistration(system.backend, "bob", timeout: .seconds(60)).status == 200)
                 await server.stop()
-                let refused = try await Self.createRegistration(system.backend, "bob")
+                let refused = try await Self.createRegistration(system.backend, "bob", timeout: .seconds(60))
                 #expect(refused.status == 503, "\(refused.text)")
                 #expect(try Self.errorObject(refused)["reason"] as? String == "store_unreachable", "\(refused.text)")
                 #expect(try await system.backendStats().storeUnreachable == 1)
@@ -195,7 +196,8 @@ struct StoreFailureTests {
         }
         // A unit of work that ignores cancellation and never ends: nil at the deadline.
         let hung = try await PostgresExecutor.first(within: .milliseconds(50)) { () async -> Int in
-            await withCheckedContinuation { (_: CheckedContinuation<Void, Never>) in }
+            // Unsafe: a checked continuation never resumed is reported as misuse once it is freed.
+            await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in }
             return 1
         }
         #expect(hung == nil)
@@ -213,8 +215,8 @@ struct StoreFailureTests {
         return directory
     }
 
-    static func createRegistration(_ backend: String, _ user: String) async throws -> TestResponse {
-        try await TestHTTP.request(.POST, "\(backend)/api/register", auth: .user(user))
+    static func createRegistration(_ backend: String, _ user: String, timeout: Duration = .seconds(20)) async throws -> TestResponse {
+        try await TestHTTP.request(.POST, "\(backend)/api/register", auth: .user(user), timeout: timeout)
     }
 
     /// The `error` object of an error answer.

@@ -76,7 +76,7 @@ package final class FaultyBackend: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(body)
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(20))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
         return (Int(response.status.code), try await response.body.collect(upTo: 8 << 20))
     }
 

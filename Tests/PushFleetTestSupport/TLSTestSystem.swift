@@ -88,7 +88,7 @@ extension HTTPClient {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await execute(request, timeout: .seconds(20))
+        let response = try await execute(request, timeout: .seconds(60))
         let bytes = try await response.body.collect(upTo: 1 << 20)
         return (Int(response.status.code), response.version, response.headers, String(buffer: bytes))
     }

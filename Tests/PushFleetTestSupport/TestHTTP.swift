@@ -40,7 +40,8 @@ package enum TestHTTP {
         _ url: String,
         auth: TestAuth? = nil,
         body: Data? = nil,
-        headers: [(String, String)] = []
+        headers: [(String, String)] = [],
+        timeout: Duration = .seconds(60)
     ) async throws -> TestResponse {
         var request = HTTPClientRequest(url: url)
         request.method = method
@@ -52,7 +53,7 @@ package enum TestHTTP {
             }
             request.body = .bytes(ByteBuffer(bytes: body))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(20))
+        let response = try await HTTPClient.shared.execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
         let buffer = try await response.body.collect(upTo: 16 * 1024 * 1024)
         return TestResponse(status: Int(response.status.code), headers: response.headers, body: Data(buffer.readableBytesView))
     }

@@ -14,6 +14,18 @@ package struct TestSystem: Sendable {
     /// The push service's admin token.
     package let adminToken: String?
 
+    /// Calls to a backend and push service started otherwise (a backend of the test's own).
+    package init(backend: String, pushService: String) {
+        self.init(backend: backend, pushService: pushService, pushServiceHTTP2: nil, adminToken: nil)
+    }
+
+    private init(backend: String, pushService: String, pushServiceHTTP2: String?, adminToken: String?) {
+        self.backend = backend
+        self.pushService = pushService
+        self.pushServiceHTTP2 = pushServiceHTTP2
+        self.adminToken = adminToken
+    }
+
     package static func run<T: Sendable>(
         _ configuration: EmbeddedSystem.Configuration = .init(),
         shutdownWithin: Duration = .seconds(5),

@@ -122,9 +122,16 @@ public enum JSONText {
         "\"" + escape(text) + "\""
     }
 
+    /// `quoted(text)` appended to `out` without the intermediate strings.
+    public static func appendQuoted(_ text: String, to out: inout String) {
+        out += "\""
+        out += escape(text)
+        out += "\""
+    }
+
     public static func escape(_ text: String) -> String {
         // The common case (names, tokens, nonces) needs nothing.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) { return text }
+        if isPlain(text) { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count + 8)
         for scalar in text.unicodeScalars {
@@ -141,5 +148,17 @@ public enum JSONText {
             }
         }
         return out
+    }
+
+    /// Whether `text` needs no escaping, read over its contiguous bytes when it has them: the
+    /// servers escape every string of every push's frame and report, and the sequence's
+    /// iterator cost more than the check.
+    static func isPlain(_ text: String) -> Bool {
+        func plain(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            return true
+        }
+        if let verdict = text.utf8.withContiguousStorageIfAvailable(plain) { return verdict }
+        return !text.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
     }
 }

@@ -1,0 +1,166 @@
+import Foundation
+import Logging
+import NIOHTTP1
+import PushFleetHub
+import PushFleetServerSupport
+import PushFleetTestSupport
+import PushFleetCore
+import PushFleetWire
+import Testing
+
+@testable import PushFleetBackend
+
+/// The reference backend hands the trace context a send came with to the push service, with
+/// every push the send makes, as an instrumented backend's HTTP client does.
+@Suite("Trace context through the reference backend")
+struct TracePropagationTests {
+    @Test("a send's traceparent and tracestate reach the push service on its push; a send without one, or with a malformed one, carries none")
+    func forwarded() async throws {
+        try await Self.withBackend(BackendConfiguration()) { calls, proxy, device in
+            let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+            let sends: [[(String, String)]] = [
+                [("traceparent", parent), ("tracestate", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")],
+                [],
+                [("traceparent", "00-0AF7651916CD43DD8448EB211C80319C-B7AD6B7169203331-01")],
+                [("traceparent", "00-00000000000000000000000000000000-b7ad6b7169203331-01")],
+            ]
+            for headers in sends {
+                let answer = try await TestHTTP.request(
+                    .POST, "\(calls.backend)/api/notifications?pns=apns&to_tag=alice", auth: .user("bob"), body: Data("\"hi\"".utf8),
+                    headers: headers + [("Content-Type", "application/json")]
+                )
+                #expect(answer.status == 200, "\(answer)")
+            }
+            let pushes = proxy.requests.filter { $0.path.hasPrefix("/3/device/") }
+            try #require(pushes.count == 4, "\(proxy.requests.map(\.path))")
+            #expect(pushes[0].headers["traceparent"] == parent)
+            #expect(pushes[0].headers["tracestate"] == "congo=t61rcWkgMzE, rojo=00f067aa0ba902b7")
+            for push in pushes.dropFirst() {
+                #expect(push.headers["traceparent"] == nil && push.headers["tracestate"] == nil, "\(push.headers)")
+            }
+            // The push service hands the context to the device with the push, and only a well-formed one.
+            let frames = try await device.waitForPushes(4)
+            #expect(frames.map(\.trace) == [parent, nil, nil, nil], "\(frames.map(\.trace))")
+        }
+    }
+
+    /// A reference backend configured so, sending through a proxy that records its requests to
+    /// the push service, and a device of alice's connected and registered.
+    static func withBackend(
+        _ configuration: BackendConfiguration, _ body: @escaping @Sendable (TestSystem, RecordingProxy, TestDevice) async throws -> Void
+    ) async throws {
+        try await TestSystem.run { system in
+            var logger = Logger(label: "trace-propagation")
+            logger.logLevel = .critical
+            let proxy = RecordingProxy(upstream: system.pushService)
+            let backend = ReferenceBackend(configuration: configuration, pushServiceURL: { try await proxy.bound.value().httpURL })
+            try await withServices([proxy.makeService(logger: logger), backend.makeService(logger: logger)], logger: logger) {
+                let calls = TestSystem(backend: try await backend.bound.value().httpURL, pushService: system.pushService)
+                let device = try await calls.device("alice", .apns)
+                defer { device.close() }
+                try await body(calls, proxy, device)
+            }
+        }
+    }
+
+    @Test("a backend recording spans: a server span under the caller's, its store calls and a client span per push under that, each push carrying its client span's id; an unsampled caller, or none, records nothing")
+    func recordsItsSpans() async throws {
+        let spans = SpanRecorder(capacity: 100)
+        var configuration = BackendConfiguration()
+        configuration.spans = spans
+        try await Self.withBackend(configuration) { calls, proxy, device in
+            let caller = TraceIdentity.send(run: "rspans001", id: 4)
+            let unsampled = String(TraceIdentity.send(run: "rspans001", id: 5).traceparent.dropLast(2)) + "00"
+            let hostile = [caller.traceparent.uppercased(), "00-00000000000000000000000000000000-b7ad6b7169203331-01", String(repeating: "a", count: 8_000)]
+            for headers in [[("traceparent", caller.traceparent)], [("traceparent", unsampled)], []] + hostile.map({ [("traceparent", $0)] }) {
+                let answer = try await TestHTTP.request(
+                    .POST, "\(calls.backend)/api/notifications/secure?to_tag=alice", auth: .user("bob"), body: Data("\"hi\"".utf8),
+                    headers: headers + [("Content-Type", "application/json")]
+                )
+                #expect(answer.status == 200, "\(answer)")
+            }
+            let recorded = spans.spans(ofTraces: [caller.traceID]).spans
+            let server = try #require(recorded.first { $0.kind == .server }, "\(recorded.map(\.name))")
+            #expect(server.parent == caller.span && server.name == "POST" && server.identity.traceID == caller.traceID)
+            #expect(server.attributes.contains { $0.0 == "url.path" && $0.1 == .string("/api/notifications/secure") })
+            #expect(server.attributes.contains { $0.0 == "http.response.status_code" && $0.1 == .int(200) })
+            let children = recorded.filter { $0.parent == server.identity.span }
+            #expect(Set(children.map(\.name)) == ["store read", "store write", "POST"], "\(children.map(\.name))")
+            let client = try #require(children.first { $0.kind == .client })
+            #expect(client.start >= server.start && client.end <= server.end)
+            #expect(client.attributes.contains { $0.0 == "http.response.status_code" && $0.1 == .int(200) })
+            // The push went out under the client span's id, and the device was handed it.
+            let pushes = proxy.requests.filter { $0.path.hasPrefix("/3/device/") }
+            try #require(pushes.count == 6, "\(proxy.requests.map(\.path))")
+            #expect(pushes[0].headers["traceparent"] == client.identity.traceparent)
+            #expect(pushes[1].headers["traceparent"] == unsampled && pushes[2...].allSatisfy { $0.headers["traceparent"] == nil })
+            let frames = try await device.waitForPushes(6)
+            #expect(frames.first?.trace == client.identity.traceparent)
+            // Only the sampled send recorded: its server span and the spans under it; a hostile
+            // traceparent records nothing (and the uppercase copy of the caller's is not its trace).
+            #expect(recorded.count == 1 + children.count)
+            #expect(spans.spans(ofTraces: [caller.traceID]).spans.count == recorded.count)
+            #expect(spans.spans(ofTraces: [TraceIdentity.send(run: "rspans001", id: 5).traceID]).spans.isEmpty)
+        }
+    }
+
+    @Test("the span recorder keeps its last spans, gives a trace's in order and counts what it overwrote")
+    func recorderIsBounded() {
+        let spans = SpanRecorder(capacity: 3)
+        let traces = (0..<5).map { TraceIdentity.send(run: "rring0001", id: $0) }
+        for (number, trace) in traces.enumerated() {
+            spans.record(TraceSpan(identity: trace, parent: nil, name: "s\(number)", kind: .server, start: UInt64(number), end: UInt64(number)))
+        }
+        let held = spans.spans(ofTraces: Set(traces.map(\.traceID)))
+        #expect(held.spans.map(\.name) == ["s2", "s3", "s4"] && held.overwritten == 2)
+        #expect(spans.spans(ofTraces: [traces[0].traceID, traces[3].traceID]).spans.map(\.name) == ["s3"])
+        #expect(spans.nextSalt() != spans.nextSalt())
+        // The sample's traces are kept apart from the ring, up to their own bound.
+        let keeping = SpanRecorder(capacity: 2, keeping: { $0 == traces[0] || $0 == traces[1] }, keptCapacity: 1)
+        for (number, trace) in traces.enumerated() {
+            keeping.record(TraceSpan(identity: trace, parent: nil, name: "s\(number)", kind: .server, start: UInt64(number), end: UInt64(number)))
+        }
+        #expect(keeping.spans(ofTraces: Set(traces.map(\.traceID))).spans.map(\.name) == ["s0", "s3", "s4"])
+    }
+
+    @Test("a send through the notification hub hands its traceparent on with each push it makes, to the device")
+    func throughTheHub() async throws {
+        let settings = NotificationHub.Settings(namespace: "traced", hubName: "hub")
+        try await TestSystem.run(.withHub(settings)) { system in
+            let sdk = DotNetHubWire(base: system.pushService, settings: settings)
+            let device = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
+            defer { device.close() }
+            _ = try await HubFanOutTests.register(sdk, device, tags: ["traced"])
+            let parent = TraceIdentity.send(run: "rhub0001", id: 7).traceparent
+            for headers in [[("traceparent", parent)], []] {
+                let response = try await sdk.request(
+                    .POST, "messages", body: Data(#"{"aps":{"alert":"hi"}}"#.utf8),
+                    headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-Tags", "traced")] + headers
+                )
+                #expect(response.status == 201, "\(response.text)")
+            }
+            let frames = try await device.waitForPushes(2)
+            #expect(Set(frames.map(\.trace)) == [parent, nil], "\(frames.map(\.trace))")
+        }
+    }
+
+    @Test("the push service keeps only a well-formed traceparent a provider request brings; a hostile one reaches no device")
+    func pushServiceReadsStrictly() async throws {
+        try await TestSystem.run { system in
+            let device = try await TestDevice.connect(pushService: system.pushService, platform: .apns)
+            defer { device.close() }
+            let token = try #require(device.address?.token)
+            let good = TraceIdentity.send(run: "rstrict01", id: 3).traceparent
+            let hostile = [
+                good.uppercased(), good + "-", "00-00000000000000000000000000000000-b7ad6b7169203331-01", String(repeating: "a", count: 8_000),
+                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0\u{e9}", "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            ]
+            for parent in [good] + hostile {
+                let answer = try await system.apnsPush(token: token, headers: [("traceparent", parent)])
+                #expect(answer.status == 200, "\(answer)")
+            }
+            let frames = try await device.waitForPushes(hostile.count + 1)
+            #expect(frames.map(\.trace) == [good] + Array(repeating: nil, count: hostile.count), "\(frames.map(\.trace))")
+        }
+    }
+}
