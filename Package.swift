@@ -530,7 +530,6 @@ let package = Package(
                 "PushFleetEmbedded",
                 "PushFleetWebPush",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

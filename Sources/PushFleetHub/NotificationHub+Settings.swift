@@ -20,6 +20,7 @@ extension NotificationHub {
         public var maxMessageBytes: Int
         /// Attempts per push when the push service throttles, the first included.
         public var maxAttempts: Int
+        /// The first retry's wait at most; each retry's doubles, up to 2 s or this, the larger.
         public var backoff: Duration
         /// Pushes of one send in flight at once.
         public var fanOutConcurrency: Int

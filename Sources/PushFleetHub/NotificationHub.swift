@@ -210,7 +210,11 @@ public final class NotificationHub: Sendable {
         var answer = DeliveryAnswer.failed("no attempt")
         for attempt in 0..<max(1, settings.maxAttempts) {
             if attempt > 0 {
-                if backoff == nil { backoff = Backoff(base: settings.backoff, cap: .seconds(2), seed: UInt64.random(in: 0...UInt64.max)) }
+                if backoff == nil {
+                    // Waits grow to 2 s, or to a longer base, which would otherwise be cut to 2 s.
+                    let cap = max(.seconds(2), settings.backoff)
+                    backoff = Backoff(base: settings.backoff, cap: cap, seed: UInt64.random(in: 0...UInt64.max))
+                }
                 try? await Task.sleep(for: .nanoseconds(backoff!.next()))
                 // Stopping: the push keeps its last answer rather than another attempt.
                 guard !Task.isCancelled else { return answer }

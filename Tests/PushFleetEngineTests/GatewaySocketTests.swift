@@ -68,7 +68,7 @@ struct GatewaySocketTests {
         try await Self.serve(frames) { port in
             let received = Received()
             let socket = try await GatewaySocket.open(
-                host: "127.0.0.1", port: port, uri: "/device", group: MultiThreadedEventLoopGroup.singleton, source: nil, timeout: .seconds(5)
+                host: "127.0.0.1", port: port, uri: "/device", group: MultiThreadedEventLoopGroup.singleton, source: nil, timeout: .seconds(120)
             ) { inbound, _ in
                 if case .push(let frame) = inbound { received.tokens.withLock { $0.append(frame.token) } }
             }
@@ -86,7 +86,7 @@ struct GatewaySocketTests {
         try await Self.serve(frames) { port in
             await #expect(throws: GatewaySocketError.closed) {
                 _ = try await GatewaySocket.open(
-                    host: "127.0.0.1", port: port, uri: "/device", group: MultiThreadedEventLoopGroup.singleton, source: nil, timeout: .seconds(5)
+                    host: "127.0.0.1", port: port, uri: "/device", group: MultiThreadedEventLoopGroup.singleton, source: nil, timeout: .seconds(120)
                 ) { _, _ in }
             }
         }

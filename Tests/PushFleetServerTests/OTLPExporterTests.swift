@@ -12,7 +12,7 @@ import Testing
 /// A collector that refuses, stalls or trickles cannot hold the tool: a refused batch is counted
 /// and the rest still go; a batch not answered in full within the timeout ends the export, the
 /// rest counted as not exported.
-@Suite("OTLP export to hostile collectors", .timeLimit(.minutes(2)))
+@Suite("OTLP export to hostile collectors", .timeLimit(.minutes(5)))
 struct OTLPExporterTests {
     enum Behaviour: String { case refuse, stall, trickle, accept }
 
@@ -89,7 +89,7 @@ struct OTLPExporterTests {
                 #expect(report.failure?.contains("no whole answer within 5s") == true, "\(behaviour): \(report)")
                 // A loaded machine may reach the handler late, or not before the exporter gave up
                 // on its connection: wait for the one batch, then long enough for a second to show.
-                try await Self.eventually(within: .seconds(10)) { posts() >= 1 }
+                try await Self.eventually(within: .seconds(90)) { posts() >= 1 }
                 try await Task.sleep(for: .seconds(1))
                 #expect(posts() <= 1, "\(behaviour): \(report)")
             }
