@@ -74,6 +74,10 @@ struct FleetRun: Sendable {
             folding: folds ? .init(deadline: scenario.deadline, horizon: scenario.horizon) : nil
         )
         options.metrics?.setDevicesPlanned(plan.devices.count)
+        // Exemplars name this run's traces, when its requests carry them.
+        options.metrics?.setExemplarSource(
+            scenario.tracing.propagate ? .init(run: plan.runID, tracing: scenario.tracing, deadline: scenario.deadline) : nil
+        )
         // The token as the push service knows it (a WNS channel's id), to match its reports.
         for device in plan.devices { recorder.addDevice(.init(user: device.user, platform: device.platform, token: device.token)) }
         let reader = DeliveryLedger.PushReader(layouts: scenario.api?.receive.layouts ?? [:], run: plan.runID)

@@ -1,6 +1,7 @@
 public import Prometheus
 import PushFleetCore
 package import PushFleetLedger
+import Synchronization
 
 /// Live OpenMetrics/Prometheus exposition of a run (`--metrics-listen`), through
 /// swift-prometheus. Labels are low-cardinality only: operation, kind, result, error class,
@@ -16,6 +17,14 @@ public final class LiveMetrics: Sendable {
     let devicesReady: Gauge
     let devicesFailed: Gauge
     let devicesPlanned: Gauge
+    /// The latency buckets' exemplars (`LiveMetrics+OpenMetrics.swift`).
+    let exemplarState = Mutex(ExemplarState())
+
+    struct ExemplarState {
+        var source: ExemplarSource?
+        /// Per operation, one per bucket and one for +Inf.
+        var byOperation: [String: [Exemplar?]] = [:]
+    }
 
     static let buckets: [Duration] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000].map { .milliseconds($0) }
 
@@ -50,6 +59,11 @@ public final class LiveMetrics: Sendable {
         devicesReady = registry.makeGauge(descriptor: Self.devices, labels: [("state", "ready")])
         devicesFailed = registry.makeGauge(descriptor: Self.devices, labels: [("state", "failed")])
         devicesPlanned = registry.makeGauge(descriptor: Self.name("devices_planned", unit: "", help: "Devices the scenario plans"))
+    }
+
+    /// Counts a latency of `operation` (corrected, as live metrics carry).
+    package func record(_ operation: String, nanoseconds: Int64) {
+        latency(operation).recordNanoseconds(nanoseconds)
     }
 
     func latency(_ operation: String) -> DurationHistogram {

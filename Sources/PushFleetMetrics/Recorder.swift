@@ -208,7 +208,7 @@ package final class Recorder: Sendable {
             metrics.received.increment()
             if receipt.device < state.ledger.devices.count { metrics.receivedByPlatform[state.ledger.devices[receipt.device].platform]?.increment() }
             if case .send(let id) = receipt.attribution, let send = state.ledger.sends[id] {
-                metrics.latency(MetricName.delivery).recordNanoseconds(receipt.time - send.intended)
+                metrics.recordDelivery(nanoseconds: receipt.time - send.intended, send: id, sendStart: send.start, at: receipt.time)
             }
         default: break
         }

@@ -9,12 +9,16 @@ import PushFleetServerSupport
 import ServiceLifecycle
 
 extension LiveMetrics {
-    /// A server answering `GET /metrics` in the Prometheus text format. `bound` learns the
-    /// address it listens on, or why it never will (a ``MetricsListenError`` naming the flag).
+    /// A server answering `GET /metrics` in the Prometheus text format, or in OpenMetrics with
+    /// exemplars to a scraper that asks for it. `bound` learns the address it listens on, or why
+    /// it never will (a ``MetricsListenError`` naming the flag).
     func makeService(listen: ListenAddress, bound: Readiness<ListenAddress>, logger: Logger) -> any Service {
         let router = Router()
-        router.get("/metrics") { _, _ in
-            Response.bytes(self.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        router.get("/metrics") { request, _ in
+            if Self.wantsOpenMetrics(request.headers[values: .accept]) {
+                return Response.bytes(self.openMetricsExposition(), contentType: "application/openmetrics-text; version=1.0.0; charset=utf-8")
+            }
+            return Response.bytes(self.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
         let application = Application(
             router: router, configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "pushfleet-metrics"),

@@ -268,7 +268,7 @@ struct CLITests {
         }
     }
 
-    @Test("--metrics-listen serves Prometheus text while the run lasts")
+    @Test("--metrics-listen serves Prometheus text while the run lasts, and OpenMetrics to a scraper that asks for it")
     func metricsEndpoint() async throws {
         try await RunGate.exclusive {
             let directory = try Self.temporaryDirectory()
@@ -301,6 +301,13 @@ struct CLITests {
             #expect(scrape.text.contains("# TYPE pushfleet_sends_total counter"))
             #expect(scrape.text.contains("pushfleet_devices{state=\"ready\"} 40"))
             #expect(scrape.text.contains("pushfleet_operation_duration_seconds_bucket{operation=\"http.register.put\""))
+            // A scraper that asks for OpenMetrics (as Prometheus does) gets it, ended by # EOF.
+            let open = try await TestHTTP.request(
+                .GET, url, headers: [("accept", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")]
+            )
+            #expect(open.headers.first(name: "content-type")?.hasPrefix("application/openmetrics-text; version=1.0.0") == true)
+            #expect(open.text.hasSuffix("\n# EOF\n") && open.text.contains("# TYPE pushfleet_sends counter\n"), "\(open.text.suffix(200))")
+            #expect(open.text.contains("pushfleet_devices{state=\"ready\"} 40"))
             kill(process.processIdentifier, SIGINT)
             let status = try await offPool {
                 _ = handle.readDataToEndOfFile()

@@ -1,0 +1,90 @@
+import Foundation
+import PushFleetCore
+import PushFleetMetrics
+import Testing
+
+/// The live metrics in OpenMetrics text, with the delivery histogram's exemplars.
+@Suite("Live metrics as OpenMetrics, with exemplars")
+struct LiveMetricsOpenMetricsTests {
+    static let run = "run1a2b"
+
+    static func traceID(_ send: Int) -> String { TraceRoot(run: run).send(send).traceID }
+
+    /// Lines of the text that start with `prefix`.
+    static func lines(_ text: String, _ prefix: String) -> [Substring] {
+        text.split(separator: "\n").filter { $0.hasPrefix(prefix) }
+    }
+
+    static func bucket(_ text: String, operation: String, le: String) throws -> Substring {
+        try #require(lines(text, "pushfleet_operation_duration_seconds_bucket{operation=\"\(operation)\",le=\"\(le)\"}").first)
+    }
+
+    @Test("each bucket's exemplar is the latest push received in it; counters are named without _total; # EOF ends the text")
+    func exemplarsOnBuckets() throws {
+        let metrics = LiveMetrics()
+        metrics.setExemplarSource(.init(run: Self.run, tracing: .init(propagate: true, sample: 1), deadline: .seconds(5)))
+        for (send, milliseconds) in [(1, 3), (2, 40), (3, 30)] {
+            let nanoseconds = Int64(milliseconds) * 1_000_000
+            metrics.recordDelivery(nanoseconds: nanoseconds, send: send, sendStart: 0, at: nanoseconds)
+        }
+        // A send's own latency names no trace: a sampled send with no delivered pair exports none.
+        metrics.record(MetricName.send, nanoseconds: 4_000_000)
+        metrics.exemplify(MetricName.send, nanoseconds: 4_000_000, send: 1, sendStart: 0, at: 4_000_000)
+        let text = String(decoding: metrics.openMetricsExposition(), as: UTF8.self)
+
+        let first = try Self.bucket(text, operation: "delivery", le: "0.005")
+        #expect(first.contains(#" 1 # {trace_id="\#(Self.traceID(1))"} 0.003 "#), "\(first)")
+        let latest = try Self.bucket(text, operation: "delivery", le: "0.05")
+        #expect(latest.contains(#" # {trace_id="\#(Self.traceID(3))"} 0.03 "#), "the later of two pushes in one bucket: \(latest)")
+        #expect(try !Self.bucket(text, operation: "delivery", le: "0.01").contains("#"), "a bucket nothing fell in has no exemplar")
+        #expect(Self.lines(text, "pushfleet_operation_duration_seconds_bucket{operation=\"http.send\"").allSatisfy { !$0.contains("#") })
+        // The exemplar's timestamp: wall-clock seconds, now.
+        let last = try #require(latest.split(separator: " ").last)
+        let stamp = try #require(Double(last))
+        #expect(abs(stamp - Date().timeIntervalSince1970) < 600)
+
+        #expect(Self.lines(text, "# TYPE pushfleet_sends ") == ["# TYPE pushfleet_sends counter"])
+        #expect(Self.lines(text, "# HELP pushfleet_sends ").count == 1)
+        #expect(Self.lines(text, "# TYPE pushfleet_sends_total").isEmpty && Self.lines(text, "# HELP pushfleet_sends_total").isEmpty)
+        #expect(!Self.lines(text, "pushfleet_sends_total{").isEmpty, "the counter's samples keep _total")
+        #expect(Self.lines(text, "# TYPE pushfleet_operation_duration_seconds ") == ["# TYPE pushfleet_operation_duration_seconds histogram"])
+        #expect(text.hasSuffix("\n# EOF\n") && Self.lines(text, "# EOF").count == 1)
+
+        // The Prometheus text keeps its own format: no exemplar, no # EOF.
+        let prometheus = String(decoding: metrics.exposition(), as: UTF8.self)
+        #expect(!prometheus.contains("trace_id") && !prometheus.contains("# EOF") && prometheus.contains("# TYPE pushfleet_sends_total counter"))
+    }
+
+    @Test("only exported traces are named: a push outside the sample only when late (an incident); none without trace context")
+    func onlyExportedTraces() throws {
+        let metrics = LiveMetrics()
+        metrics.setExemplarSource(.init(run: Self.run, tracing: .init(propagate: true, sample: 0), deadline: .seconds(2)))
+        // Received 3 ms after its send started: delivered, not in a sample of 0, so not exported.
+        metrics.recordDelivery(nanoseconds: 3_000_000, send: 7, sendStart: 0, at: 3_000_000)
+        // Received 2.5 s after its send started: late, an incident, exported.
+        metrics.recordDelivery(nanoseconds: 2_600_000_000, send: 8, sendStart: 100_000_000, at: 2_600_000_000)
+        let exemplars = try #require(metrics.exemplars[MetricName.delivery])
+        #expect(exemplars.compactMap { $0?.traceID } == [Self.traceID(8)])
+        let text = String(decoding: metrics.openMetricsExposition(), as: UTF8.self)
+        #expect(try Self.bucket(text, operation: "delivery", le: "5.0").contains(#"# {trace_id="\#(Self.traceID(8))"} 2.6 "#))
+        #expect(text.components(separatedBy: "trace_id").count == 2)
+
+        // A run whose requests carry no trace context: nothing to name.
+        metrics.setExemplarSource(nil)
+        metrics.exemplify(MetricName.delivery, nanoseconds: 2_600_000_000, send: 8, sendStart: 0, at: 2_600_000_000)
+        #expect(metrics.exemplars.isEmpty)
+        #expect(!String(decoding: metrics.openMetricsExposition(), as: UTF8.self).contains("trace_id"))
+    }
+
+    @Test("OpenMetrics is served to a scraper that lists it with a weight above zero", arguments: [
+        ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", true),
+        ("Application/OpenMetrics-Text", true),
+        ("text/plain;version=0.0.4", false),
+        ("*/*", false),
+        ("application/openmetrics-text;q=0", false),
+        ("application/openmetrics-textual", false),
+    ])
+    func negotiation(accept: String, openMetrics: Bool) {
+        #expect(LiveMetrics.wantsOpenMetrics([accept]) == openMetrics)
+    }
+}
