@@ -1,5 +1,6 @@
 import Foundation
 public import PushFleetCore
+package import PushFleetLedger
 import Prometheus
 import Synchronization
 
@@ -8,11 +9,11 @@ import Synchronization
 /// swift-prometheus writes the Prometheus text format (0.0.4), which has no exemplars. A scraper
 /// that asks for OpenMetrics (`Accept: application/openmetrics-text`, as Prometheus does with
 /// exemplar storage on) gets the same samples in OpenMetrics 1.0: counter families named without
-/// their `_total`, `# EOF` at the end, and on each bucket of the `delivery` histogram the trace id
-/// of the latest push received in it among the traces the run exports (its sample, and its late
-/// pushes, which are incidents): a link from a latency to a whole trace in the user's tracing
-/// system. (A send's own latency has no exemplar: a sampled send with no delivered pair exports
-/// no trace.)
+/// their `_total`, `# EOF` at the end, and on each bucket of the `delivery` and hop histograms
+/// the trace id of the latest push received in it among the traces the run exports (its sample,
+/// and its late pushes, which are incidents): a link from a latency to a whole trace in the user's
+/// tracing system. (A send's own latency has no exemplar: a sampled send with no delivered pair
+/// exports no trace.)
 extension LiveMetrics {
     /// Which observations may carry an exemplar: those of sends whose traces the run exports.
     public struct ExemplarSource: Sendable {
@@ -50,7 +51,7 @@ extension LiveMetrics {
     }
 
     /// The operations whose histograms carry exemplars: each observation names a delivered pair.
-    static let exemplified: Set<String> = [MetricName.delivery]
+    static let exemplified: Set<String> = Set([MetricName.delivery] + MetricName.hops)
 
     /// Exemplars from now on name the traces of this run (nil: none, as when requests carry no
     /// trace context).
@@ -68,12 +69,24 @@ extension LiveMetrics {
         exemplify(MetricName.delivery, nanoseconds: nanoseconds, send: send, sendStart: sendStart, at: at)
     }
 
+    /// The hops of a push received at `at` (the backend's from the send's intended start, as
+    /// the report's), each in its histogram with the push's trace as its bucket's exemplar.
+    package func recordHops(_ hops: DeliveryLedger.HopTimes, send: Int, sendStart: Int64, at: Int64) {
+        var timed = [(MetricName.hopBackend, hops.backendCorrected), (MetricName.hopPushService, hops.pushService), (MetricName.hopDevice, hops.device)]
+        if let hub = hops.hub { timed.append((MetricName.hopHub, hub)) }
+        if let fetch = hops.fetch { timed.append((MetricName.hopFetch, fetch)) }
+        for (operation, nanoseconds) in timed {
+            latency(operation).recordNanoseconds(nanoseconds)
+            exemplify(operation, nanoseconds: nanoseconds, send: send, sendStart: sendStart, at: at)
+        }
+    }
+
     /// Keeps `nanoseconds` of the send `send` as its bucket's exemplar when the send's trace is
     /// exported.
     package func exemplify(_ operation: String, nanoseconds: Int64, send: Int, sendStart: Int64, at: Int64) {
         exemplarState.withLock { state in
             guard let source = state.source, Self.exemplified.contains(operation) else { return }
-            let late = operation == MetricName.delivery && at - sendStart > source.deadline
+            let late = at - sendStart > source.deadline
             guard let traceID = source.traceID(send: send, late: late) else { return }
             let bucket = Self.buckets.firstIndex { nanoseconds <= $0.nanoseconds } ?? Self.buckets.count
             var row = state.byOperation[operation] ?? Array(repeating: nil, count: Self.buckets.count + 1)

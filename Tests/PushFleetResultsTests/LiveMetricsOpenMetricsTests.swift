@@ -1,5 +1,6 @@
 import Foundation
 import PushFleetCore
+import PushFleetLedger
 import PushFleetMetrics
 import Testing
 
@@ -74,6 +75,24 @@ struct LiveMetricsOpenMetricsTests {
         metrics.exemplify(MetricName.delivery, nanoseconds: 2_600_000_000, send: 8, sendStart: 0, at: 2_600_000_000)
         #expect(metrics.exemplars.isEmpty)
         #expect(!String(decoding: metrics.openMetricsExposition(), as: UTF8.self).contains("trace_id"))
+    }
+
+    @Test("a received push's hops are counted live, each bucket naming the push's trace; the backend's hop from the intended start")
+    func hops() throws {
+        let metrics = LiveMetrics()
+        metrics.setExemplarSource(.init(run: Self.run, tracing: .init(propagate: true, sample: 1), deadline: .seconds(5)))
+        // Intended at 0, started at 1 ms; accepted at 4 ms, written at 6 ms, received at 30 ms.
+        let ms: Int64 = 1_000_000
+        let path = DeliveryLedger.PushPath(acceptedAt: 4 * ms, writtenAt: 6 * ms, receivedAt: 30 * ms)
+        let hops = DeliveryLedger.HopTimes.of(path, start: 1 * ms, intended: 0, received: 30 * ms, inHand: nil)
+        metrics.recordHops(hops, send: 5, sendStart: 1 * ms, at: 30 * ms)
+        let text = String(decoding: metrics.openMetricsExposition(), as: UTF8.self)
+        let trace = Self.traceID(5)
+        #expect(try Self.bucket(text, operation: "hop.backend", le: "0.005").contains(#"# {trace_id="\#(trace)"} 0.004 "#), "4 ms from the intended start")
+        #expect(try Self.bucket(text, operation: "hop.push_service", le: "0.002").contains(#"# {trace_id="\#(trace)"} 0.002 "#))
+        #expect(try Self.bucket(text, operation: "hop.device", le: "0.025").contains(#"# {trace_id="\#(trace)"} 0.024 "#))
+        #expect(Self.lines(text, "pushfleet_operation_duration_seconds_bucket{operation=\"hop.hub\"").isEmpty, "no hub on this push's path")
+        #expect(Self.lines(text, "pushfleet_operation_duration_seconds_count{operation=\"hop.device\"}") == [#"pushfleet_operation_duration_seconds_count{operation="hop.device"} 1"#])
     }
 
     @Test("OpenMetrics is served to a scraper that lists it with a weight above zero", arguments: [

@@ -1,7 +1,8 @@
 """Checks a live OpenMetrics scrape of a run (`Accept: application/openmetrics-text`) with the
 Prometheus project's own OpenMetrics parser (prometheus_client, from PyPI), which refuses text
 that breaks the format: a missing `# EOF`, a counter family named with `_total`, a malformed
-exemplar. Then the delivery histogram's exemplars: at least one; each names a trace id (32 hex
+exemplar. Then the delivery and hop histograms' exemplars: at least one on delivery and on the
+backend, push service and device hops; each names a trace id (32 hex
 digits, not all zero) alone, holds a latency inside its bucket, and, given the spans the run
 exported, names a trace the run exported whole (a `send` root and its pair)."""
 import json
@@ -36,7 +37,7 @@ for family in families:
         bounds[operation] = le
         if sample.exemplar is None:
             continue
-        if operation != "delivery":
+        if operation != "delivery" and not operation.startswith("hop."):
             problems.append("an exemplar on %s: %s" % (operation, sample))
         exemplar = sample.exemplar
         trace = exemplar.labels.get("trace_id", "")
@@ -47,8 +48,9 @@ for family in families:
         if exemplar.timestamp is None or float(exemplar.timestamp) < 1.6e9:
             problems.append("exemplar timestamp: %s" % (exemplar.timestamp,))
         exemplars.append((operation, le, trace))
-if not any(op == "delivery" for op, _, _ in exemplars):
-    problems.append("no exemplar on the delivery histogram")
+for operation in ("delivery", "hop.backend", "hop.push_service", "hop.device"):
+    if not any(op == operation for op, _, _ in exemplars):
+        problems.append("no exemplar on the %s histogram" % operation)
 if spans_path:
     spans = [json.loads(line) for line in open(spans_path)]
     sends = {s["trace_id"] for s in spans if s["name"] == "send" and s["service"] == "pushfleet"}
@@ -61,5 +63,5 @@ if problems:
     for problem in problems[:20]:
         print("  " + problem)
     sys.exit(1)
-print("exemplars: %d on the delivery histogram, OpenMetrics text accepted by prometheus_client%s"
+print("exemplars: %d on the delivery and hop histograms, OpenMetrics text accepted by prometheus_client%s"
       % (len(exemplars), ", each a trace the run exported" if spans_path else ""))
