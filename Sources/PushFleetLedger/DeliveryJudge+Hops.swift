@@ -93,34 +93,36 @@ extension DeliveryJudge {
     // MARK: Explanations
 
     /// Where an expected pair that nothing settled was lost.
-    mutating func explainLost(_ pair: Pair) -> Ledger.Explanation {
+    /// Why a pair was lost, and the push service's part of its push when it reported one.
+    mutating func explainLost(_ pair: Pair) -> (Ledger.Explanation, Ledger.PushPart?) {
         let device = pair.device
         guard trail.watched, let send = ledger.sends[pair.send] else {
-            return explain(.lost, device: device, hop: .unknown, cause: .unwatched, reason: trail.unwatchedReason)
+            return (explain(.lost, device: device, hop: .unknown, cause: .unwatched, reason: trail.unwatchedReason), nil)
         }
-        if let record = trail.byPair[pair] { return explain(lostAt: record, device: device, byToken: false) }
+        if let record = trail.byPair[pair] { return (explain(lostAt: record, device: device, byToken: false), record.part) }
         let span = send.start..<max(send.start, send.end) + deadline
         // A browser that could not decrypt a push in the send's span: no service could read it
         // either, so that push is taken to be this send's.
         if let index = undecryptable[device]?.firstIndex(where: { !$0.used && $0.time >= send.start && $0.time < span.upperBound }) {
             undecryptable[device]![index].used = true
             reached(device, .received)
-            return explain(.lost, device: device, hop: .device, cause: .undecryptable)
+            return (explain(.lost, device: device, hop: .device, cause: .undecryptable), nil)
         }
         if let index = trail.unplaced[device]?.firstIndex(where: { !$0.used && span.contains($0.record.handedAt) }) {
             trail.unplaced[device]![index].used = true
-            return explain(lostAt: trail.unplaced[device]![index].record, device: device, byToken: true)
+            let record = trail.unplaced[device]![index].record
+            return (explain(lostAt: record, device: device, byToken: true), record.part)
         }
         // Absence is evidence only where the reports had no gap.
         if trail.gaps.contains(where: { $0.overlaps(span) }) {
-            return explain(.lost, device: device, hop: .unknown, cause: .unwatched, reason: "the push service's reports had a gap")
+            return (explain(.lost, device: device, hop: .unknown, cause: .unwatched, reason: "the push service's reports had a gap"), nil)
         }
-        if let token = trail.otherTokens[send.id] { return explain(.lost, device: device, hop: .backend, cause: .otherToken, reason: token) }
+        if let token = trail.otherTokens[send.id] { return (explain(.lost, device: device, hop: .backend, cause: .otherToken, reason: token), nil) }
         if trail.hubInPath {
             return trail.hubSends.contains(send.id)
-                ? explain(.lost, device: device, hop: .hub, cause: .hubSkipped) : explain(.lost, device: device, hop: .backend, cause: .notToHub)
+                ? (explain(.lost, device: device, hop: .hub, cause: .hubSkipped), nil) : (explain(.lost, device: device, hop: .backend, cause: .notToHub), nil)
         }
-        return explain(.lost, device: device, hop: .backend, cause: .notPushed)
+        return (explain(.lost, device: device, hop: .backend, cause: .notPushed), nil)
     }
 
     private mutating func explain(lostAt record: Ledger.PushRecord, device: Int, byToken: Bool) -> Ledger.Explanation {

@@ -165,8 +165,8 @@ struct DeliveryJudge {
                 continue
             }
             count(pair.device, \.lost)
-            let explanation = explainLost(pair)
-            incident(.lost, send: pair.send, device: pair.device, time: nil, explanation.cause.phrase, explanation: explanation)
+            let (explanation, push) = explainLost(pair)
+            incident(.lost, send: pair.send, device: pair.device, time: nil, explanation.cause.phrase, explanation: explanation, push: push)
         }
         for leak in ledger.probeLeaks where inWindow(leak.time) {
             count(leak.device, \.leaks)
@@ -248,7 +248,14 @@ struct DeliveryJudge {
         }
         if late {
             let explanation = explainLate(device, path: receipt.path, hops: hops)
-            incident(.late, send: send.id, device: device, time: receipt.time, "after \(raw / 1_000_000) ms", explanation: explanation)
+            // Accepted, then written: the push service's part, from the path the receipt carried.
+            let push = receipt.path.map { path in
+                let accepted = path.acceptedAt(receivedAt: receipt.time)
+                return Ledger.PushPart(
+                    step: .written, handedAt: accepted, stepAt: max(accepted, path.writtenAt(receivedAt: receipt.time) ?? accepted), context: path.context
+                )
+            }
+            incident(.late, send: send.id, device: device, time: receipt.time, "after \(raw / 1_000_000) ms", explanation: explanation, push: push)
         }
         verdict.deliveries.append(
             Ledger.Delivery(
@@ -356,11 +363,14 @@ struct DeliveryJudge {
     }
 
     private mutating func incident(
-        _ outcome: Ledger.Outcome, send: Int?, device: Int?, time: Int64?, _ detail: String = "", explanation: Ledger.Explanation? = nil
+        _ outcome: Ledger.Outcome, send: Int?, device: Int?, time: Int64?, _ detail: String = "", explanation: Ledger.Explanation? = nil,
+        push: Ledger.PushPart? = nil
     ) {
         verdict.incidentTotals[outcome, default: 0] += 1
         if let explanation { verdict.explanations[explanation, default: 0] += 1 }
         guard verdict.incidentTotals[outcome]! <= incidentLimit else { return }
-        verdict.incidents.append(Ledger.Incident(outcome: outcome, send: send, device: device, time: time, detail: detail, explanation: explanation))
+        verdict.incidents.append(
+            Ledger.Incident(outcome: outcome, send: send, device: device, time: time, detail: detail, explanation: explanation, push: push)
+        )
     }
 }

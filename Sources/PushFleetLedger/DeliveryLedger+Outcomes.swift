@@ -96,6 +96,8 @@ extension DeliveryLedger {
         public var detail: String
         /// For a lost, late or unverified pair: where and why.
         public var explanation: Explanation?
+        /// For a lost or late pair whose push the push service reported: its part.
+        public var push: PushPart?
     }
 
     public struct Verdict: Sendable {

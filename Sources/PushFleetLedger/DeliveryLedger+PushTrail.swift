@@ -103,10 +103,34 @@ extension DeliveryLedger {
         var viaHub: Bool
         /// The first report's time: when the service refused or accepted it.
         var handedAt: Int64
-        /// The latest step reported.
+        /// The latest step reported, and when.
         var step: PushHop.Step
         var status: Int?
         var reason: String?
+        var stepAt: Int64 = 0
+        /// The trace context the provider request carried (its first report's `trace`).
+        var context: PushContext?
+
+        /// What the judge tells of this push beside its pair's verdict.
+        var part: PushPart { PushPart(step: step, handedAt: handedAt, stepAt: max(handedAt, stepAt), context: context) }
+    }
+
+    /// The push service's part of a push whose pair went wrong: its latest step and when, and the
+    /// provider request's trace context, for the push service's span in the pair's trace.
+    public struct PushPart: Sendable, Equatable {
+        public var step: PushHop.Step
+        /// When the push service refused or accepted it, on the run's clock.
+        public var handedAt: Int64
+        /// When its latest step was reported.
+        public var stepAt: Int64
+        public var context: PushContext?
+
+        public init(step: PushHop.Step, handedAt: Int64, stepAt: Int64, context: PushContext?) {
+            self.step = step
+            self.handedAt = handedAt
+            self.stepAt = stepAt
+            self.context = context
+        }
     }
 
     /// How a run reads a push body the push service reported: its receive description's layout
@@ -214,9 +238,11 @@ extension DeliveryLedger {
             (hop.step.isFirst ? nil : trail.open[hop.push])
             ?? PushRecord(
                 token: hop.token, platform: hop.platform, pushType: hop.pushType ?? "", body: hop.body, base64: hop.base64 ?? false,
-                viaHub: hop.hubAt != nil, handedAt: hop.at, step: hop.step, status: hop.status, reason: hop.reason
+                viaHub: hop.hubAt != nil, handedAt: hop.at, step: hop.step, status: hop.status, reason: hop.reason,
+                context: hop.trace.flatMap { TraceIdentity(traceparent: $0) }.map { PushContext(low: $0.low, span: $0.span) }
             )
         record.step = hop.step
+        record.stepAt = hop.then ?? hop.at
         // A push that will never arrive is read now, so its body is not kept to the end.
         if hop.step.isFinal { read(&record) }
         trail.open[hop.push] = record

@@ -186,7 +186,7 @@ package struct EventTapeReader {
         let push = try unsigned()
         let step = PushHop.Step.allCases[try count(below: PushHop.Step.allCases.count)]
         var hop = PushHop(push: push, step: step, at: try instant(), platform: try symbol(), token: try token())
-        let present = try count(below: 256)
+        let present = try count(below: 512)
         if present & 1 != 0 { hop.pushType = try symbol() }
         if present & 2 != 0 { hop.body = try string() }
         if present & 4 != 0 { hop.base64 = try bool() }
@@ -199,6 +199,7 @@ package struct EventTapeReader {
         if present & 32 != 0 { hop.reason = try symbol() }
         if present & 64 != 0 { hop.delay = try signed() }
         if present & 128 != 0 { hop.then = try instant() }
+        if present & 256 != 0 { hop.trace = try string() }
         return hop
     }
 

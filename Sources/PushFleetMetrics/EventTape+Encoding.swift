@@ -188,6 +188,7 @@ struct EventTapeEncoder {
         if hop.reason != nil { present |= 32 }
         if hop.delay != nil { present |= 64 }
         if hop.then != nil { present |= 128 }
+        if hop.trace != nil { present |= 256 }
         unsigned(present)
         if let pushType = hop.pushType { symbol(pushType) }
         if let body = hop.body { string(body) }
@@ -197,6 +198,7 @@ struct EventTapeEncoder {
         if let reason = hop.reason { symbol(reason) }
         if let delay = hop.delay { signed(delay) }
         if let then = hop.then { instant(then) }
+        if let trace = hop.trace { string(trace) }
     }
 
     private mutating func attribution(_ attribution: DeliveryLedger.Attribution) {

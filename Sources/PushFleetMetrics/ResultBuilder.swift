@@ -219,13 +219,25 @@ package struct ResultBuilder {
         let send = incident.send.flatMap { ledger.knownSend($0) }
         let device = incident.device.map { plan.devices[$0] }
         func seconds(_ time: Int64) -> Double { (Double(time - recorder.start) / 1e6).rounded() / 1e3 }
-        return RunResult.Incident(
+        var row = RunResult.Incident(
             outcome: incident.outcome.rawValue, send: incident.send, sendKind: send?.kind.rawValue, sender: send.map { names.user($0.from) },
             recipient: send.map { names.user($0.to) }, device: incident.device, deviceUser: device.map { names.user($0.user) },
             platform: device?.platform.rawValue, sendStartSecond: send.map { seconds($0.start) },
             sendEndSecond: send.map { seconds($0.end) }, eventSecond: incident.time.map(seconds),
             detail: incident.detail, hop: incident.explanation?.hop.rawValue, reason: incident.explanation.map(Self.reason)
         )
+        if let push = incident.push, let id = incident.send {
+            row.pushStep = push.step.rawValue
+            row.pushSecond = seconds(push.handedAt)
+            row.pushStepSecond = seconds(push.stepAt)
+            // Joined under the provider request's span only when it carried the send's trace.
+            if let context = push.context, context.isIn(TraceRoot(run: plan.runID).send(id)) {
+                row.pushSpan = TraceIdentity(high: 0, low: 0, span: context.span).spanID
+            } else {
+                row.pushUntraced = true
+            }
+        }
+        return row
     }
 
     static func ratio(_ part: Int, _ whole: Int) -> Double { whole == 0 ? 0 : Double(part) / Double(whole) }

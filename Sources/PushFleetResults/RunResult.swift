@@ -356,6 +356,16 @@ public struct RunResult: Sendable, Codable {
         /// (`refused 403 InvalidProviderToken`).
         public var hop: String?
         public var reason: String?
+        /// For a lost or late pair whose push the push service reported: its latest step
+        /// (`refused`, `dropped`, `held`, `written`, …), when the push service refused or
+        /// accepted it and when that step came (seconds from the run's start), and the span id of
+        /// the provider request that handed it over, when that request carried the send's trace;
+        /// `pushUntraced` when it carried none or another trace's (docs/tracing.md).
+        public var pushStep: String?
+        public var pushSecond: Double?
+        public var pushStepSecond: Double?
+        public var pushSpan: String?
+        public var pushUntraced: Bool?
 
         package init(
             outcome: String,

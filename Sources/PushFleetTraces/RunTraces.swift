@@ -71,6 +71,9 @@ public enum RunTraces {
                     start: start, end: max(start, wall(incident.eventSecond) ?? end), attributes: attributes, status: .error(verdict)
                 )
             )
+            if let push = incidentPush(incident, send: send, handed: wall(incident.pushSecond), stepped: wall(incident.pushStepSecond)) {
+                pushServiceSpans.append(push)
+            }
             incidents += 1
         }
         for delivery in result.sampledDeliveries ?? [] {
@@ -173,6 +176,39 @@ public enum RunTraces {
             )
         }
         return (push, device)
+    }
+
+    /// The push service's part of a lost or late pair's push, as the push service reported it:
+    /// `push refused` (the status and reason the backend was answered), `push dropped`, `push
+    /// held`, `push expired`… from its acceptance to its latest step, or `push accepted` to its
+    /// write for one that was written. A child of the provider request's span when that request
+    /// carried the send's trace; else a trace of its own linked to the send, never a guessed parent.
+    static func incidentPush(_ incident: RunResult.Incident, send: TraceIdentity, handed: UInt64?, stepped: UInt64?) -> TraceSpan? {
+        guard let step = incident.pushStep, let handed, let device = incident.device else { return nil }
+        var attributes: [(String, TraceSpan.Value)] = [
+            ("pushfleet.hop", .string("push_service")), ("pushfleet.push.step", .string(step)), ("pushfleet.device", .int(Int64(device))),
+            ("pushfleet.outcome", .string(incident.outcome)),
+        ]
+        if let platform = incident.platform { attributes.append(("pushfleet.platform", .string(platform))) }
+        if let reason = incident.reason { attributes.append(("pushfleet.reason", .string(reason))) }
+        let name = step == "written" ? "push accepted" : "push \(step.replacingOccurrences(of: "_", with: " "))"
+        // Refused, or never to reach its device: the push service's part failed; a late one's did not.
+        let status: TraceSpan.Status = incident.outcome == "late" ? .ok : .error([step, incident.reason].compactMap { $0 }.joined(separator: ": "))
+        let end = max(handed, stepped ?? handed)
+        let number = UInt64(device) &+ 0x4_0000_0000
+        if let span = incident.pushSpan.flatMap({ UInt64($0, radix: 16) }), span != 0 {
+            let request = TraceIdentity(high: send.high, low: send.low, span: span)
+            return TraceSpan(
+                identity: request.child(number), parent: span, name: name, kind: .server, start: handed, end: end, attributes: attributes, status: status
+            )
+        }
+        let own = send.child(number)
+        let trace = TraceIdentity(high: send.high ^ 0x9E37_79B9_7F4A_7C15, low: own.span, span: own.span ^ 0xD6E8_FEB8_6659_FD93)
+        return TraceSpan(
+            identity: trace.span == 0 ? trace.child(1) : trace, parent: nil, name: name, kind: .server, start: handed, end: end,
+            attributes: attributes + [("pushfleet.push.context", .string("none or another trace"))], status: status,
+            links: [.init(target: send, attributes: [("pushfleet.link", .string("the send whose nonce the push carried"))])]
+        )
     }
 
     /// The run's start in nanoseconds since the epoch, from run.json's ISO 8601 time.

@@ -127,6 +127,38 @@ struct LedgerHopTests {
         #expect(funnel.handed == steps.count && funnel.accepted == steps.count && funnel.written == 1 && funnel.received == 0)
     }
 
+    @Test("a lost or late pair's incident carries the push service's part: its latest step and when, and the provider request's trace context")
+    func pushPartOfIncidents() throws {
+        var f = fleet()
+        let token = f.tokens[0]
+        let context = TraceIdentity(high: 7, low: 0x1234, span: 0xBEEF)
+        // Send 1: refused at 101 ms, its request under a trace context; send 2: accepted at 201 ms
+        // without one, dropped at 203 ms; send 3: received late, held while its device was offline.
+        f.ledger.record(send(1, to: 0, platforms: [.apns], at: 100 * Self.ms))
+        var refused = handed(1, .refused, token: token, platform: "apns", body: plainBody(1, platform: "apns"), at: 101 * Self.ms, status: 410, reason: "Unregistered")
+        refused.trace = context.traceparent
+        f.ledger.record(refused)
+        f.ledger.record(send(2, to: 0, platforms: [.apns], at: 200 * Self.ms))
+        f.ledger.record(handed(2, token: token, platform: "apns", body: plainBody(2, platform: "apns"), at: 201 * Self.ms))
+        f.ledger.record(next(2, .dropped, token: token, at: 203 * Self.ms))
+        f.ledger.record(send(3, to: 1, platforms: [.apns], at: 300 * Self.ms))
+        let path = DeliveryLedger.PushPath(acceptedAt: 301 * Self.ms, writtenAt: 7_000 * Self.ms, held: true, receivedAt: 7_100 * Self.ms, context: context)
+        f.ledger.record(.init(device: f.bobPhone, attribution: .send(3), time: 7_100 * Self.ms, path: path))
+
+        let verdict = f.ledger.verdict(deadline: .seconds(5))
+        #expect(verdict.total.lost == 2 && verdict.total.late == 1)
+        let parts = Dictionary(uniqueKeysWithValues: verdict.incidents.compactMap { incident in incident.send.map { ($0, incident.push) } })
+        #expect(parts[1] == .init(step: .refused, handedAt: 101 * Self.ms, stepAt: 101 * Self.ms, context: .init(low: 0x1234, span: 0xBEEF)))
+        #expect(parts[2] == .init(step: .dropped, handedAt: 201 * Self.ms, stepAt: 203 * Self.ms, context: nil))
+        #expect(parts[3] == .init(step: .written, handedAt: 301 * Self.ms, stepAt: 7_000 * Self.ms, context: .init(low: 0x1234, span: 0xBEEF)))
+
+        // A pair the backend never pushed has no part of the push service's.
+        var never = fleet()
+        never.ledger.record(send(9, to: 1, platforms: [.apns], at: 100 * Self.ms))
+        let incident = try #require(never.ledger.verdict(deadline: .seconds(5)).incidents.first)
+        #expect(incident.explanation?.cause == .notPushed && incident.push == nil)
+    }
+
     @Test("a delivered push's hops add up to its delivery latency, and with the fetch to end to end; a received push leaves no report behind")
     func hopsAddUp() {
         var f = fleet()

@@ -34,7 +34,8 @@ struct EventTapeTests {
         )
         let hop = PushHop(
             push: 42, step: .accepted, at: o + 150, platform: "apns", token: "tok-b", pushType: "alert", body: "{\"aps\":{}}", base64: false,
-            hubAt: o + 120, status: nil, reason: nil, delay: nil, then: o + 160
+            hubAt: o + 120, status: nil, reason: nil, delay: nil, then: o + 160,
+            trace: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
         )
         let refused = PushHop(push: 43, step: .refused, at: o + 151, platform: "wns", token: "not-a-device", status: 401, reason: "a sentence, not a code")
         return [

@@ -147,4 +147,49 @@ struct OTLPTests {
         #expect(!built.spans.contains { $0.name == "fetch" && $0.identity.traceID == linked.identity.traceID })
         #expect(built.pushServiceSpans.count == 2 && Set(built.pushServiceSpans.map(\.identity.span)).count == 2)
     }
+    @Test("a lost or late pair's push as the push service reported it: refused or dropped under the provider request's span, with its step and times; a push without the send's context linked, never parented")
+    func incidentPushSpans() throws {
+        var refused = RunResult.Incident(
+            outcome: "lost", send: 7, device: 3, platform: "apns", sendStartSecond: 2.5, sendEndSecond: 2.504, detail: "", hop: "push_service",
+            reason: "refused apns 410 Unregistered"
+        )
+        refused.pushStep = "refused"
+        refused.pushSecond = 2.502
+        refused.pushStepSecond = 2.502
+        refused.pushSpan = "00000000000abc12"
+        var dropped = RunResult.Incident(
+            outcome: "lost", send: 8, device: 4, sendStartSecond: 3, sendEndSecond: 3.004, detail: "", hop: "push_service", reason: "dropped"
+        )
+        dropped.pushStep = "dropped"
+        dropped.pushSecond = 3.001
+        dropped.pushStepSecond = 3.003
+        dropped.pushUntraced = true
+        var late = RunResult.Incident(outcome: "late", send: 9, device: 5, sendStartSecond: 4, sendEndSecond: 4.004, eventSecond: 11, detail: "", hop: "push_service")
+        late.pushStep = "written"
+        late.pushSecond = 4.002
+        late.pushStepSecond = 10.9
+        late.pushSpan = "0000000000000077"
+        let neverPushed = RunResult.Incident(outcome: "lost", send: 10, device: 6, sendStartSecond: 5, detail: "", hop: "backend", reason: "not_pushed")
+        let built = try #require(RunTraces.build(try Self.result(incidents: [refused, dropped, late, neverPushed])))
+        #expect(built.pushServiceSpans.count == 3, "none for a push the backend never made")
+        let origin: UInt64 = 1_795_996_800_250_000_000
+
+        let seven = TraceIdentity.send(run: "r0a1b2c3d4e5", id: 7)
+        let first = try #require(built.pushServiceSpans.first { $0.identity.traceID == seven.traceID })
+        #expect(first.name == "push refused" && first.parent == 0xabc12 && first.kind == .server && first.links.isEmpty)
+        #expect(first.start == origin + 2_502_000_000 && first.end == first.start)
+        #expect(first.status == .error("refused: refused apns 410 Unregistered"))
+        #expect(first.attributes.contains { $0.0 == "pushfleet.push.step" && $0.1 == .string("refused") })
+
+        let eight = TraceIdentity.send(run: "r0a1b2c3d4e5", id: 8)
+        let linked = try #require(built.pushServiceSpans.first { $0.name == "push dropped" })
+        #expect(linked.parent == nil && linked.identity.traceID != eight.traceID && linked.links.map(\.target) == [eight])
+        #expect(linked.start == origin + 3_001_000_000 && linked.end == origin + 3_003_000_000)
+
+        let nine = TraceIdentity.send(run: "r0a1b2c3d4e5", id: 9)
+        let accepted = try #require(built.pushServiceSpans.first { $0.identity.traceID == nine.traceID })
+        #expect(accepted.name == "push accepted" && accepted.parent == 0x77 && accepted.status == .ok)
+        #expect(accepted.end == origin + 10_900_000_000)
+        #expect(Set(built.pushServiceSpans.map(\.identity.span)).count == 3)
+    }
 }

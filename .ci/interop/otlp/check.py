@@ -5,7 +5,8 @@ reason; every id well formed; the resource names the service; the headers were s
 sample of delivered pairs: each a `pair delivered` span (status ok) under its send's root, its
 `hop …` children one after another from the send's start to the pair's end, and the push's own
 path: the push service's span (its own service) under the span its provider request named, the
-device's receipt under that. And the reference backend's own spans (pushfleet-backend): its
+device's receipt under that. Each pair lost at the push service: the push service's span of its
+push, named by its latest step, under the backend's request for it. And the reference backend's own spans (pushfleet-backend): its
 server span of each send under pushfleet's send span, each push's client span the push service's
 parent, its server span of each fetch under the device's fetch span."""
 import csv
@@ -26,7 +27,7 @@ for span in spans:
         problems.append("malformed ids: %s" % span)
     if span["service"] not in ("pushfleet", "pushfleet-push-service", "pushfleet-backend") or span["scope"] != "pushfleet":
         problems.append("service/scope: %s" % span)
-    if (span["service"] == "pushfleet-push-service") != (span["name"] == "push accepted"):
+    if (span["service"] == "pushfleet-push-service") != (span["name"].startswith("push ") and span["name"] != "push received"):
         problems.append("a span under the wrong service: %s" % span)
     if span["authorization"] != "Bearer ci-token":
         problems.append("OTEL_EXPORTER_OTLP_HEADERS not sent: %s" % span["authorization"])
@@ -99,8 +100,39 @@ for pair in delivered:
     if len(receipts) != 1 or service_hop is None or (pushes[0]["start"], pushes[0]["end"]) != (service_hop["start"], service_hop["end"]):
         problems.append("the push's path disagrees with its hops: %s %s" % (pushes, receipts))
     pushed += 1
+# The push service's part of each incident at the push service (a dropped push, faults.yaml's):
+# one span of the push service for the pair, named by the push's latest step, failed, under the
+# reference backend's client span of that push in the send's trace (the backend hands the send's
+# context on), or in a trace of its own linked to the send.
+service_parts = 0
+for row in rows_with_send:
+    if row["hop"] != "push_service" or row["outcome"] != "lost":
+        continue
+    device = int(row["device"]) if row["device"] else None
+    parts = [
+        s for s in spans
+        if s["service"] == "pushfleet-push-service" and s["attributes"].get("pushfleet.device") == device
+        and s["attributes"].get("pushfleet.outcome") == "lost"
+        and (s["trace_id"] == row["trace_id"] or any(l["trace_id"] == row["trace_id"] for l in s["links"]))
+    ]
+    if len(parts) != 1:
+        problems.append("lost at the push service, send %s device %s: %d push service spans" % (row["send"], row["device"], len(parts)))
+        continue
+    part = parts[0]
+    step = part["attributes"].get("pushfleet.push.step")
+    if part["name"] != "push " + str(step).replace("_", " ") or part["status"]["code"] != 2 or part["kind"] != 2:
+        problems.append("push service span of a lost pair: %s" % part)
+    if part["trace_id"] == row["trace_id"]:
+        clients = {s["span_id"] for s in by_trace[row["trace_id"]] if s["service"] == "pushfleet-backend" and s["kind"] == 3}
+        if part["parent_span_id"] not in clients:
+            problems.append("push service span not under the backend's request for the push: %s" % part)
+    elif part["parent_span_id"] != "":
+        problems.append("a linked push service span with a parent: %s" % part)
+    service_parts += 1
+if not service_parts:
+    problems.append("no pair lost at the push service had the push service's span (faults.yaml drops pushes)")
 if problems:
     print("\n".join(problems[:20]))
     sys.exit(1)
-print("  %d spans: %d incidents of %d sends, every tree as incidents.csv names it; %d sampled deliveries, each hop after hop, %d with the push service's span under the backend's request"
-      % (len(spans), len(rows_with_send), len({r["send"] for r in rows_with_send}), len(delivered), pushed))
+print("  %d spans: %d incidents of %d sends, every tree as incidents.csv names it; %d sampled deliveries, each hop after hop, %d with the push service's span under the backend's request; %d pairs lost at the push service, each with its span"
+      % (len(spans), len(rows_with_send), len({r["send"] for r in rows_with_send}), len(delivered), pushed, service_parts))
