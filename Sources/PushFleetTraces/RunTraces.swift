@@ -154,12 +154,9 @@ public enum RunTraces {
             // The id the device's fetch request carried (VirtualDevice.receive).
             fetchIdentity = request.child(UInt64(delivery.device))
         } else {
-            let own = send.child(UInt64(delivery.device) &+ 0x3_0000_0000)
-            let trace = TraceIdentity(high: send.high ^ 0x9E37_79B9_7F4A_7C15, low: own.span, span: own.span ^ 0xD6E8_FEB8_6659_FD93)
-            push = TraceSpan(
-                identity: trace.span == 0 ? trace.child(1) : trace, parent: nil, name: "push accepted", kind: .server, start: accepted, end: written,
-                attributes: attributes + [("pushfleet.push.context", .string("none or another trace"))], status: .ok,
-                links: [.init(target: send, attributes: [("pushfleet.link", .string("the send whose nonce the push carried"))])]
+            push = linked(
+                to: send, number: UInt64(delivery.device) &+ 0x3_0000_0000, name: "push accepted", start: accepted, end: written, attributes: attributes,
+                status: .ok
             )
         }
         let receipt = TraceSpan(
@@ -202,10 +199,20 @@ public enum RunTraces {
                 identity: request.child(number), parent: span, name: name, kind: .server, start: handed, end: end, attributes: attributes, status: status
             )
         }
+        return linked(to: send, number: number, name: name, start: handed, end: end, attributes: attributes, status: status)
+    }
+
+    /// The push service's span of a push whose provider request carried no trace context, or
+    /// another trace's: a trace of its own (derived from the send's and `number`), linked to the
+    /// send, as the ledger linked them by the nonce.
+    static func linked(
+        to send: TraceIdentity, number: UInt64, name: String, start: UInt64, end: UInt64, attributes: [(String, TraceSpan.Value)],
+        status: TraceSpan.Status
+    ) -> TraceSpan {
         let own = send.child(number)
         let trace = TraceIdentity(high: send.high ^ 0x9E37_79B9_7F4A_7C15, low: own.span, span: own.span ^ 0xD6E8_FEB8_6659_FD93)
         return TraceSpan(
-            identity: trace.span == 0 ? trace.child(1) : trace, parent: nil, name: name, kind: .server, start: handed, end: end,
+            identity: trace.span == 0 ? trace.child(1) : trace, parent: nil, name: name, kind: .server, start: start, end: end,
             attributes: attributes + [("pushfleet.push.context", .string("none or another trace"))], status: status,
             links: [.init(target: send, attributes: [("pushfleet.link", .string("the send whose nonce the push carried"))])]
         )
