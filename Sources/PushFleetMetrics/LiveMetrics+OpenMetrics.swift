@@ -50,9 +50,6 @@ extension LiveMetrics {
         }
     }
 
-    /// The operations whose histograms carry exemplars: each observation names a delivered pair.
-    static let exemplified: Set<String> = Set([MetricName.delivery] + MetricName.hops)
-
     /// Exemplars from now on name the traces of this run (nil: none, as when requests carry no
     /// trace context).
     public func setExemplarSource(_ source: ExemplarSource?) {
@@ -62,36 +59,27 @@ extension LiveMetrics {
         }
     }
 
-    /// A push received `nanoseconds` after its send's intended start (`sendStart`: its real
-    /// one): the delivery histogram counts it, and its bucket names its trace when exported.
-    package func recordDelivery(nanoseconds: Int64, send: Int, sendStart: Int64, at: Int64) {
-        latency(MetricName.delivery).recordNanoseconds(nanoseconds)
-        exemplify(MetricName.delivery, nanoseconds: nanoseconds, send: send, sendStart: sendStart, at: at)
-    }
-
-    /// The hops of a push received at `at` (the backend's from the send's intended start, as
-    /// the report's), each in its histogram with the push's trace as its bucket's exemplar.
-    package func recordHops(_ hops: DeliveryLedger.HopTimes, send: Int, sendStart: Int64, at: Int64) {
-        var timed = [(MetricName.hopBackend, hops.backendCorrected), (MetricName.hopPushService, hops.pushService), (MetricName.hopDevice, hops.device)]
-        if let hub = hops.hub { timed.append((MetricName.hopHub, hub)) }
-        if let fetch = hops.fetch { timed.append((MetricName.hopFetch, fetch)) }
-        for (operation, nanoseconds) in timed {
-            latency(operation).recordNanoseconds(nanoseconds)
-            exemplify(operation, nanoseconds: nanoseconds, send: send, sendStart: sendStart, at: at)
+    /// A push received at `at`, `delivery` after its send's intended start (`sendStart`: its real
+    /// one), and its hops when the push service said where it went (the backend's from the
+    /// intended start, as the report's): each histogram counts it, and its bucket names the
+    /// push's trace when the run exports it.
+    package func recordReceipt(delivery: Int64, hops: DeliveryLedger.HopTimes?, send: Int, sendStart: Int64, at: Int64) {
+        var timed = [(MetricName.delivery, delivery)]
+        if let hops {
+            timed += [(MetricName.hopBackend, hops.backendCorrected), (MetricName.hopPushService, hops.pushService), (MetricName.hopDevice, hops.device)]
+            if let hub = hops.hub { timed.append((MetricName.hopHub, hub)) }
+            if let fetch = hops.fetch { timed.append((MetricName.hopFetch, fetch)) }
         }
-    }
-
-    /// Keeps `nanoseconds` of the send `send` as its bucket's exemplar when the send's trace is
-    /// exported.
-    package func exemplify(_ operation: String, nanoseconds: Int64, send: Int, sendStart: Int64, at: Int64) {
+        for (operation, nanoseconds) in timed { latency(operation).recordNanoseconds(nanoseconds) }
         exemplarState.withLock { state in
-            guard let source = state.source, Self.exemplified.contains(operation) else { return }
-            let late = at - sendStart > source.deadline
-            guard let traceID = source.traceID(send: send, late: late) else { return }
-            let bucket = Self.buckets.firstIndex { nanoseconds <= $0.nanoseconds } ?? Self.buckets.count
-            var row = state.byOperation[operation] ?? Array(repeating: nil, count: Self.buckets.count + 1)
-            row[bucket] = Exemplar(traceID: traceID, seconds: Double(nanoseconds) / 1e9, timestamp: Date().timeIntervalSince1970)
-            state.byOperation[operation] = row
+            guard let source = state.source, let traceID = source.traceID(send: send, late: at - sendStart > source.deadline) else { return }
+            let now = Date().timeIntervalSince1970
+            for (operation, nanoseconds) in timed {
+                let bucket = Self.buckets.firstIndex { nanoseconds <= $0.nanoseconds } ?? Self.buckets.count
+                var row = state.byOperation.removeValue(forKey: operation) ?? Array(repeating: nil, count: Self.buckets.count + 1)
+                row[bucket] = Exemplar(traceID: traceID, seconds: Double(nanoseconds) / 1e9, timestamp: now)
+                state.byOperation[operation] = row
+            }
         }
     }
 

@@ -208,11 +208,10 @@ package final class Recorder: Sendable {
             metrics.received.increment()
             if receipt.device < state.ledger.devices.count { metrics.receivedByPlatform[state.ledger.devices[receipt.device].platform]?.increment() }
             if case .send(let id) = receipt.attribution, let send = state.ledger.sends[id] {
-                metrics.recordDelivery(nanoseconds: receipt.time - send.intended, send: id, sendStart: send.start, at: receipt.time)
-                if let path = receipt.path {
-                    let hops = DeliveryLedger.HopTimes.of(path, start: send.start, intended: send.intended, received: receipt.time, inHand: receipt.contentTime)
-                    metrics.recordHops(hops, send: id, sendStart: send.start, at: receipt.time)
+                let hops = receipt.path.map {
+                    DeliveryLedger.HopTimes.of($0, start: send.start, intended: send.intended, received: receipt.time, inHand: receipt.contentTime)
                 }
+                metrics.recordReceipt(delivery: receipt.time - send.intended, hops: hops, send: id, sendStart: send.start, at: receipt.time)
             }
         default: break
         }

@@ -26,11 +26,10 @@ struct LiveMetricsOpenMetricsTests {
         metrics.setExemplarSource(.init(run: Self.run, tracing: .init(propagate: true, sample: 1), deadline: .seconds(5)))
         for (send, milliseconds) in [(1, 3), (2, 40), (3, 30)] {
             let nanoseconds = Int64(milliseconds) * 1_000_000
-            metrics.recordDelivery(nanoseconds: nanoseconds, send: send, sendStart: 0, at: nanoseconds)
+            metrics.recordReceipt(delivery: nanoseconds, hops: nil, send: send, sendStart: 0, at: nanoseconds)
         }
         // A send's own latency names no trace: a sampled send with no delivered pair exports none.
         metrics.record(MetricName.send, nanoseconds: 4_000_000)
-        metrics.exemplify(MetricName.send, nanoseconds: 4_000_000, send: 1, sendStart: 0, at: 4_000_000)
         let text = String(decoding: metrics.openMetricsExposition(), as: UTF8.self)
 
         let first = try Self.bucket(text, operation: "delivery", le: "0.005")
@@ -61,9 +60,9 @@ struct LiveMetricsOpenMetricsTests {
         let metrics = LiveMetrics()
         metrics.setExemplarSource(.init(run: Self.run, tracing: .init(propagate: true, sample: 0), deadline: .seconds(2)))
         // Received 3 ms after its send started: delivered, not in a sample of 0, so not exported.
-        metrics.recordDelivery(nanoseconds: 3_000_000, send: 7, sendStart: 0, at: 3_000_000)
+        metrics.recordReceipt(delivery: 3_000_000, hops: nil, send: 7, sendStart: 0, at: 3_000_000)
         // Received 2.5 s after its send started: late, an incident, exported.
-        metrics.recordDelivery(nanoseconds: 2_600_000_000, send: 8, sendStart: 100_000_000, at: 2_600_000_000)
+        metrics.recordReceipt(delivery: 2_600_000_000, hops: nil, send: 8, sendStart: 100_000_000, at: 2_600_000_000)
         let exemplars = try #require(metrics.exemplars[MetricName.delivery])
         #expect(exemplars.compactMap { $0?.traceID } == [Self.traceID(8)])
         let text = String(decoding: metrics.openMetricsExposition(), as: UTF8.self)
@@ -72,7 +71,7 @@ struct LiveMetricsOpenMetricsTests {
 
         // A run whose requests carry no trace context: nothing to name.
         metrics.setExemplarSource(nil)
-        metrics.exemplify(MetricName.delivery, nanoseconds: 2_600_000_000, send: 8, sendStart: 0, at: 2_600_000_000)
+        metrics.recordReceipt(delivery: 2_600_000_000, hops: nil, send: 8, sendStart: 0, at: 2_600_000_000)
         #expect(metrics.exemplars.isEmpty)
         #expect(!String(decoding: metrics.openMetricsExposition(), as: UTF8.self).contains("trace_id"))
     }
@@ -85,7 +84,7 @@ struct LiveMetricsOpenMetricsTests {
         let ms: Int64 = 1_000_000
         let path = DeliveryLedger.PushPath(acceptedAt: 4 * ms, writtenAt: 6 * ms, receivedAt: 30 * ms)
         let hops = DeliveryLedger.HopTimes.of(path, start: 1 * ms, intended: 0, received: 30 * ms, inHand: nil)
-        metrics.recordHops(hops, send: 5, sendStart: 1 * ms, at: 30 * ms)
+        metrics.recordReceipt(delivery: 30 * ms, hops: hops, send: 5, sendStart: 1 * ms, at: 30 * ms)
         let text = String(decoding: metrics.openMetricsExposition(), as: UTF8.self)
         let trace = Self.traceID(5)
         #expect(try Self.bucket(text, operation: "hop.backend", le: "0.005").contains(#"# {trace_id="\#(trace)"} 0.004 "#), "4 ms from the intended start")
