@@ -248,12 +248,10 @@ struct DeliveryJudge {
         }
         if late {
             let explanation = explainLate(device, path: receipt.path, hops: hops)
-            // Accepted, then written: the push service's part, from the path the receipt carried.
-            let push = receipt.path.map { path in
-                let accepted = path.acceptedAt(receivedAt: receipt.time)
-                return Ledger.PushPart(
-                    step: .written, handedAt: accepted, stepAt: max(accepted, path.writtenAt(receivedAt: receipt.time) ?? accepted), context: path.context
-                )
+            // Accepted, then written: the push service's part, where the hops put it.
+            let push = hops.map { hops in
+                let accepted = send.start + hops.backend + (hops.hub ?? 0)
+                return Ledger.PushPart(step: .written, handedAt: accepted, stepAt: accepted + hops.pushService, context: hops.context)
             }
             incident(.late, send: send.id, device: device, time: receipt.time, "after \(raw / 1_000_000) ms", explanation: explanation, push: push)
         }

@@ -79,6 +79,11 @@ extension DeliveryLedger {
 
         /// The same trace as `trace`: the push service's part joins it under ``span``.
         public func isIn(_ trace: TraceIdentity) -> Bool { low == trace.low }
+
+        /// ``span`` as 16 hex digits when the context is `trace`'s; nil for another trace's.
+        public func spanID(in trace: TraceIdentity) -> String? {
+            isIn(trace) ? TraceIdentity(high: 0, low: 0, span: span).spanID : nil
+        }
     }
 
     /// How much of the push service's view a run had.

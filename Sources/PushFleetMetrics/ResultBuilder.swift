@@ -20,10 +20,14 @@ package struct ResultBuilder {
     /// verdict's per-device and per-user tables are not built for nothing.
     package var judgesLedger = true
 
+    /// The run's trace ids (the run id's hash worked out once).
+    let traces: TraceRoot
+
     package init(scenario: Scenario, plan: FleetPlan, recorder: Recorder) {
         self.scenario = scenario
         self.plan = plan
         self.recorder = recorder
+        traces = TraceRoot(run: plan.runID)
     }
 
     /// Judges the ledger and builds the result, in steps: the verdict, the latency histograms,
@@ -81,21 +85,19 @@ package struct ResultBuilder {
         guard judgesLedger, tracing.propagate, tracing.sample > 0 else { return nil }
         func seconds(_ time: Int64) -> Double { (Double(time - recorder.start) / 1e6).rounded() / 1e3 }
         // Filtered before sorted: a long run holds a great many deliveries, the sample few.
-        let traces = TraceRoot(run: plan.runID)
         let chosen = deliveries.filter { !$0.late && tracing.samples(traces.send($0.send)) }
             .sorted { ($0.send, $0.device) < ($1.send, $1.device) }.prefix(RunResult.sampledLimit)
         var kept: [SampledDelivery] = []
         for delivery in chosen {
             guard let send = ledger.knownSend(delivery.send) else { continue }
-            let context = delivery.hops?.context
-            let inTrace = context.map { $0.isIn(traces.send(delivery.send)) } ?? false
+            let pushSpan = delivery.hops?.context?.spanID(in: traces.send(delivery.send))
             kept.append(
                 SampledDelivery(
                     send: delivery.send, device: delivery.device, platform: plan.devices[delivery.device].platform.rawValue,
                     sendStartSecond: seconds(send.start), sendEndSecond: seconds(send.end), receivedSecond: seconds(delivery.receivedAt),
                     backendNs: delivery.hops?.backend, hubNs: delivery.hops?.hub, pushServiceNs: delivery.hops?.pushService,
                     deviceNs: delivery.hops?.device, fetchNs: delivery.hops?.fetch,
-                    pushSpan: inTrace ? context.map { TraceIdentity(high: 0, low: 0, span: $0.span).spanID } : nil, pushUntraced: delivery.hops != nil && !inTrace ? true : nil
+                    pushSpan: pushSpan, pushUntraced: delivery.hops != nil && pushSpan == nil ? true : nil
                 )
             )
         }
@@ -231,11 +233,8 @@ package struct ResultBuilder {
             row.pushSecond = seconds(push.handedAt)
             row.pushStepSecond = seconds(push.stepAt)
             // Joined under the provider request's span only when it carried the send's trace.
-            if let context = push.context, context.isIn(TraceRoot(run: plan.runID).send(id)) {
-                row.pushSpan = TraceIdentity(high: 0, low: 0, span: context.span).spanID
-            } else {
-                row.pushUntraced = true
-            }
+            row.pushSpan = push.context?.spanID(in: traces.send(id))
+            row.pushUntraced = row.pushSpan == nil ? true : nil
         }
         return row
     }

@@ -101,6 +101,13 @@ struct LiveMetricsOpenMetricsTests {
         ("*/*", false),
         ("application/openmetrics-text;q=0", false),
         ("application/openmetrics-textual", false),
+        // Hostile or broken headers: never a crash, OpenMetrics only when plainly asked for.
+        ("", false),
+        (";;,,;", false),
+        ("application/openmetrics-text;q=abc", true),
+        ("application/openmetrics-text;q=-1", false),
+        (String(repeating: "text/plain;q=0.1,", count: 2_000) + "application/openmetrics-text", true),
+        ("application/openmetrics-text\u{0};q=1", false),
     ])
     func negotiation(accept: String, openMetrics: Bool) {
         #expect(LiveMetrics.wantsOpenMetrics([accept]) == openMetrics)
