@@ -114,7 +114,9 @@ package enum RawSocket {
             let count = read(fd, &buffer, buffer.count)
             if count > 0 {
                 response += buffer[0..<count]
-            } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
+            } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                // A signal to the process (the suite sends itself some) interrupts a read; it is
+                // no close.
                 closed = true
             }
         }
