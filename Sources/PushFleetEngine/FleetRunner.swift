@@ -41,9 +41,9 @@ public struct FleetRunner: Sendable {
         /// Called once the fleet is in; says when (wall clock) the traffic starts, so the shards
         /// of a run start theirs together, or why the run cannot go on.
         public var trafficGate: (@Sendable () async -> TrafficGate)?
-        /// Where the embedded reference backend records its spans, for the run's trace export;
-        /// nil when nothing is exported (the backend then records none).
-        public var backendSpans: SpanRecorder?
+        /// Where the embedded reference backend and notification hub record their spans, for the
+        /// run's trace export; nil when nothing is exported (they then record none).
+        public var serverSpans: ServerSpans?
 
         public init(provenance: RunProvenance, logger: Logger, progress: (@Sendable (String) -> Void)? = nil) {
             self.provenance = provenance

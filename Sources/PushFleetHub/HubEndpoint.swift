@@ -250,12 +250,8 @@ public struct HubEndpoint: Sendable {
             var location = call.url("messages/\(report.notificationID)")
             if direct { location += "&direct" }
             return .empty(status: .created, headers: headers(call, [.location: location, .contentType: "application/xml; charset=utf-8"]))
-        case .failure(.badRequest(let why)):
-            return Self.error(.badRequest, why, trackingID: call.trackingID)
-        case .failure(.tooLarge(let why)):
-            return Self.error(.forbidden, why, trackingID: call.trackingID)
-        case .failure(.unavailable(let why)):
-            return Self.error(.serviceUnavailable, why, trackingID: call.trackingID)
+        case .failure(let failure):
+            return Self.error(HTTPResponse.Status(code: failure.statusCode), failure.description, trackingID: call.trackingID)
         }
     }
 

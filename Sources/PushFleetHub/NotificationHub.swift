@@ -63,14 +63,21 @@ public final class NotificationHub: Sendable {
     let tokens = SharedAccessSignature.VerifiedCache()
     let delivery: any PushDelivery
     let now: @Sendable () -> Int64
+    /// Where the hub records its spans (a server span per send, a client span per push attempt);
+    /// nil: none recorded, and each push hands on the send's context as it came.
+    let spans: SpanRecorder?
     private let counters = Mutex(Stats())
     private let sequence = Atomic<UInt64>(0)
 
     /// - Parameters:
     ///   - delivery: where pushes go (the mock push service's provider endpoints, in process).
     ///   - now: wall clock in nanoseconds since the epoch; tests pass their own.
-    public init(settings: Settings, delivery: any PushDelivery, now: @escaping @Sendable () -> Int64 = WallClock.nanoseconds) {
+    ///   - spans: where its spans are recorded, under a sampled caller's.
+    public init(
+        settings: Settings, delivery: any PushDelivery, now: @escaping @Sendable () -> Int64 = WallClock.nanoseconds, spans: SpanRecorder? = nil
+    ) {
         self.settings = settings
+        self.spans = spans
         self.store = HubStore(limits: settings.limits, registrationTTL: settings.registrationTTL)
         self.delivery = delivery
         self.now = now
@@ -113,6 +120,15 @@ public final class NotificationHub: Sendable {
             case .badRequest(let why), .tooLarge(let why), .unavailable(let why): why
             }
         }
+
+        /// The HTTP status the service answers it with.
+        public var statusCode: Int {
+            switch self {
+            case .badRequest: 400
+            case .tooLarge: 403
+            case .unavailable: 503
+            }
+        }
     }
 
     /// Validates a send, fans it out to every registration it selects and acts on the push
@@ -126,6 +142,38 @@ public final class NotificationHub: Sendable {
         case .success(let made): plan = made
         case .failure(let failure): return .failure(failure)
         }
+        guard let spans, let trace = plan.trace, TraceIdentity.sampled(trace), let caller = TraceIdentity(traceparent: trace) else {
+            return await send(plan, request: request, span: nil)
+        }
+        let span = caller.child(spans.nextSalt())
+        let start = UInt64(clamping: WallClock.nanoseconds())
+        let result = await send(plan, request: request, span: span)
+        var attributes: [(String, TraceSpan.Value)] = [
+            ("http.request.method", .string("POST")), ("url.path", .string("/\(settings.hubName)/messages")),
+            ("pushfleet.hub.format", .string(request.format)),
+        ]
+        var status = TraceSpan.Status.unset
+        switch result {
+        case .success(let report):
+            attributes += [
+                ("http.response.status_code", .int(201)), ("pushfleet.hub.targets", .int(Int64(report.targets))),
+                ("pushfleet.hub.accepted", .int(Int64(report.accepted))), ("pushfleet.hub.failed", .int(Int64(report.failed))),
+            ]
+        case .failure(let failure):
+            attributes.append(("http.response.status_code", .int(Int64(failure.statusCode))))
+            if failure.statusCode >= 500 { status = .error(failure.description) }
+        }
+        spans.record(
+            TraceSpan(
+                identity: span, parent: caller.span, name: "POST", kind: .server, start: start, end: UInt64(clamping: WallClock.nanoseconds()),
+                attributes: attributes, status: status
+            )
+        )
+        return result
+    }
+
+    /// `span`: the send's server span when recording, the parent of each push's client span.
+    private func send(_ plan: SendPlan, request: SendRequest, span: TraceIdentity?) async -> Result<SendReport, SendFailure> {
         let instant = now()
         let targets: [Target]
         if let handle = request.directHandle {
@@ -138,7 +186,7 @@ public final class NotificationHub: Sendable {
         }
         var report = SendReport(notificationID: notificationID(instant), targets: targets.count)
         delivery.took(HubNote(at: instant, body: String(decoding: request.body, as: UTF8.self), format: request.format, targets: targets.count))
-        let answers = await cancelWhenGracefulShutdown { await self.fanOut(targets, plan: plan, at: instant) }
+        let answers = await cancelWhenGracefulShutdown { await self.fanOut(targets, plan: plan, at: instant, span: span) }
         var expired = Set<Target.HandleKey>()
         for (target, answer) in answers {
             switch answer {
@@ -179,7 +227,7 @@ public final class NotificationHub: Sendable {
 
     /// At most `fanOutConcurrency` pushes in flight; each retried while throttled. Once the
     /// task is cancelled no push starts, and the answers are fewer than the targets.
-    private func fanOut(_ targets: [Target], plan: SendPlan, at instant: Int64) async -> [(Target, DeliveryAnswer)] {
+    private func fanOut(_ targets: [Target], plan: SendPlan, at instant: Int64, span: TraceIdentity?) async -> [(Target, DeliveryAnswer)] {
         let window = max(1, settings.fanOutConcurrency)
         return await withTaskGroup(of: (Target, DeliveryAnswer).self) { group in
             var results: [(Target, DeliveryAnswer)] = []
@@ -189,7 +237,7 @@ public final class NotificationHub: Sendable {
                 while next < targets.count, next - results.count < window, !Task.isCancelled {
                     let target = targets[next]
                     next += 1
-                    group.addTask { (target, await self.push(plan, to: target, at: instant)) }
+                    group.addTask { (target, await self.push(plan, to: target, at: instant, span: span)) }
                 }
                 guard let result = await group.next() else { break }
                 results.append(result)
@@ -198,7 +246,7 @@ public final class NotificationHub: Sendable {
         }
     }
 
-    private func push(_ plan: SendPlan, to target: Target, at instant: Int64) async -> DeliveryAnswer {
+    private func push(_ plan: SendPlan, to target: Target, at instant: Int64, span: TraceIdentity?) async -> DeliveryAnswer {
         var native: NativePush
         switch plan.native(for: target.registration, platform: target.platform, handle: target.handle, settings: settings) {
         case .success(let push): native = push
@@ -220,9 +268,42 @@ public final class NotificationHub: Sendable {
                 guard !Task.isCancelled else { return answer }
                 counters.withLock { $0.retried += 1 }
             }
-            answer = await delivery.deliver(native)
+            answer = await deliver(native, under: span)
             guard answer == .throttled else { return answer }
         }
+        return answer
+    }
+
+    /// One attempt; when recording, in a client span of its own under the send's, whose id the
+    /// push's `traceparent` carries, as an instrumented HTTP client's request does.
+    private func deliver(_ push: NativePush, under span: TraceIdentity?) async -> DeliveryAnswer {
+        guard let spans, let span else { return await delivery.deliver(push) }
+        var push = push
+        let client = span.child(spans.nextSalt())
+        push.headers.removeAll { $0.name == "traceparent" }
+        push.headers.append(.init("traceparent", client.traceparent))
+        let start = UInt64(clamping: WallClock.nanoseconds())
+        let answer = await delivery.deliver(push)
+        var attributes: [(String, TraceSpan.Value)] = [("http.request.method", .string("POST")), ("pushfleet.platform", .string(push.platform.rawValue))]
+        let status: TraceSpan.Status
+        switch answer {
+        case .accepted: status = .unset
+        case .handleExpired:
+            attributes.append(("error.type", .string("unregistered")))
+            status = .error("the push service says the handle is dead")
+        case .throttled:
+            attributes.append(("error.type", .string("throttled")))
+            status = .error("throttled")
+        case .failed(let why):
+            attributes.append(("error.type", .string("failed")))
+            status = .error(String(why.prefix(200)))
+        }
+        spans.record(
+            TraceSpan(
+                identity: client, parent: span.span, name: "POST", kind: .client, start: start, end: UInt64(clamping: WallClock.nanoseconds()),
+                attributes: attributes, status: status
+            )
+        )
         return answer
     }
 

@@ -25,7 +25,8 @@ extension FleetRunner {
             configuration.backend.registrationTTL = scenario.embedded.registrationTTL
             configuration.backend.store = scenario.embedded.store
             configuration.throughHub = scenario.embedded.hub
-            configuration.backend.spans = options.backendSpans
+            configuration.backend.spans = options.serverSpans?.backend
+            configuration.pushServer.hubSpans = options.serverSpans?.hub
             // `sqlite:` with no path: a fresh file for this run only.
             var temporaryStore: URL?
             if case .sqlite(let path) = scenario.embedded.store, path.isEmpty {

@@ -5,6 +5,7 @@ import HummingbirdHTTP2
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
+public import PushFleetCore
 public import PushFleetHub
 public import PushFleetServerSupport
 public import ServiceLifecycle
@@ -51,6 +52,8 @@ public struct MockPushServer: Sendable {
         public var adminToken: String?
         /// The notification hub served at `/{hub}/…`; nil for none.
         public var hub: NotificationHub.Settings?
+        /// Where the hub records its spans; nil: it records none.
+        public var hubSpans: SpanRecorder?
         /// Where to also serve TLS; nil for none.
         public var tls: TLS?
         /// Device WebSockets each gateway port (HTTP/1.1, TLS) holds at most; the rest of the
@@ -121,7 +124,9 @@ public struct MockPushServer: Sendable {
         self.configuration = configuration
         self.deviceSlots = DeviceSlots(cap: configuration.deviceCap, port: "the push port")
         self.tlsDeviceSlots = configuration.tlsDeviceCap.map { DeviceSlots(cap: $0, port: "the TLS port") }
-        self.hub = configuration.hub.map { NotificationHub(settings: $0, delivery: HubDelivery(service: service, fcmProject: "pushfleet")) }
+        self.hub = configuration.hub.map {
+            NotificationHub(settings: $0, delivery: HubDelivery(service: service, fcmProject: "pushfleet"), spans: configuration.hubSpans)
+        }
     }
 
     /// The one router every listener serves: whatever is mounted here is reachable on each.

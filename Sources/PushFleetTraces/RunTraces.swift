@@ -8,12 +8,10 @@ public import PushFleetResults
 /// children; per pair, a span of the ledger's verdict, a child of the send's: for an incident
 /// with the hop and reason it was put at, for a delivered pair with a child span per hop.
 public enum RunTraces {
-    public static let service = "pushfleet"
+    public static let service = TraceService.fleet
     /// The push service's spans: made by the run from what the push service told it (its reports
     /// and the push's frame), under the service that did the work.
-    public static let pushService = "pushfleet-push-service"
-    /// The embedded reference backend's own spans (``SpanRecorder``).
-    public static let backendService = "pushfleet-backend"
+    public static let pushService = TraceService.pushService
 
     public struct Built: Sendable {
         public var spans: [TraceSpan]

@@ -59,9 +59,9 @@ struct Capacity: AsyncParsableCommand {
         logger.logLevel = .warning
         var options = FleetRunner.Options(provenance: source.provenance, logger: logger) { line in progress.show(line) }
         let exporting = try? traces.configuration()
-        // One ring for every step's backend spans: the search's last steps are the ones kept.
+        // One ring per server for every step's spans: the search's last steps are the ones kept.
         let tracing = loaded.tracing
-        options.backendSpans = exporting == nil ? nil : SpanRecorder(keeping: { tracing.samples($0) })
+        options.serverSpans = exporting == nil ? nil : ServerSpans(keeping: { tracing.samples($0) })
         var runner = CapacityRunner(scenario: loaded, options: options)
         let traceURL = traces.traceUrl
         // Each step's traces, built as it is written, exported together once the search ends.
@@ -78,7 +78,7 @@ struct Capacity: AsyncParsableCommand {
         }
         let result = try await runner.run(required: required, stop: stop)
         progress.finish()
-        await TraceExport.export(stepTraces.withLock { $0 }, version: PushFleet.version, to: exporting, backend: options.backendSpans)
+        await TraceExport.export(stepTraces.withLock { $0 }, version: PushFleet.version, to: exporting, servers: options.serverSpans)
         do {
             for file in try CapacityReport.render(result) {
                 let path = (directory as NSString).appendingPathComponent(file.name)

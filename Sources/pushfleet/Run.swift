@@ -76,7 +76,7 @@ struct Run: AsyncParsableCommand {
         options.metrics = live
         let exporting = (try? traces.configuration()) != nil
         let tracing = loaded.tracing
-        options.backendSpans = exporting ? SpanRecorder(keeping: { tracing.samples($0) }) : nil
+        options.serverSpans = exporting ? ServerSpans(keeping: { tracing.samples($0) }) : nil
         let runner = FleetRunner(scenario: loaded, plan: plan, options: options)
         // The run and its reports; with --metrics-listen, scrapers get the final values until
         // the reports are written.
@@ -108,7 +108,7 @@ struct Run: AsyncParsableCommand {
         } else {
             result = try await play()
         }
-        await TraceExport.export(result, options: traces, backend: options.backendSpans)
+        await TraceExport.export(result, options: traces, servers: options.serverSpans)
         FileHandleOutput.standardOutput(SummaryTable.render(result))
         if let note = Self.deviceCapNote(result) { FileHandleOutput.standardOutput(note) }
         FileHandleOutput.standardOutput("reports: \(directory)")

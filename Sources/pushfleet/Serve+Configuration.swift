@@ -7,6 +7,7 @@ import PushFleetEmbedded
 import PushFleetHub
 import PushFleetMockPush
 import PushFleetServerSupport
+import PushFleetTraces
 import PushFleetWire
 
 /// `pushfleet serve`'s flags to the servers' configuration. Each step checks its own flags; the
@@ -15,6 +16,8 @@ extension Serve {
     struct Parsed {
         var configuration: EmbeddedSystem.Configuration
         var logLevel: Logger.Level
+        /// Where the servers' spans go; nil: they record none.
+        var otlp: OTLPConfiguration?
     }
 
     func parsed() throws -> Parsed {
@@ -39,9 +42,10 @@ extension Serve {
             maxDeviceConnections: try deviceCap(limits)
         )
         let level = try logLevelSetting()
+        let otlp = try otlpConfiguration()
         var configuration = EmbeddedSystem.Configuration(backend: backend, pushService: pushService, pushServer: pushServer, externalPushServiceURL: pnsUrl)
         configuration.throughHub = throughHub
-        return Parsed(configuration: configuration, logLevel: level)
+        return Parsed(configuration: configuration, logLevel: level, otlp: otlp)
     }
 
     /// The backend's listener, lifetimes, store, token secret and users; its server limits come later.

@@ -8,6 +8,8 @@ import PushFleetWebPush
 import PushFleetLauncher
 import PushFleetMockPush
 import PushFleetServerSupport
+import PushFleetCore
+import PushFleetTraces
 import ServiceLifecycle
 import UnixSignals
 
@@ -59,6 +61,13 @@ struct Serve: AsyncParsableCommand {
     var hubName: String?
     @Option(help: "The embedded hub's DefaultFullSharedAccessSignature key (default: random, printed at start).") var hubKey: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+    @Option(
+        help: """
+            Export the backend's and the hub's spans with OTLP/HTTP to this collector (http://HOST:4318), every second, \
+            under callers that sampled their trace; the OTEL_EXPORTER_OTLP_* variables are read when it is not given.
+            """
+    )
+    var otlpEndpoint: String?
     @OptionGroup(title: "TLS and provider credentials") var tls: ServeTLSOptions
 
     func validate() throws {
@@ -80,10 +89,20 @@ struct Serve: AsyncParsableCommand {
         if let identity = parsed.configuration.pushServer.tls?.identity, identity.authorityPEM != nil {
             authorityFiles = try ServeTLSOptions.writeAuthority(identity, to: tls.caPath)
         }
-        let system = EmbeddedSystem(configuration: parsed.configuration)
+        var configuration = parsed.configuration
+        var services: [any Service] = []
+        if let otlp = parsed.otlp {
+            let spans = ServerSpans()
+            configuration.backend.spans = spans.backend
+            configuration.pushServer.hubSpans = spans.hub
+            let stream = SpanStream(recorders: spans.all, exporter: OTLPExporter(configuration: otlp), scope: (name: "pushfleet", version: PushFleet.version))
+            services.append(SpanExportService(stream: stream))
+        }
+        let system = EmbeddedSystem(configuration: configuration)
+        services += system.makeServices(logger: logger)
         let group = ServiceGroup(
             configuration: .init(
-                services: system.makeServices(logger: logger).map { .init(service: $0) },
+                services: services.map { .init(service: $0) },
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
@@ -124,6 +143,9 @@ struct Serve: AsyncParsableCommand {
                 lines.append("backend sends through hub \(through.entityPath ?? "") at \(system.configuration.backend.hubAtPushService ? endpoints.pushService : through.baseURL)")
             }
             FileHandleOutput.standardOutput(lines.joined(separator: "\n"))
+        }
+        if let otlp = parsed.otlp {
+            FileHandleOutput.standardError("traces: the backend's and the hub's spans go to \(otlp.endpoint) every second")
         }
         defer { announcer.cancel() }
         try await group.run()

@@ -31,15 +31,15 @@ struct TraceOptions: ParsableArguments {
 /// Traces exported once the reports are written. An export that fails is said on stderr and
 /// changes no exit code: the reports are the run's record.
 enum TraceExport {
-    /// `backend`: the spans the embedded reference backend recorded; those of the traces
-    /// exported go with them, under its own service.
-    static func export(_ result: RunResult, options: TraceOptions, backend: SpanRecorder? = nil) async {
-        await export([RunTraces.build(result)], version: result.info.version, to: try? options.configuration(), backend: backend)
+    /// `servers`: the spans the embedded reference backend and hub recorded; those of the traces
+    /// exported go with them, each under its own service.
+    static func export(_ result: RunResult, options: TraceOptions, servers: ServerSpans? = nil) async {
+        await export([RunTraces.build(result)], version: result.info.version, to: try? options.configuration(), servers: servers)
     }
 
     /// Several runs' traces (a capacity search's steps) in one export, so that a collector that
     /// is gone is waited for once.
-    static func export(_ runs: [RunTraces.Built?], version: String, to configuration: OTLPConfiguration?, backend: SpanRecorder? = nil) async {
+    static func export(_ runs: [RunTraces.Built?], version: String, to configuration: OTLPConfiguration?, servers: ServerSpans? = nil) async {
         guard let configuration, !runs.isEmpty else { return }
         let built = runs.compactMap { $0 }
         guard !built.isEmpty else {
@@ -54,19 +54,20 @@ enum TraceExport {
         var services = [ServiceSpans(service: RunTraces.service, spans: spans)]
         let pushService = built.flatMap(\.pushServiceSpans)
         if !pushService.isEmpty { services.append(ServiceSpans(service: RunTraces.pushService, spans: pushService)) }
-        // The backend's spans of the traces the ledger chose, and no others (tail sampling).
-        let held = backend?.spans(ofTraces: Set(spans.map(\.identity.traceID)))
-        if let held, !held.spans.isEmpty { services.append(ServiceSpans(service: RunTraces.backendService, spans: held.spans)) }
+        // The servers' spans of the traces the ledger chose, and no others (tail sampling).
+        let traces = Set(spans.map(\.identity.traceID))
+        let held = (servers?.all ?? []).map { ($0, $0.spans(ofTraces: traces)) }
+        for (recorder, kept) in held where !kept.spans.isEmpty { services.append(ServiceSpans(service: recorder.service, spans: kept.spans)) }
         let report = await OTLPExporter(configuration: configuration).export(services, scope: (name: "pushfleet", version: version))
         let incidents = built.reduce(0) { $0 + $1.incidents }
         let sampled = built.reduce(0) { $0 + $1.sampled }
         let withoutSend = built.reduce(0) { $0 + $1.withoutSend }
         var line = "traces: \(report.exported) spans of \(incidents) incidents and \(sampled) sampled deliveries exported to \(configuration.endpoint)"
         if withoutSend > 0 { line += "; \(withoutSend) incidents name no send and have no trace" }
-        if let held, !held.spans.isEmpty || held.overwritten > 0 {
-            line += "; \(held.spans.count) of them the reference backend's"
-            if held.overwritten > 0 {
-                line += " (it keeps its last \(backend?.capacity ?? 0) spans: \(held.overwritten) older ones were overwritten, and early traces may lack them)"
+        for (recorder, kept) in held where !kept.spans.isEmpty || kept.overwritten > 0 {
+            line += "; \(kept.spans.count) of them \(recorder.service)'s"
+            if kept.overwritten > 0 {
+                line += " (it keeps its last \(recorder.capacity) spans: \(kept.overwritten) older ones were overwritten, and early traces may lack them)"
             }
         }
         if report.failed > 0 { line += "; \(report.failed) spans not exported: \(report.failure ?? "")" }

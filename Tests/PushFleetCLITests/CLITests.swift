@@ -141,7 +141,7 @@ struct CLITests {
         #expect(otlp.status == 2 && otlp.output.contains("--otlp-endpoint must be an http:// or https:// URL"), "\(otlp.output)")
         let link = try await Self.run(["run", "bad.yaml", "--trace-url", "http://jaeger/trace/"], in: directory)
         #expect(link.status == 2 && link.output.contains("--trace-url must contain {trace_id}"), "\(link.output)")
-        for command in [["capacity", "bad.yaml"], ["shards", "bad.yaml", "--local", "2"], ["merge", "bad", "--out", "merged"]] {
+        for command in [["capacity", "bad.yaml"], ["shards", "bad.yaml", "--local", "2"], ["merge", "bad", "--out", "merged"], ["serve"]] {
             let flagged = try await Self.run(command + ["--otlp-endpoint", "ftp://c"], in: directory)
             #expect(flagged.status == 2 && flagged.output.contains("--otlp-endpoint must be an http:// or https:// URL"), "\(command): \(flagged.output)")
         }

@@ -110,4 +110,44 @@ struct OTLPExporterTests {
             #expect(report == .init(exported: 5, failed: 0, failure: nil) && posts() == 3, "\(report)")
         }
     }
+
+    @Test("a server's span stream: each drain exports every recorder's spans under its own service; what a ring overwrote between drains, and the last moments' spans at the stop, are accounted")
+    func streaming() async throws {
+        try await Self.withCollector(.accept) { url, posts in
+            let recorders = [SpanRecorder(service: TraceService.backend, capacity: 2), SpanRecorder(service: TraceService.hub, capacity: 10)]
+            let trace = TraceIdentity.send(run: "rstream01", id: 1)
+            let salts = Atomic<UInt64>(0)
+            @Sendable func record(_ count: Int, in recorder: SpanRecorder) {
+                for _ in 0..<count {
+                    let salt = salts.add(1, ordering: .relaxed).newValue
+                    recorder.record(TraceSpan(identity: trace.child(salt), parent: trace.span, name: "s", kind: .server, start: 1, end: 2))
+                }
+            }
+            let waits = Atomic<Int>(0)
+            let stream = SpanStream(recorders: recorders, exporter: try Self.exporter(url), interval: .milliseconds(1), scope: ("pushfleet", "test"))
+            let totals = await stream.run { _ in
+                switch waits.add(1, ordering: .relaxed).newValue {
+                case 1:
+                    record(3, in: recorders[0])  // one overwritten before the first drain
+                    record(1, in: recorders[1])
+                    return true
+                case 2:
+                    return true  // nothing recorded: nothing posted
+                default:
+                    record(2, in: recorders[1])  // recorded as the server stops: the last flush takes them
+                    return false
+                }
+            }
+            // Batches of two, per service: the backend's 2 and the hub's 1, then the hub's 2.
+            #expect(totals == .init(exported: 5, overwritten: 1, failed: 0, failure: nil), "\(totals)")
+            #expect(posts() == 3 && recorders.allSatisfy { $0.drain().spans.isEmpty })
+        }
+        let unreachable = SpanStream(
+            recorders: [SpanRecorder(service: TraceService.backend)], exporter: try Self.exporter("http://127.0.0.1:9", timeout: .seconds(3)),
+            scope: ("pushfleet", "test")
+        )
+        unreachable.recorders[0].record(TraceSpan(identity: TraceIdentity.send(run: "rstream01", id: 2), parent: nil, name: "s", kind: .server, start: 1, end: 2))
+        let lost = await unreachable.run { _ in false }
+        #expect(lost.exported == 0 && lost.failed == 1 && lost.failure != nil, "\(lost)")
+    }
 }

@@ -5,6 +5,8 @@ import PushFleetHub
 import PushFleetServerSupport
 import PushFleetTestSupport
 import PushFleetCore
+import PushFleetEmbedded
+import PushFleetMockPush
 import PushFleetWire
 import Testing
 
@@ -65,7 +67,7 @@ struct TracePropagationTests {
 
     @Test("a backend recording spans: a server span under the caller's, its store calls and a client span per push under that, each push carrying its client span's id; an unsampled caller, or none, records nothing")
     func recordsItsSpans() async throws {
-        let spans = SpanRecorder(capacity: 100)
+        let spans = SpanRecorder(service: TraceService.backend, capacity: 100)
         var configuration = BackendConfiguration()
         configuration.spans = spans
         try await Self.withBackend(configuration) { calls, proxy, device in
@@ -106,7 +108,7 @@ struct TracePropagationTests {
 
     @Test("the span recorder keeps its last spans, gives a trace's in order and counts what it overwrote")
     func recorderIsBounded() {
-        let spans = SpanRecorder(capacity: 3)
+        let spans = SpanRecorder(service: "test", capacity: 3)
         let traces = (0..<5).map { TraceIdentity.send(run: "rring0001", id: $0) }
         for (number, trace) in traces.enumerated() {
             spans.record(TraceSpan(identity: trace, parent: nil, name: "s\(number)", kind: .server, start: UInt64(number), end: UInt64(number)))
@@ -116,11 +118,29 @@ struct TracePropagationTests {
         #expect(spans.spans(ofTraces: [traces[0].traceID, traces[3].traceID]).spans.map(\.name) == ["s3"])
         #expect(spans.nextSalt() != spans.nextSalt())
         // The sample's traces are kept apart from the ring, up to their own bound.
-        let keeping = SpanRecorder(capacity: 2, keeping: { $0 == traces[0] || $0 == traces[1] }, keptCapacity: 1)
+        let keeping = SpanRecorder(service: "test", capacity: 2, keeping: { $0 == traces[0] || $0 == traces[1] }, keptCapacity: 1)
         for (number, trace) in traces.enumerated() {
             keeping.record(TraceSpan(identity: trace, parent: nil, name: "s\(number)", kind: .server, start: UInt64(number), end: UInt64(number)))
         }
         #expect(keeping.spans(ofTraces: Set(traces.map(\.traceID))).spans.map(\.name) == ["s0", "s3", "s4"])
+    }
+
+    @Test("a drained recorder hands over every span it held, oldest first, with what it overwrote since the last drain, and is empty after")
+    func recorderDrains() {
+        let spans = SpanRecorder(service: "test", capacity: 3)
+        let trace = TraceIdentity.send(run: "rdrain001", id: 1)
+        func record(_ range: Range<Int>) {
+            for number in range {
+                spans.record(TraceSpan(identity: trace.child(UInt64(number)), parent: trace.span, name: "s\(number)", kind: .server, start: 1, end: 2))
+            }
+        }
+        record(0..<5)
+        let first = spans.drain()
+        #expect(first.spans.map(\.name) == ["s2", "s3", "s4"] && first.overwritten == 2)
+        #expect(spans.drain().spans.isEmpty && spans.spans(ofTraces: [trace.traceID]).spans.isEmpty)
+        record(5..<7)
+        let second = spans.drain()
+        #expect(second.spans.map(\.name) == ["s5", "s6"] && second.overwritten == 0)
     }
 
     @Test("a send through the notification hub hands its traceparent on with each push it makes, to the device")
@@ -141,6 +161,50 @@ struct TracePropagationTests {
             }
             let frames = try await device.waitForPushes(2)
             #expect(Set(frames.map(\.trace)) == [parent, nil], "\(frames.map(\.trace))")
+        }
+    }
+
+    @Test("a hub recording spans: a server span under the sampled caller's, a client span per push under it whose id the push carries to the device; an unsampled caller's or a hostile context records nothing and passes on as it came")
+    func hubRecordsItsSpans() async throws {
+        let spans = SpanRecorder(service: TraceService.hub, capacity: 100)
+        let settings = NotificationHub.Settings(namespace: "traced", hubName: "hub")
+        var configuration = EmbeddedSystem.Configuration.withHub(settings)
+        configuration.pushServer.hubSpans = spans
+        try await TestSystem.run(configuration) { system in
+            let sdk = DotNetHubWire(base: system.pushService, settings: settings)
+            var devices: [TestDevice] = []
+            defer { devices.forEach { $0.close() } }
+            for platform in [Platform.apns, .apns] {
+                let device = try await TestDevice.connect(pushService: system.pushService, platform: platform)
+                devices.append(device)
+                _ = try await HubFanOutTests.register(sdk, device, tags: ["traced"])
+            }
+            let caller = TraceIdentity.send(run: "rhubspan1", id: 3)
+            let unsampled = String(TraceIdentity.send(run: "rhubspan1", id: 4).traceparent.dropLast(2)) + "00"
+            for parent in [caller.traceparent, unsampled, caller.traceparent.uppercased()] {
+                let response = try await sdk.request(
+                    .POST, "messages", body: Data(#"{"aps":{"alert":"hi"}}"#.utf8),
+                    headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-Tags", "traced"), ("traceparent", parent)]
+                )
+                #expect(response.status == 201, "\(response.text)")
+            }
+            let recorded = spans.spans(ofTraces: [caller.traceID]).spans
+            let server = try #require(recorded.first { $0.kind == .server }, "\(recorded.map(\.name))")
+            #expect(server.parent == caller.span && server.identity.traceID == caller.traceID && server.name == "POST")
+            #expect(server.attributes.contains { $0.0 == "url.path" && $0.1 == .string("/hub/messages") })
+            #expect(server.attributes.contains { $0.0 == "http.response.status_code" && $0.1 == .int(201) })
+            #expect(server.attributes.contains { $0.0 == "pushfleet.hub.targets" && $0.1 == .int(2) })
+            let clients = recorded.filter { $0.kind == .client }
+            #expect(clients.count == 2 && clients.allSatisfy { $0.parent == server.identity.span && $0.status == .unset }, "\(clients)")
+            #expect(clients.allSatisfy { $0.attributes.contains { $0.0 == "pushfleet.platform" && $0.1 == .string("apple") } }, "\(clients)")
+            #expect(recorded.count == 3 && spans.drain().spans.count == 3, "only the sampled send records")
+            // Each device got its push under its own client span; the others as they came, or none.
+            for device in devices {
+                let frames = try await device.waitForPushes(3)
+                let traced = frames.compactMap(\.trace)
+                #expect(traced.count == 2 && traced.contains(unsampled), "\(traced)")
+                #expect(clients.contains { $0.identity.traceparent == traced.first { $0 != unsampled } }, "\(traced)")
+            }
         }
     }
 

@@ -42,6 +42,13 @@ public struct TraceIdentity: Sendable, Hashable {
         self = parsed
     }
 
+    /// Whether a `traceparent` this type reads says its caller sampled the trace (the flags' low
+    /// bit), as a parent-based sampler decides whether to record.
+    public static func sampled(_ traceparent: String) -> Bool {
+        guard let last = traceparent.utf8.last, let nibble = Hex.value(last) else { return false }
+        return nibble & 1 == 1
+    }
+
     /// Lower-case hex only: version 00 forbids upper-case digits.
     private static func number(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, digits: Int = 16) -> UInt64? {
         var value: UInt64 = 0
