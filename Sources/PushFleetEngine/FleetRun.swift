@@ -36,6 +36,8 @@ struct FleetRun: Sendable {
     let renewals = InterruptibleWaits()
     /// Wall-clock nanoseconds at the start, to name when the run happened.
     let startedWall: Int64
+    /// The phase the live page names, and when the traffic started (run clock).
+    let livePhase = LivePhase()
 
     /// When each phase boundary fell, on the run's clock.
     struct Timeline {
@@ -151,6 +153,7 @@ struct FleetRun: Sendable {
             await beforeTraffic()
             await waitForTrafficGate(stop)
             timeline.trafficStart = context.now()
+            livePhase.state.withLock { $0 = ("traffic", timeline.trafficStart) }
             let cpuBefore = (CPUTime.own(), ContinuousClock.now)
             events.resetLag()
             timeline.trafficEnd = await traffic(startingAt: timeline.trafficStart)
@@ -160,6 +163,7 @@ struct FleetRun: Sendable {
             timeline.eventLag = events.longestLag
             if let loadBefore, stop.level < .aborting { await readPushServiceLoad(since: loadBefore, stop, into: &timeline) }
             if context.isStopping { context.emit(.marker("stop requested", at: timeline.trafficEnd)) }
+            livePhase.state.withLock { $0.phase = "draining" }
             let listen = stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace
             await drain(stop, until: timeline.trafficEnd + listen.nanoseconds)
             timeline.listeningEnded = context.now()
@@ -257,12 +261,18 @@ struct FleetRun: Sendable {
     }
 
     private func reportProgress() async {
-        guard let progress = options.progress else { return }
+        guard options.progress != nil || options.live != nil else { return }
         var previousSends = 0
         var next = context.time.start
+        var liveCursor = ResultBuilder.LiveCursor()
+        var nextJudgement = Int64.min
         while true {
             next += 1_000_000_000
             do { try await context.clock.sleep(until: next) } catch { return }
+            if let publish = options.live {
+                publish(liveFrame(cursor: &liveCursor, nextJudgement: &nextJudgement))
+            }
+            guard let progress = options.progress else { continue }
             let live = recorder.live
             let elapsed = Double(context.now() - context.time.start) / 1e9
             progress(
@@ -275,4 +285,25 @@ struct FleetRun: Sendable {
             previousSends = live.sends
         }
     }
+
+    /// This second's frame of the live page, with a judgement when one is due: no sooner than
+    /// twenty times the last one's cost, so judging takes at most a twentieth of a core.
+    private func liveFrame(cursor: inout ResultBuilder.LiveCursor, nextJudgement: inout Int64) -> LiveFrame {
+        let builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
+        let now = context.now()
+        let (phase, trafficStart) = livePhase.state.withLock { $0 }
+        var frame = builder.liveFrame(now: now, phase: phase, eventLag: events.longestLag, cursor: &cursor)
+        if let trafficStart, now >= nextJudgement {
+            frame.judged = builder.liveJudgement(now: now, trafficStart: trafficStart, window: options.liveWindow)
+            let cost = Int64((frame.judged?.costMs ?? 0) * 1e6)
+            nextJudgement = now + max(1_000_000_000, 20 * cost) - 100_000_000
+        }
+        return frame
+    }
+}
+
+/// The phase the live page names, and when the traffic started (run clock), shared between the
+/// phases and the live frames.
+final class LivePhase: Sendable {
+    let state = Mutex<(phase: String, trafficStart: Int64?)>(("arriving", nil))
 }

@@ -13,6 +13,10 @@ public struct FleetRunner: Sendable {
         public var logger: Logger
         /// Receives a progress line about once a second.
         public var progress: (@Sendable (String) -> Void)?
+        /// Receives a frame of the live page about once a second (`--live`); nil: none is made.
+        public var live: (@Sendable (LiveFrame) -> Void)?
+        /// The live page's sliding window, judged a deadline behind the present.
+        public var liveWindow: Duration = .seconds(10)
         /// Called once the fleet is in and before traffic starts (benchmarks sample memory here).
         public var beforeTraffic: (@Sendable () async -> Void)?
         /// Live Prometheus metrics to keep up to date, if any.

@@ -70,14 +70,14 @@ extension ResultBuilder {
         [MetricName.delivery, MetricName.delivery + ".raw", MetricName.send, MetricName.send + ".raw", MetricName.endToEnd] + MetricName.hops
     )
 
-    private struct Measures {
+    struct Measures {
         var verdict: DeliveryLedger.Verdict
         var histograms: [String: LatencyHistogram]
         var counters: [String: Double]
     }
 
     /// The verdict, latencies and counters of the sends intended in `span`.
-    private func measures(_ state: Recorder.State, _ span: Range<Int64>) -> Measures {
+    func measures(_ state: Recorder.State, _ span: Range<Int64>) -> Measures {
         let verdict = state.ledger.verdict(deadline: scenario.deadline, incidentLimit: 0, listeningEnded: listeningEnded, window: span)
         var histograms = Self.histograms(state, verdict)
         var corrected = LatencyHistogram()

@@ -11,7 +11,7 @@ import ServiceLifecycle
 extension LiveMetrics {
     /// A server answering `GET /metrics` in the Prometheus text format, or in OpenMetrics with
     /// exemplars to a scraper that asks for it. `bound` learns the address it listens on, or why
-    /// it never will (a ``MetricsListenError`` naming the flag).
+    /// it never will (a ``ListenError`` naming the flag).
     func makeService(listen: ListenAddress, bound: Readiness<ListenAddress>, logger: Logger) -> any Service {
         let router = Router()
         router.get("/metrics") { request, _ in
@@ -24,13 +24,14 @@ extension LiveMetrics {
             router: router, configuration: .init(address: .hostname(listen.host, port: listen.port), serverName: "pushfleet-metrics"),
             onServerRunning: { bound.succeed(ListenAddress(host: listen.host, port: $0.localAddress?.port ?? listen.port)) }, logger: logger
         )
-        return MetricsListener(application: application, listen: listen, bound: bound)
+        return ListenerService(application: application, flag: "--metrics-listen", listen: listen, bound: bound)
     }
 }
 
-/// `--metrics-listen` could not be served: the flag, the address, and why, instead of the
-/// socket call's own words.
-struct MetricsListenError: Error, CustomStringConvertible {
+/// A listener of the run's (`--metrics-listen`, `--live`) could not be served: the flag, the
+/// address, and why, instead of the socket call's own words.
+struct ListenError: Error, CustomStringConvertible {
+    var flag: String
     var listen: ListenAddress
     var underlying: any Error
 
@@ -42,13 +43,14 @@ struct MetricsListenError: Error, CustomStringConvertible {
             reason = "\(underlying)"
         }
         let hint = (underlying as? IOError)?.errnoCode == EADDRINUSE ? "; another process holds it: pick another port, or 0 for any free one" : ""
-        return "--metrics-listen \(listen.host):\(listen.port): cannot listen on port \(listen.port) (\(reason))\(hint)"
+        return "\(flag) \(listen.host):\(listen.port): cannot listen on port \(listen.port) (\(reason))\(hint)"
     }
 }
 
 /// Fails `bound` when the server stops, so a run waiting for its address is not left waiting.
-private struct MetricsListener<Server: Service>: Service {
+struct ListenerService<Server: Service>: Service {
     let application: Server
+    let flag: String
     let listen: ListenAddress
     let bound: Readiness<ListenAddress>
 
@@ -57,7 +59,7 @@ private struct MetricsListener<Server: Service>: Service {
             try await application.run()
             bound.fail(ServerStoppedError())
         } catch {
-            let named = MetricsListenError(listen: listen, underlying: error)
+            let named = ListenError(flag: flag, listen: listen, underlying: error)
             bound.fail(named)
             throw named
         }

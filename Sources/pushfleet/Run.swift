@@ -29,6 +29,8 @@ struct Run: AsyncParsableCommand {
     var hub = false
     @Flag(help: "No progress line.") var quiet = false
     @Option(help: "Serve live Prometheus metrics at http://HOST:PORT/metrics while the run lasts.") var metricsListen: String?
+    @Option(help: "Serve a live page of the run at http://[HOST:]PORT/ while it lasts (a port alone listens on loopback; 5665 is k6's).")
+    var live: String?
     @OptionGroup(title: "Traces") var traces: TraceOptions
     @OptionGroup(title: "Shards and target") var shardFlags: ShardFlags
 
@@ -40,6 +42,7 @@ struct Run: AsyncParsableCommand {
         if let metricsListen {
             do { _ = try ListenAddress(parsing: metricsListen) } catch { throw ValidationError("--metrics-listen: \(error)") }
         }
+        if let live { _ = try LiveServer.address(live) }
     }
 
     func run() async throws {
@@ -72,8 +75,16 @@ struct Run: AsyncParsableCommand {
         var options = FleetRunner.Options(provenance: source.provenance, logger: logger) { line in
             progress.show(line)
         }
-        let live = metricsListen.map { _ in LiveMetrics() }
-        options.metrics = live
+        let metrics = metricsListen.map { _ in LiveMetrics() }
+        options.metrics = metrics
+        let broadcast = live.map { _ in LiveBroadcast() }
+        if let broadcast {
+            broadcast.open(LiveServer.hello(loaded, plan: plan, window: options.liveWindow))
+            options.live = { frame in
+                let (event, json) = LiveServer.frame(frame)
+                broadcast.publish(event, json: json)
+            }
+        }
         let exporting = (try? traces.configuration()) != nil
         let tracing = loaded.tracing
         options.serverSpans = exporting ? ServerSpans(keeping: { tracing.samples($0) }) : nil
@@ -87,26 +98,39 @@ struct Run: AsyncParsableCommand {
             do { try ReportWriter.write(result, to: directory) } catch {
                 FileHandleOutput.standardOutput(SummaryTable.render(result))
                 FileHandleOutput.standardError("\(error)")
+                broadcast?.close(LiveServer.end(result, reports: directory))
                 throw ExitCode(ExitStatus.failure)
             }
+            broadcast?.close(LiveServer.end(result, reports: directory))
             return result
         }
-        let result: RunResult
-        if let live, let metricsListen {
+        // The listeners, each announced once bound; a port that cannot be had ends the run
+        // before any device arrives, naming the flag.
+        var listeners: [(service: any Service, bound: Readiness<ListenAddress>, announce: @Sendable (String) -> String)] = []
+        if let metrics, let metricsListen {
             let bound = Readiness<ListenAddress>()
-            let listener = live.makeService(listen: try ListenAddress(parsing: metricsListen), bound: bound, logger: logger)
+            let service = metrics.makeService(listen: try ListenAddress(parsing: metricsListen), bound: bound, logger: logger)
+            listeners.append((service, bound, { "metrics: \($0)/metrics" }))
+        }
+        if let broadcast, let live {
+            let bound = Readiness<ListenAddress>()
+            let service = LiveServer.makeService(broadcast: broadcast, listen: try LiveServer.address(live), bound: bound, logger: logger)
+            listeners.append((service, bound, { "live: \($0)/" }))
+        }
+        let result: RunResult
+        if listeners.isEmpty {
+            result = try await play()
+        } else {
+            let announced = listeners.map { (bound: $0.bound, announce: $0.announce) }
             do {
-                result = try await withServices([listener], logger: logger) {
-                    FileHandleOutput.standardError("metrics: \(try await bound.value().httpURL)/metrics")
+                result = try await withServices(listeners.map(\.service), logger: logger) {
+                    for listener in announced { FileHandleOutput.standardError(listener.announce(try await listener.bound.value().httpURL)) }
                     return try await play()
                 }
-            } catch let error as MetricsListenError {
-                // Before any device arrives: the flag's value is what cannot be used.
+            } catch let error as ListenError {
                 FileHandleOutput.standardError("\(error)")
                 throw ExitCode(ExitStatus.invalidInput)
             }
-        } else {
-            result = try await play()
         }
         await TraceExport.export(result, options: traces, servers: options.serverSpans)
         FileHandleOutput.standardOutput(SummaryTable.render(result))

@@ -1,0 +1,157 @@
+import Foundation
+import PushFleetTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `run --live`: the page and its stream, from outside, as a browser and curl meet them.
+@Suite("run --live", .timeLimit(.minutes(10)))
+struct LiveCLITests {
+    /// A short run with a drop fault from its third second: `delivery.lost` fails on the way.
+    static let scenario = """
+        name: live
+        seed: 9
+        fleet: { users: 60, devices_per_user: 1, platforms: { apns: 1 }, arrival: { rate: 200/s } }
+        lifecycle: [login, register, connect, receive]
+        traffic:
+          - { name: plain, kind: plain, rate: 40/s, duration: 9s }
+        deadline: 1s
+        grace: 1s
+        faults:
+          - { at: 3s, pns: { drop: 20% } }
+        thresholds:
+          delivery.lost: ["count == 0"]
+          sends.late_start_ratio: []
+        """
+
+    /// Starts the run and returns it with the page's address once printed.
+    static func start(_ directory: URL, extra: [String] = []) async throws -> (Process, ServeHubCLITests.OutputCollector, String) {
+        try scenario.write(to: directory.appendingPathComponent("live.yaml"), atomically: true, encoding: .utf8)
+        let (process, pipe) = try CLITests.launch(["run", "live.yaml", "--quiet", "--out", "report", "--live", "0"] + extra, in: directory)
+        let output = ServeHubCLITests.OutputCollector(pipe)
+        let deadline = ContinuousClock.now + .seconds(120)
+        while ServeHubCLITests.line("live: ", in: output.text) == nil {
+            guard process.isRunning, ContinuousClock.now < deadline else {
+                process.terminate()
+                throw ServeHubCLITests.CLIFailure(description: "no live address: \(output.text)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return (process, output, ServeHubCLITests.line("live: ", in: output.text)!)
+    }
+
+    static func wait(_ process: Process) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+        }
+    }
+
+    struct Event {
+        var name: String
+        var data: [String: Any]
+    }
+
+    static func events(_ text: String) -> [Event] {
+        text.components(separatedBy: "\n\n").compactMap { block in
+            let lines = block.split(separator: "\n")
+            guard let name = lines.first(where: { $0.hasPrefix("event: ") })?.dropFirst(7),
+                let data = lines.first(where: { $0.hasPrefix("data: ") })?.dropFirst(6),
+                let object = try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any]
+            else { return nil }
+            return Event(name: String(name), data: object)
+        }
+    }
+
+    @Test("the stream: hello first, a frame a second with growing counts, the lost rule failing before the end, and the verdict the exit code gives; the page is self-contained")
+    func stream() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        let (process, _, url) = try await Self.start(directory)
+        let page = try await Curl.run(["-sS", "--max-time", "30", url])
+        #expect(page.contains("<title>pushfleet live</title>") && page.contains("new EventSource("), "\(page.prefix(300))")
+        // Nothing fetched from elsewhere: no external script, style, font or image.
+        #expect(!page.contains("src=\"http") && !page.contains("href=\"http") && !page.contains("@import") && !page.contains("url(http"))
+        let text = try await Curl.run(["-sN", "--max-time", "300", url + "events"])
+        let status = await Self.wait(process)
+        let events = Self.events(text)
+        #expect(events.first?.name == "hello" && events.last?.name == "end", "\(events.map(\.name))")
+        let frames = events.filter { $0.name == "frame" }.map(\.data)
+        #expect(frames.count >= 8, "\(frames.count) frames")
+        let sends = frames.compactMap { ($0["totals"] as? [String: Any])?["sends"] as? Int }
+        #expect(sends == sends.sorted() && (sends.last ?? 0) > (sends.first ?? 0), "\(sends)")
+        let hello = try #require(events.first?.data)
+        #expect((hello["rules"] as? [[String: Any]])?.contains { $0["metric"] as? String == "delivery.lost" } == true)
+        // The lost rule leaves ok during the run, in a frame before the verdict.
+        let judged = frames.compactMap { frame -> (Double, String)? in
+            guard let judged = frame["judged"] as? [String: Any], let rules = judged["rules"] as? [[String: Any]],
+                let lost = rules.first(where: { $0["metric"] as? String == "delivery.lost" }), let state = lost["state"] as? String
+            else { return nil }
+            return (frame["second"] as? Double ?? 0, state)
+        }
+        #expect(judged.contains { $0.1 == "failed" }, "\(judged)")
+        let end = try #require(events.last?.data)
+        #expect(end["verdict"] as? String == "failed" && end["exitCode"] as? Int == Int(status) && status == 99, "\(end), exit \(status)")
+        #expect((end["failed"] as? [String])?.contains("delivery.lost: count == 0") == true, "\(end)")
+        // A browser that comes after the end is told everything and the verdict.
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("report/run.json").path))
+    }
+
+    @Test("in headless Chromium: the page counts frames and redraws its charts, reconnects after the stream is dropped, shows the lost rule failing before the verdict, and the verdict")
+    func browser() async throws {
+        let chromium = try TestChromium.path()
+        let directory = try CLITests.temporaryDirectory()
+        let (process, _, url) = try await Self.start(directory)
+        // The virtual-time budget runs the page's timers; Chromium waits while the stream is
+        // open, so the DOM is dumped once the run has ended. drop=3 ends each stream after three
+        // frames: the page must reconnect to see the rest.
+        let dom = try await offPool {
+            try TestPostgres.shell(
+                chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=5000", "--dump-dom", url + "?drop=3"]
+            )
+        }
+        let status = await Self.wait(process)
+        #expect(status == 99)
+        let body = try #require(dom.output.range(of: "<body").map { String(dom.output[$0.lowerBound...].prefix(400)) }, "\(dom.output.suffix(2000))")
+        func attribute(_ name: String) -> String? {
+            guard let start = body.range(of: "\(name)=\"") else { return nil }
+            return String(body[start.upperBound...].prefix { $0 != "\"" })
+        }
+        let reconnects = Int(attribute("data-reconnects") ?? "") ?? 0
+        let seen = (attribute("data-sends") ?? "").split(separator: ",").compactMap { Int($0) }
+        #expect(reconnects >= 1, "\(body)")
+        #expect(seen.count >= 3 && seen.last! > seen.first!, "\(body)")
+        #expect(dom.output.contains("<polyline"), "charts drawn")
+        // The rule's change is logged at a second before the verdict is.
+        let log = dom.output.components(separatedBy: "<li>").dropFirst().map { $0.components(separatedBy: "</li>")[0] }
+        let failing = log.firstIndex { $0.contains("delivery.lost count == 0") && ($0.contains("→ failed") || $0.contains("→ breaching")) }
+        let verdict = log.firstIndex { $0.hasPrefix("verdict: failed (exit 99)") }
+        #expect(failing != nil && verdict != nil && failing! < verdict!, "\(log)")
+        #expect(dom.output.contains("report.html"), "the verdict links the reports")
+    }
+
+    @Test("a taken port or a bad value: exit 2 naming --live, before any device arrives")
+    func badPort() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        try Self.scenario.write(to: directory.appendingPathComponent("live.yaml"), atomically: true, encoding: .utf8)
+        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(holder) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, length) } }
+        _ = listen(holder, 1)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(holder, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let taken = try await CLITests.run(["run", "live.yaml", "--quiet", "--out", "r1", "--live", "\(port)"], in: directory)
+        #expect(taken.status == 2 && taken.output.contains("--live 127.0.0.1:\(port): cannot listen"), "\(taken.output)")
+        for bad in ["99999", "nowhere", "127.0.0.1:-1"] {
+            let refused = try await CLITests.run(["run", "live.yaml", "--quiet", "--out", "r2", "--live", bad], in: directory)
+            #expect(refused.status == 2 && refused.output.contains("--live"), "\(bad): \(refused.output)")
+        }
+    }
+}
