@@ -51,6 +51,17 @@ public struct Threshold: Sendable, Equatable, Codable {
     public var comparison: Comparison
     /// The bound, in the metric's base unit (nanoseconds for latencies).
     public var bound: Double
+    /// Stop the run once the rule fails over the live window (k6's `abortOnFail`); nil: never.
+    public var abortOnFail: AbortOnFail?
+
+    public struct AbortOnFail: Sendable, Equatable, Codable {
+        /// Not judged for this long after the traffic starts (k6's `delayAbortEval`).
+        public var delay: Duration
+
+        public init(delay: Duration = .zero) {
+            self.delay = delay
+        }
+    }
 
     public struct ParseError: Error, Equatable, CustomStringConvertible {
         public let message: String

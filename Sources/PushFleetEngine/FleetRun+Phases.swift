@@ -228,6 +228,7 @@ extension FleetRun {
             trafficEndSecond: Double(timeline.trafficEnd - context.time.start) / 1e9
         )
         info.traceContext = scenario.tracing.propagate
+        info.abortedBy = abortedRule
         var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
         if stop.level >= .aborting { builder.listeningEnded = timeline.listeningEnded }
         builder.generatorLoad = .init(

@@ -261,7 +261,8 @@ struct FleetRun: Sendable {
     }
 
     private func reportProgress() async {
-        guard options.progress != nil || options.live != nil else { return }
+        let aborting = scenario.effectiveThresholds.contains { $0.abortOnFail != nil }
+        guard options.progress != nil || options.live != nil || aborting else { return }
         var previousSends = 0
         var next = context.time.start
         var liveCursor = ResultBuilder.LiveCursor()
@@ -269,8 +270,10 @@ struct FleetRun: Sendable {
         while true {
             next += 1_000_000_000
             do { try await context.clock.sleep(until: next) } catch { return }
-            if let publish = options.live {
-                publish(liveFrame(cursor: &liveCursor, nextJudgement: &nextJudgement))
+            if options.live != nil || aborting {
+                let frame = liveFrame(cursor: &liveCursor, nextJudgement: &nextJudgement)
+                options.live?(frame)
+                if aborting, let judged = frame.judged { abortOnFail(judged, at: frame.second) }
             }
             guard let progress = options.progress else { continue }
             let live = recorder.live
@@ -285,6 +288,27 @@ struct FleetRun: Sendable {
             previousSends = live.sends
         }
     }
+
+    /// Stops the run at the first rule with `abort_on_fail` that fails over the window, once its
+    /// delay after the traffic's start has passed: arrivals and sends end, the pairs in flight are
+    /// listened for, and the reports are written, the rule named.
+    private func abortOnFail(_ judged: LiveFrame.Judged, at second: Double) {
+        guard abortedRule == nil, let trafficStart = livePhase.state.withLock({ $0.trafficStart }) else { return }
+        let sinceTraffic = context.now() - trafficStart
+        let rules = scenario.effectiveThresholds
+        for (rule, judgedRule) in zip(rules, judged.rules) where judgedRule.windowFailed {
+            guard let abort = rule.abortOnFail, sinceTraffic >= abort.delay.nanoseconds else { continue }
+            let name = "\(rule.metric): \(rule.expression)"
+            let measured = judgedRule.windowMeasured.map { String(format: "%.3f", $0) + judgedRule.unit } ?? "no data"
+            livePhase.abortedBy.withLock { $0 = name }
+            _ = context.signals.stop.escalate(
+                reason: "\(name) failed over its window (measured \(measured), sends of \(String(format: "%.1f", judged.windowStart))–\(String(format: "%.1f", judged.windowEnd)) s) at \(String(format: "%.1f", second)) s: abort_on_fail"
+            )
+            return
+        }
+    }
+
+    var abortedRule: String? { livePhase.abortedBy.withLock { $0 } }
 
     /// This second's frame of the live page, with a judgement when one is due: no sooner than
     /// twenty times the last one's cost, so judging takes at most a twentieth of a core.
@@ -306,4 +330,6 @@ struct FleetRun: Sendable {
 /// phases and the live frames.
 final class LivePhase: Sendable {
     let state = Mutex<(phase: String, trafficStart: Int64?)>(("arriving", nil))
+    /// The rule (`metric: expression`) that stopped the run, failed over its window.
+    let abortedBy = Mutex<String?>(nil)
 }

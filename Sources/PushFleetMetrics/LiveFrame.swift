@@ -95,6 +95,8 @@ public struct LiveFrame: Sendable, Codable, Equatable {
         /// Over the sliding window, and over the run so far.
         public var windowMeasured: Double?
         public var soFarMeasured: Double?
+        /// It fails over the window (something was measured, and it broke the rule).
+        public var windowFailed: Bool
         /// `ok`, `breaching` (fails over the window), `failed` (fails over the run so far: the
         /// final report would say so if the run ended now), `waiting` (nothing measured yet).
         public var state: String

@@ -68,7 +68,7 @@ extension ResultBuilder {
                 : !window.passed && window.measured != nil ? "breaching" : "ok"
             return LiveFrame.Rule(
                 metric: window.metric, expression: window.expression, origin: index < own ? nil : "default", unit: window.unit,
-                windowMeasured: window.measured, soFarMeasured: whole.measured, state: state
+                windowMeasured: window.measured, soFarMeasured: whole.measured, windowFailed: window.measured != nil && !window.passed, state: state
             )
         }
         var latency: [String: LiveFrame.Latency] = [:]

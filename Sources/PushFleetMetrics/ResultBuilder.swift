@@ -45,7 +45,13 @@ package struct ResultBuilder {
             failures[MetricName.delivery] = verdict.total.lost
             let operations = Self.operations(histograms, failures: failures, duration: max(info.durationSeconds, 0.001))
             let counters = counters(state, verdict.total)
-            let thresholds = thresholds(histograms: histograms, counters: counters)
+            var thresholds = thresholds(histograms: histograms, counters: counters)
+            // A rule that stopped the run failed over its window, whatever the whole run measures.
+            if let rule = info.abortedBy {
+                for index in thresholds.indices where "\(thresholds[index].metric): \(thresholds[index].expression)" == rule {
+                    thresholds[index].passed = false
+                }
+            }
             var result = RunResult(
                 info: info,
                 devices: .init(

@@ -25,6 +25,9 @@ public struct RunResult: Sendable, Codable {
         public var durationSeconds: Double
         public var aborted: Bool
         public var abortReason: String?
+        /// The rule (`metric: expression`) that stopped the run, failed over the live window
+        /// (`abort_on_fail`); the run then exits 99.
+        public var abortedBy: String? = nil
         /// Seconds from the run's start when traffic began and ended.
         public var trafficStartSecond: Double
         public var trafficEndSecond: Double

@@ -136,6 +136,7 @@ struct Run: AsyncParsableCommand {
         FileHandleOutput.standardOutput(SummaryTable.render(result))
         if let note = Self.deviceCapNote(result) { FileHandleOutput.standardOutput(note) }
         FileHandleOutput.standardOutput("reports: \(directory)")
+        if result.info.abortedBy != nil { throw ExitCode(ExitStatus.thresholdFailed) }
         if result.info.aborted { throw ExitCode(ExitStatus.failure) }
         if result.inconclusive { throw ExitCode(ExitStatus.inconclusive) }
         if !result.passed { throw ExitCode(ExitStatus.thresholdFailed) }

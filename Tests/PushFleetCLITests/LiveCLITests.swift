@@ -133,6 +133,26 @@ struct LiveCLITests {
         #expect(dom.output.contains("report.html"), "the verdict links the reports")
     }
 
+    @Test("abort_on_fail: the run stops once the rule fails over its window, past its delay, writes its reports marked so and exits 99 naming the rule; without --live too")
+    func abortOnFail() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        let scenario = Self.scenario.replacingOccurrences(of: "duration: 9s", with: "duration: 60s")
+            .replacingOccurrences(of: "delivery.lost: [\"count == 0\"]", with: "delivery.lost: [{ threshold: \"count == 0\", abort_on_fail: true, delay_abort_eval: 2s }]")
+        try scenario.write(to: directory.appendingPathComponent("abort.yaml"), atomically: true, encoding: .utf8)
+        let outcome = try await CLITests.run(["run", "abort.yaml", "--quiet", "--out", "report"], in: directory)
+        #expect(outcome.status == 99, "\(outcome.output)")
+        #expect(outcome.output.contains("aborted: delivery.lost: count == 0 failed over its window"), "\(outcome.output)")
+        let data = try Data(contentsOf: directory.appendingPathComponent("report/run.json"))
+        let run = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let info = try #require(run["info"] as? [String: Any])
+        #expect(info["abortedBy"] as? String == "delivery.lost: count == 0" && info["aborted"] as? Bool == true, "\(info)")
+        // Stopped well before its minute of traffic: the drops began at 3 s, the window lags a deadline.
+        let duration = try #require(info["durationSeconds"] as? Double)
+        #expect(duration < 40, "ran \(duration) s")
+        let rules = try #require(run["thresholds"] as? [[String: Any]])
+        #expect(rules.first { $0["metric"] as? String == "delivery.lost" }?["passed"] as? Bool == false)
+    }
+
     @Test("a taken port or a bad value: exit 2 naming --live, before any device arrives")
     func badPort() async throws {
         let directory = try CLITests.temporaryDirectory()

@@ -141,6 +141,23 @@ struct ScenarioValidationTests {
         #expect(try ScenarioLoader.parse(Self.valid, file: "ok.yaml").tracing == Scenario.Tracing())
     }
 
+    @Test("abort_on_fail: a rule as a mapping, with its delay; refused where it cannot apply")
+    func abortOnFail() throws {
+        let rule = "\nthresholds:\n  delivery.lost: [{ threshold: \"count == 0\", abort_on_fail: true, delay_abort_eval: 10s }, \"count < 5\"]"
+        let parsed = try ScenarioLoader.parse(Self.valid + rule, file: "ok.yaml")
+        #expect(parsed.thresholds.map(\.abortOnFail) == [.init(delay: .seconds(10)), nil])
+        #expect(parsed.thresholds.map(\.expression) == ["count == 0", "count < 5"])
+        let plain = try ScenarioLoader.parse(Self.valid + "\nthresholds:\n  leaks: [{ threshold: \"count == 0\", abort_on_fail: true }]", file: "ok.yaml")
+        #expect(plain.thresholds.first?.abortOnFail == .init(delay: .zero))
+        func refused(_ entry: String) throws -> String { try only(Self.valid + "\nthresholds:\n  delivery.lost: [\(entry)]") }
+        #expect(try refused("{ abort_on_fail: true }").contains("needs 'threshold'"))
+        #expect(try refused("{ threshold: \"count == 0\", abort_on_fial: true }").contains("unknown key 'abort_on_fial'"))
+        #expect(try refused("{ threshold: \"count == 0\", delay_abort_eval: 5s }").contains("delay_abort_eval applies only with abort_on_fail: true"))
+        #expect(try refused("{ threshold: \"count == 0\", abort_on_fail: true, delay_abort_eval: 25h }").contains("must be at most 24h"))
+        #expect(try refused("{ threshold: \"count == 0\", abort_on_fail: yes please }").contains("expected true or false"))
+        #expect(try refused("{ threshold: \"p(99) < 1s\", abort_on_fail: true }").contains("does not apply"))
+    }
+
     @Test("wrong types and out-of-range values")
     func types() throws {
         #expect(try only(Self.valid.replacingOccurrences(of: "users: 10", with: "users: many")) == "test.yaml:3:10: fleet.users: expected a whole number")
