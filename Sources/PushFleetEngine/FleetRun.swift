@@ -262,7 +262,10 @@ struct FleetRun: Sendable {
 
     private func reportProgress() async {
         let aborting = scenario.effectiveThresholds.contains { $0.abortOnFail != nil }
-        guard options.progress != nil || options.live != nil || aborting else { return }
+        // Judged as the run goes for the page, for rules that may stop it, and for the live
+        // metrics' pair counts.
+        let judging = options.live != nil || aborting || options.metrics != nil
+        guard options.progress != nil || judging else { return }
         var previousSends = 0
         var next = context.time.start
         var liveCursor = ResultBuilder.LiveCursor()
@@ -270,10 +273,13 @@ struct FleetRun: Sendable {
         while true {
             next += 1_000_000_000
             do { try await context.clock.sleep(until: next) } catch { return }
-            if options.live != nil || aborting {
+            if judging {
                 let frame = liveFrame(cursor: &liveCursor, nextJudgement: &nextJudgement)
                 options.live?(frame)
-                if aborting, let judged = frame.judged { abortOnFail(judged, at: frame.second) }
+                if let judged = frame.judged {
+                    options.metrics?.setOutcomes(judged.soFarDelivery)
+                    if aborting { abortOnFail(judged, at: frame.second) }
+                }
             }
             guard let progress = options.progress else { continue }
             let live = recorder.live

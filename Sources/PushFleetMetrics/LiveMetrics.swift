@@ -35,7 +35,9 @@ public final class LiveMetrics: Sendable {
     static var sends: MetricNameDescriptor { name("sends", unit: "total", help: "Sends answered, by kind and result") }
     static var operation: MetricNameDescriptor { name("operation_duration", unit: "seconds", help: "Latency per operation; sends and deliveries from their intended start") }
     static var errors: MetricNameDescriptor { name("errors", unit: "total", help: "Errors by class") }
-    static var pairs: MetricNameDescriptor { name("delivery_pairs", unit: "", help: "Send-device pairs by outcome, final once the run ends") }
+    static var pairs: MetricNameDescriptor {
+        name("delivery_pairs", unit: "", help: "Send-device pairs by outcome: so far during the run (sends a deadline old), final once it ends")
+    }
     static var devices: MetricNameDescriptor { name("devices", unit: "", help: "Devices by state") }
     static var platformPairs: MetricNameDescriptor {
         name("delivery_pairs_by_platform", unit: "", help: "Send-device pairs by the device's platform and outcome, final once the run ends")
@@ -78,7 +80,8 @@ public final class LiveMetrics: Sendable {
         devicesPlanned.set(to: Double(count))
     }
 
-    /// Final pair counts by outcome, set when the run's verdict is made.
+    /// Pair counts by outcome: the run's judgement so far while it lasts (of sends a deadline
+    /// old, as the live page's), the final ones once its verdict is made.
     package func setOutcomes(_ counts: DeliveryLedger.Counts, byPlatform: [String: DeliveryLedger.Counts] = [:]) {
         // Singular outcome names, as the label values have always been.
         let singular = ["duplicates": "duplicate", "leaks": "leak"]

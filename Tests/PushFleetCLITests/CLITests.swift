@@ -274,7 +274,9 @@ struct CLITests {
             let directory = try Self.temporaryDirectory()
             // A run far longer than the scrapes need, ended by SIGINT once they are done: a fixed
             // sleep raced the run's end when the test's own threads were starved.
-            try Self.scenario(traffic: "120s").write(to: directory.appendingPathComponent("m.yaml"), atomically: true, encoding: .utf8)
+            // Some pushes refused (throttled), so that errors by class have samples too.
+            let throttled = Self.scenario(traffic: "120s") + "\nfaults:\n  - { at: 0s, pns: { throttle: 20% } }"
+            try throttled.write(to: directory.appendingPathComponent("m.yaml"), atomically: true, encoding: .utf8)
             let (process, pipe) = try Self.launch(["run", "m.yaml", "--out", "report", "--metrics-listen", "127.0.0.1:0"], in: directory)
             defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
             let handle = pipe.fileHandleForReading
@@ -308,6 +310,26 @@ struct CLITests {
             #expect(open.headers.first(name: "content-type")?.hasPrefix("application/openmetrics-text; version=1.0.0") == true)
             #expect(open.text.hasSuffix("\n# EOF\n") && open.text.contains("# TYPE pushfleet_sends counter\n"), "\(open.text.suffix(200))")
             #expect(open.text.contains("pushfleet_devices{state=\"ready\"} 40"))
+            // Pairs by outcome so far, once the traffic has run a deadline; then every query of
+            // the Grafana dashboard names metrics (and operations) this scrape has.
+            while !(scrape.text.contains("pushfleet_delivery_pairs{") && scrape.text.contains("pushfleet_errors_total{")),
+                ContinuousClock.now < deadline + .seconds(60)
+            {
+                try await Task.sleep(for: .milliseconds(250))
+                scrape = try await TestHTTP.request(.GET, url)
+            }
+            #expect(scrape.text.contains("pushfleet_delivery_pairs{outcome=\"delivered\"}"), "\(scrape.text.suffix(500))")
+            let dashboard = try Data(contentsOf: Self.root.appendingPathComponent("deploy/grafana/pushfleet.json"))
+            let queries = Self.dashboardQueries(try #require(try JSONSerialization.jsonObject(with: dashboard) as? [String: Any]))
+            #expect(queries.count >= 10, "\(queries)")
+            for query in queries {
+                for name in Self.matches(#/pushfleet_[a-z0-9_]+/#, in: query) {
+                    #expect(scrape.text.contains("\n\(name){") || scrape.text.contains("\n\(name) "), "\(name) of \(query) is not exported")
+                }
+                for operation in Self.matches(#/operation="([^"]+)"/#, in: query) {
+                    #expect(scrape.text.contains("operation=\"\(operation.dropFirst(11).dropLast())\""), "\(operation) of \(query) is not exported")
+                }
+            }
             kill(process.processIdentifier, SIGINT)
             let status = try await offPool {
                 _ = handle.readDataToEndOfFile()
@@ -317,6 +339,21 @@ struct CLITests {
             #expect(status == 1)
             #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("report/run.json").path))
         }
+    }
+
+    /// Every `expr` of a Grafana dashboard's panels.
+    static func dashboardQueries(_ dashboard: [String: Any]) -> [String] {
+        (dashboard["panels"] as? [[String: Any]] ?? []).flatMap { panel in
+            (panel["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String }
+        }
+    }
+
+    static func matches(_ regex: Regex<Substring>, in text: String) -> [String] {
+        text.matches(of: regex).map { String($0.output) }
+    }
+
+    static func matches(_ regex: Regex<(Substring, Substring)>, in text: String) -> [String] {
+        text.matches(of: regex).map { String($0.output.0) }
     }
 
     @Test("SIGINT mid-run still writes every report, marked aborted")

@@ -69,88 +69,94 @@ struct LiveCLITests {
 
     @Test("the stream: hello first, a frame a second with growing counts, the lost rule failing before the end, and the verdict the exit code gives; the page is self-contained")
     func stream() async throws {
-        let directory = try CLITests.temporaryDirectory()
-        let (process, _, url) = try await Self.start(directory)
-        let page = try await Curl.run(["-sS", "--max-time", "30", url])
-        #expect(page.contains("<title>pushfleet live</title>") && page.contains("new EventSource("), "\(page.prefix(300))")
-        // Nothing fetched from elsewhere: no external script, style, font or image.
-        #expect(!page.contains("src=\"http") && !page.contains("href=\"http") && !page.contains("@import") && !page.contains("url(http"))
-        let text = try await Curl.run(["-sN", "--max-time", "300", url + "events"])
-        let status = await Self.wait(process)
-        let events = Self.events(text)
-        #expect(events.first?.name == "hello" && events.last?.name == "end", "\(events.map(\.name))")
-        let frames = events.filter { $0.name == "frame" }.map(\.data)
-        #expect(frames.count >= 8, "\(frames.count) frames")
-        let sends = frames.compactMap { ($0["totals"] as? [String: Any])?["sends"] as? Int }
-        #expect(sends == sends.sorted() && (sends.last ?? 0) > (sends.first ?? 0), "\(sends)")
-        let hello = try #require(events.first?.data)
-        #expect((hello["rules"] as? [[String: Any]])?.contains { $0["metric"] as? String == "delivery.lost" } == true)
-        // The lost rule leaves ok during the run, in a frame before the verdict.
-        let judged = frames.compactMap { frame -> (Double, String)? in
-            guard let judged = frame["judged"] as? [String: Any], let rules = judged["rules"] as? [[String: Any]],
-                let lost = rules.first(where: { $0["metric"] as? String == "delivery.lost" }), let state = lost["state"] as? String
-            else { return nil }
-            return (frame["second"] as? Double ?? 0, state)
+        try await RunGate.exclusive {
+            let directory = try CLITests.temporaryDirectory()
+            let (process, _, url) = try await Self.start(directory)
+            let page = try await Curl.run(["-sS", "--max-time", "30", url])
+            #expect(page.contains("<title>pushfleet live</title>") && page.contains("new EventSource("), "\(page.prefix(300))")
+            // Nothing fetched from elsewhere: no external script, style, font or image.
+            #expect(!page.contains("src=\"http") && !page.contains("href=\"http") && !page.contains("@import") && !page.contains("url(http"))
+            let text = try await Curl.run(["-sN", "--max-time", "300", url + "events"])
+            let status = await Self.wait(process)
+            let events = Self.events(text)
+            #expect(events.first?.name == "hello" && events.last?.name == "end", "\(events.map(\.name))")
+            let frames = events.filter { $0.name == "frame" }.map(\.data)
+            #expect(frames.count >= 8, "\(frames.count) frames")
+            let sends = frames.compactMap { ($0["totals"] as? [String: Any])?["sends"] as? Int }
+            #expect(sends == sends.sorted() && (sends.last ?? 0) > (sends.first ?? 0), "\(sends)")
+            let hello = try #require(events.first?.data)
+            #expect((hello["rules"] as? [[String: Any]])?.contains { $0["metric"] as? String == "delivery.lost" } == true)
+            // The lost rule leaves ok during the run, in a frame before the verdict.
+            let judged = frames.compactMap { frame -> (Double, String)? in
+                guard let judged = frame["judged"] as? [String: Any], let rules = judged["rules"] as? [[String: Any]],
+                    let lost = rules.first(where: { $0["metric"] as? String == "delivery.lost" }), let state = lost["state"] as? String
+                else { return nil }
+                return (frame["second"] as? Double ?? 0, state)
+            }
+            #expect(judged.contains { $0.1 == "failed" }, "\(judged)")
+            let end = try #require(events.last?.data)
+            #expect(end["verdict"] as? String == "failed" && end["exitCode"] as? Int == Int(status) && status == 99, "\(end), exit \(status)")
+            #expect((end["failed"] as? [String])?.contains("delivery.lost: count == 0") == true, "\(end)")
+            // A browser that comes after the end is told everything and the verdict.
+            #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("report/run.json").path))
         }
-        #expect(judged.contains { $0.1 == "failed" }, "\(judged)")
-        let end = try #require(events.last?.data)
-        #expect(end["verdict"] as? String == "failed" && end["exitCode"] as? Int == Int(status) && status == 99, "\(end), exit \(status)")
-        #expect((end["failed"] as? [String])?.contains("delivery.lost: count == 0") == true, "\(end)")
-        // A browser that comes after the end is told everything and the verdict.
-        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("report/run.json").path))
     }
 
     @Test("in headless Chromium: the page counts frames and redraws its charts, reconnects after the stream is dropped, shows the lost rule failing before the verdict, and the verdict")
     func browser() async throws {
-        let chromium = try TestChromium.path()
-        let directory = try CLITests.temporaryDirectory()
-        let (process, _, url) = try await Self.start(directory)
-        // The virtual-time budget runs the page's timers; Chromium waits while the stream is
-        // open, so the DOM is dumped once the run has ended. drop=3 ends each stream after three
-        // frames: the page must reconnect to see the rest.
-        let dom = try await offPool {
-            try TestPostgres.shell(
-                chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=5000", "--dump-dom", url + "?drop=3"]
-            )
+        try await RunGate.exclusive {
+            let chromium = try TestChromium.path()
+            let directory = try CLITests.temporaryDirectory()
+            let (process, _, url) = try await Self.start(directory)
+            // The virtual-time budget runs the page's timers; Chromium waits while the stream is
+            // open, so the DOM is dumped once the run has ended. drop=3 ends each stream after three
+            // frames: the page must reconnect to see the rest.
+            let dom = try await offPool {
+                try TestPostgres.shell(
+                    chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=5000", "--dump-dom", url + "?drop=3"]
+                )
+            }
+            let status = await Self.wait(process)
+            #expect(status == 99)
+            let body = try #require(dom.output.range(of: "<body").map { String(dom.output[$0.lowerBound...].prefix(400)) }, "\(dom.output.suffix(2000))")
+            func attribute(_ name: String) -> String? {
+                guard let start = body.range(of: "\(name)=\"") else { return nil }
+                return String(body[start.upperBound...].prefix { $0 != "\"" })
+            }
+            let reconnects = Int(attribute("data-reconnects") ?? "") ?? 0
+            let seen = (attribute("data-sends") ?? "").split(separator: ",").compactMap { Int($0) }
+            #expect(reconnects >= 1, "\(body)")
+            #expect(seen.count >= 3 && seen.last! > seen.first!, "\(body)")
+            #expect(dom.output.contains("<polyline"), "charts drawn")
+            // The rule's change is logged at a second before the verdict is.
+            let log = dom.output.components(separatedBy: "<li>").dropFirst().map { $0.components(separatedBy: "</li>")[0] }
+            let failing = log.firstIndex { $0.contains("delivery.lost count == 0") && ($0.contains("→ failed") || $0.contains("→ breaching")) }
+            let verdict = log.firstIndex { $0.hasPrefix("verdict: failed (exit 99)") }
+            #expect(failing != nil && verdict != nil && failing! < verdict!, "\(log)")
+            #expect(dom.output.contains("report.html"), "the verdict links the reports")
         }
-        let status = await Self.wait(process)
-        #expect(status == 99)
-        let body = try #require(dom.output.range(of: "<body").map { String(dom.output[$0.lowerBound...].prefix(400)) }, "\(dom.output.suffix(2000))")
-        func attribute(_ name: String) -> String? {
-            guard let start = body.range(of: "\(name)=\"") else { return nil }
-            return String(body[start.upperBound...].prefix { $0 != "\"" })
-        }
-        let reconnects = Int(attribute("data-reconnects") ?? "") ?? 0
-        let seen = (attribute("data-sends") ?? "").split(separator: ",").compactMap { Int($0) }
-        #expect(reconnects >= 1, "\(body)")
-        #expect(seen.count >= 3 && seen.last! > seen.first!, "\(body)")
-        #expect(dom.output.contains("<polyline"), "charts drawn")
-        // The rule's change is logged at a second before the verdict is.
-        let log = dom.output.components(separatedBy: "<li>").dropFirst().map { $0.components(separatedBy: "</li>")[0] }
-        let failing = log.firstIndex { $0.contains("delivery.lost count == 0") && ($0.contains("→ failed") || $0.contains("→ breaching")) }
-        let verdict = log.firstIndex { $0.hasPrefix("verdict: failed (exit 99)") }
-        #expect(failing != nil && verdict != nil && failing! < verdict!, "\(log)")
-        #expect(dom.output.contains("report.html"), "the verdict links the reports")
     }
 
     @Test("abort_on_fail: the run stops once the rule fails over its window, past its delay, writes its reports marked so and exits 99 naming the rule; without --live too")
     func abortOnFail() async throws {
-        let directory = try CLITests.temporaryDirectory()
-        let scenario = Self.scenario.replacingOccurrences(of: "duration: 9s", with: "duration: 60s")
-            .replacingOccurrences(of: "delivery.lost: [\"count == 0\"]", with: "delivery.lost: [{ threshold: \"count == 0\", abort_on_fail: true, delay_abort_eval: 2s }]")
-        try scenario.write(to: directory.appendingPathComponent("abort.yaml"), atomically: true, encoding: .utf8)
-        let outcome = try await CLITests.run(["run", "abort.yaml", "--quiet", "--out", "report"], in: directory)
-        #expect(outcome.status == 99, "\(outcome.output)")
-        #expect(outcome.output.contains("aborted: delivery.lost: count == 0 failed over its window"), "\(outcome.output)")
-        let data = try Data(contentsOf: directory.appendingPathComponent("report/run.json"))
-        let run = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        let info = try #require(run["info"] as? [String: Any])
-        #expect(info["abortedBy"] as? String == "delivery.lost: count == 0" && info["aborted"] as? Bool == true, "\(info)")
-        // Stopped well before its minute of traffic: the drops began at 3 s, the window lags a deadline.
-        let duration = try #require(info["durationSeconds"] as? Double)
-        #expect(duration < 40, "ran \(duration) s")
-        let rules = try #require(run["thresholds"] as? [[String: Any]])
-        #expect(rules.first { $0["metric"] as? String == "delivery.lost" }?["passed"] as? Bool == false)
+        try await RunGate.exclusive {
+            let directory = try CLITests.temporaryDirectory()
+            let scenario = Self.scenario.replacingOccurrences(of: "duration: 9s", with: "duration: 60s")
+                .replacingOccurrences(of: "delivery.lost: [\"count == 0\"]", with: "delivery.lost: [{ threshold: \"count == 0\", abort_on_fail: true, delay_abort_eval: 2s }]")
+            try scenario.write(to: directory.appendingPathComponent("abort.yaml"), atomically: true, encoding: .utf8)
+            let outcome = try await CLITests.run(["run", "abort.yaml", "--quiet", "--out", "report"], in: directory)
+            #expect(outcome.status == 99, "\(outcome.output)")
+            #expect(outcome.output.contains("aborted: delivery.lost: count == 0 failed over its window"), "\(outcome.output)")
+            let data = try Data(contentsOf: directory.appendingPathComponent("report/run.json"))
+            let run = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let info = try #require(run["info"] as? [String: Any])
+            #expect(info["abortedBy"] as? String == "delivery.lost: count == 0" && info["aborted"] as? Bool == true, "\(info)")
+            // Stopped well before its minute of traffic: the drops began at 3 s, the window lags a deadline.
+            let duration = try #require(info["durationSeconds"] as? Double)
+            #expect(duration < 40, "ran \(duration) s")
+            let rules = try #require(run["thresholds"] as? [[String: Any]])
+            #expect(rules.first { $0["metric"] as? String == "delivery.lost" }?["passed"] as? Bool == false)
+        }
     }
 
     @Test("a taken port or a bad value: exit 2 naming --live, before any device arrives")
