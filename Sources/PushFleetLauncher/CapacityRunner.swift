@@ -10,12 +10,16 @@ import Logging
 /// ``CapacitySearch`` picks the loads.
 public struct CapacityRunner: Sendable {
     public let scenario: Scenario
-    public let options: FleetRunner.Options
+    public var options: FleetRunner.Options
     /// Receives each step's result and the folder name it should be written under, so that no
     /// step's reports are lost when the search is interrupted.
     public var writeStep: (@Sendable (RunResult, String) throws -> Void)?
     /// Receives a line at each step's end.
     public var stepDone: (@Sendable (String) -> Void)?
+    /// Told as each step starts (its index, phase and load), for the live page.
+    public var stepStarted: (@Sendable (_ index: Int, _ phase: String, _ load: Double) -> Void)?
+    /// Told as each step is judged, with the bracket after it, for the live page.
+    public var stepRecorded: (@Sendable (CapacityStep, _ lastPass: Double?, _ firstFail: Double?) -> Void)?
 
     public init(scenario: Scenario, options: FleetRunner.Options) {
         self.scenario = scenario
@@ -47,6 +51,7 @@ public struct CapacityRunner: Sendable {
                 if let progress = options.progress {
                     stepOptions.progress = { @Sendable line in progress("\(label) · \(bracket) · \(line)") }
                 }
+                stepStarted?(index, phase.rawValue, load)
                 let stepScenario = scenario.capacityStep(load)
                 let plan = FleetPlan(scenario: stepScenario, runID: FleetRunner.makeRunID())
                 let result: RunResult
@@ -67,6 +72,7 @@ public struct CapacityRunner: Sendable {
                 search.record(verdict)
                 let step = CapacityStep.from(result, index: index, phase: phase, load: load, verdict: verdict, report: folder)
                 steps.append(step)
+                stepRecorded?(step, search.lastPass, search.firstFail)
                 let why = (verdict == .invalid ? step.generatorLimits : step.breaches).first.map { " — \($0)" } ?? ""
                 stepDone?("\(label): \(verdict.rawValue.uppercased())\(why) · \(Self.bracket(search, unit: unit))")
             }

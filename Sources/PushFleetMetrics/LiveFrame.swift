@@ -71,6 +71,9 @@ public struct LiveFrame: Sendable, Codable, Equatable {
         public var soFarDelivery: DeliveryLedger.Counts
         /// Pairs expected of sends not yet a deadline old.
         public var inFlight: Int
+        /// Each platform's funnel so far (sends, pairs expected, handed to the push service,
+        /// accepted, written to the device, received, in hand), as the report's.
+        public var funnel: [String: DeliveryLedger.Funnel]
         public var offeredRate: Double
         public var throughput: Double
         public var rules: [Rule]

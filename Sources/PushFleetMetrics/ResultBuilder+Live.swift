@@ -90,6 +90,7 @@ extension ResultBuilder {
             windowStart: Double(span.lowerBound - recorder.start) / 1e9, windowEnd: Double(span.upperBound - recorder.start) / 1e9,
             latency: latency, windowDelivery: total, soFarDelivery: soFar.verdict.total,
             inFlight: max(0, recent.verdict.total.expected - recent.verdict.deliveries.count),
+            funnel: Self.hops(soFar.verdict).funnel,
             offeredRate: ((sliding.counters["sends"] ?? 0) + (sliding.counters["sends.dropped"] ?? 0)) / length,
             throughput: Double(sliding.verdict.deliveries.count) / length, rules: rules, breaches: breaches,
             costMs: Double(MonotonicClock.nanoseconds() - began) / 1e6

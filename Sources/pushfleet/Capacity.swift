@@ -31,7 +31,13 @@ struct Capacity: AsyncParsableCommand {
     @Flag(help: "No progress line.") var quiet = false
     @Option(help: "The least capacity that passes: a rate such as 500/s (vary: rate) or a number of devices (vary: devices).")
     var require: String?
+    @Option(help: "Serve a live page of the search at http://[HOST:]PORT/ while it lasts: the steps so far, the current one live.")
+    var live: String?
     @OptionGroup(title: "Traces (every step's)") var traces: TraceOptions
+
+    func validate() throws {
+        if let live { _ = try LiveServer.address(live) }
+    }
 
     func run() async throws {
         let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed, hub: hub ? true : nil))
@@ -76,17 +82,35 @@ struct Capacity: AsyncParsableCommand {
             progress.finish()
             FileHandleOutput.standardOutput(line)
         }
-        let result = try await runner.run(required: required, stop: stop)
-        progress.finish()
-        await TraceExport.export(stepTraces.withLock { $0 }, version: PushFleet.version, to: exporting, servers: options.serverSpans)
-        do {
-            for file in try CapacityReport.render(result) {
-                let path = (directory as NSString).appendingPathComponent(file.name)
-                guard FileManager.default.createFile(atPath: path, contents: file.data) else { throw ReportWriter.WriteError(description: "cannot write \(path)") }
+        let broadcast = live.map { _ in LiveBroadcast() }
+        if let broadcast {
+            broadcast.open(LiveServer.hello(loaded, capacity: capacity, window: options.liveWindow))
+            runner.options.live = { frame in
+                let (event, json) = LiveServer.frame(frame)
+                broadcast.publish(event, json: json)
             }
-        } catch {
-            FileHandleOutput.standardError("\(error)")
-            throw ExitCode(ExitStatus.failure)
+            runner.stepStarted = { index, phase, load in broadcast.publish(LiveServer.stepStarted(index, phase: phase, load: load)) }
+            runner.stepRecorded = { step, lastPass, firstFail in broadcast.publish(LiveServer.stepRecorded(step, lastPass: lastPass, firstFail: firstFail)) }
+        }
+        let search = runner
+        let serverSpans = options.serverSpans
+        // The page is served until the search's reports are written and its verdict is said.
+        let result = try await LiveServer.serving(broadcast, at: live, logger: logger) { () async throws -> CapacityResult in
+            let result = try await search.run(required: required, stop: stop)
+            progress.finish()
+            await TraceExport.export(stepTraces.withLock { $0 }, version: PushFleet.version, to: exporting, servers: serverSpans)
+            do {
+                for file in try CapacityReport.render(result) {
+                    let path = (directory as NSString).appendingPathComponent(file.name)
+                    guard FileManager.default.createFile(atPath: path, contents: file.data) else { throw ReportWriter.WriteError(description: "cannot write \(path)") }
+                }
+            } catch {
+                FileHandleOutput.standardError("\(error)")
+                broadcast?.close(LiveServer.end(result, exitCode: ExitStatus.failure, reports: directory))
+                throw ExitCode(ExitStatus.failure)
+            }
+            broadcast?.close(LiveServer.end(result, exitCode: Self.exitCode(result), reports: directory))
+            return result
         }
         FileHandleOutput.standardOutput(Self.summary(result))
         FileHandleOutput.standardOutput("reports: \(directory)")

@@ -22,10 +22,11 @@ final class LiveBroadcast: Sendable {
         state.withLock { $0.subscribers.open(event) }
     }
 
-    /// A frame for every browser (kept in the history); `json` is its data, served alone at `/frame`.
-    func publish(_ event: ByteBuffer, json: ByteBuffer) {
+    /// An event for every browser (kept in the history); a frame's `json` is also served alone
+    /// at `/frame`.
+    func publish(_ event: ByteBuffer, json: ByteBuffer? = nil) {
         state.withLock { state in
-            state.latest = json
+            if let json { state.latest = json }
             Self.perform(state.subscribers.publish(event), on: &state)
         }
     }

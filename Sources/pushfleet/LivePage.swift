@@ -28,6 +28,9 @@ svg{width:100%;height:170px;display:block}svg text{font-size:10px;fill:#667}
 <header><h1 id="title">pushfleet live</h1><span id="phase" class="dim">connecting…</span><span id="clock" class="dim"></span><span id="link" class="dim"></span></header>
 <main>
 <section id="verdict"></section>
+<section id="capacity" style="display:none;grid-column:1/-1"><h2>Capacity search</h2><p id="bracket"></p><table id="steps"></table></section>
+<section id="capacity-latency" style="display:none"><h2>Delivery latency against load (ms)</h2><svg id="chart-load-latency"></svg><div class="legend" id="legend-load-latency"></div></section>
+<section id="capacity-throughput" style="display:none"><h2>Throughput against load</h2><svg id="chart-load-throughput"></svg><div class="legend" id="legend-load-throughput"></div></section>
 <section><h2>Now</h2><div class="cards" id="cards"></div></section>
 <section><h2>Sends per second: offered and made</h2><svg id="chart-sends"></svg><div class="legend" id="legend-sends"></div></section>
 <section><h2>Pushes received per second</h2><svg id="chart-received"></svg><div class="legend" id="legend-received"></div></section>
@@ -35,6 +38,7 @@ svg{width:100%;height:170px;display:block}svg text{font-size:10px;fill:#667}
 <section><h2>Each hop's p99 (ms, over the window)</h2><svg id="chart-hops"></svg><div class="legend" id="legend-hops"></div></section>
 <section><h2>Rules over the window and so far</h2><table id="rules"></table><p class="dim" id="window"></p></section>
 <section><h2>The ledger</h2><table id="ledger"></table></section>
+<section><h2>Each platform's funnel so far</h2><table id="funnel"></table></section>
 <section><h2>Errors by class</h2><table id="errors"></table></section>
 <section><h2>The generator</h2><table id="generator"></table></section>
 <section><h2>Rule changes and markers</h2><ol id="log"></ol></section>
@@ -43,10 +47,13 @@ svg{width:100%;height:170px;display:block}svg text{font-size:10px;fill:#667}
 "use strict";
 const $ = id => document.getElementById(id);
 const colors = ["#2f6fdf","#e07b22","#2a9d5c","#c43c5b","#8a5cc4","#6b7b8c"];
-let run = null, series = null, states = {}, ended = false;
+let run = null, series = null, states = {}, ended = false, lastJudged = null, steps = [], current = null;
 function reset(hello){
-  run = hello;
+  run = hello; steps = []; current = null;
+  for(const id of ["capacity","capacity-latency","capacity-throughput"]) $(id).style.display = hello.capacity ? "block" : "none";
+  if(hello.capacity) drawSteps();
   series = {seconds:[], offered:[], made:[], received:[], latency:{}, hops:{}, markers:[]};
+  lastJudged = null;
   $("title").textContent = "pushfleet live: " + hello.scenario;
   document.title = "pushfleet: " + hello.scenario;
   $("window").textContent = "Window: the sends intended in the " + hello.windowSeconds + " s before a deadline (" + hello.deadlineSeconds + " s) ago; so far: every send before then.";
@@ -57,7 +64,8 @@ function row(cells, head){ const tr=document.createElement("tr"); for(const c of
 function fill(table, head, rows){ table.replaceChildren(row(head,true), ...rows.map(r=>row(r))); }
 function badge(state){ const s=document.createElement("span"); s.className="state "+state; s.textContent=state; return s; }
 function log(text){ const li=document.createElement("li"); li.textContent=text; $("log").appendChild(li); }
-function draw(id, lines, legendId){
+function draw(id, lines, legendId, xUnit){
+  xUnit = xUnit || "s";
   const svg=$(id), w=svg.clientWidth||500, h=170, pad=34;
   const all=lines.flatMap(l=>l.points); const xs=all.map(p=>p[0]), ys=all.map(p=>p[1]);
   svg.setAttribute("viewBox","0 0 "+w+" "+h);
@@ -66,8 +74,8 @@ function draw(id, lines, legendId){
     const x0=Math.min(...xs), x1=Math.max(...xs, x0+1), y1=Math.max(...ys, 1e-9)*1.1;
     const X=x=>pad+(x-x0)/(x1-x0)*(w-pad-8), Y=y=>h-18-(y/y1)*(h-28);
     for(const t of [0,0.5,1]){ const y=Y(t*y1); parts.push('<line x1="'+pad+'" x2="'+(w-8)+'" y1="'+y+'" y2="'+y+'" stroke="#eee"/><text x="2" y="'+(y+3)+'">'+fmt(t*y1, y1<10?1:0)+'</text>'); }
-    parts.push('<text x="'+pad+'" y="'+(h-4)+'">'+fmt(x0,0)+' s</text><text x="'+(w-40)+'" y="'+(h-4)+'">'+fmt(x1,0)+' s</text>');
-    for(const m of series.markers){ if(m.second>=x0&&m.second<=x1){ parts.push('<line x1="'+X(m.second)+'" x2="'+X(m.second)+'" y1="8" y2="'+(h-18)+'" stroke="#c43c5b" stroke-dasharray="3,3"/>'); } }
+    parts.push('<text x="'+pad+'" y="'+(h-4)+'">'+fmt(x0,0)+' '+xUnit+'</text><text x="'+(w-90)+'" y="'+(h-4)+'">'+fmt(x1,0)+' '+xUnit+'</text>');
+    if(xUnit==="s") for(const m of series.markers){ if(m.second>=x0&&m.second<=x1){ parts.push('<line x1="'+X(m.second)+'" x2="'+X(m.second)+'" y1="8" y2="'+(h-18)+'" stroke="#c43c5b" stroke-dasharray="3,3"/>'); } }
     lines.forEach((l,i)=>{ if(l.points.length) parts.push('<polyline fill="none" stroke-width="1.6" stroke="'+colors[i%colors.length]+'" points="'+l.points.map(p=>X(p[0]).toFixed(1)+","+Y(p[1]).toFixed(1)).join(" ")+'"/>'); });
   }
   svg.innerHTML=parts.join("");
@@ -81,10 +89,12 @@ function onFrame(f){
   $("phase").textContent=f.phase; $("clock").textContent=fmt(f.second,1)+" s";
   for(const s of f.seconds){ series.offered.push([s.second,s.sends+s.dropped]); series.made.push([s.second,s.sends]); series.received.push([s.second,s.received]); }
   for(const m of f.markers){ series.markers.push(m); log("t="+fmt(m.second,1)+" s marker: "+m.label); }
-  const d=f.devices, t=f.totals, j=f.judged;
-  const cards=[["devices ready",d.ready+" / "+d.planned],["devices failed",d.failed],["sends",t.sends],["send failures",t.sendFailures],["dropped",t.sendsDropped],["received",t.received],["errors",t.errors],["in flight",j?j.inFlight:"–"]];
+  // A frame without a judgement keeps the last one's tables; only a new one adds points.
+  const fresh=f.judged; if(fresh) lastJudged=fresh;
+  const d=f.devices, t=f.totals, j=lastJudged;
+  const cards=[["devices ready",d.ready.toLocaleString("en")+" / "+d.planned.toLocaleString("en")],["devices failed",d.failed],["sends",t.sends],["send failures",t.sendFailures],["dropped",t.sendsDropped],["received",t.received],["errors",t.errors],["in flight",j?j.inFlight:"–"]];
   $("cards").innerHTML=cards.map(c=>'<div class="card"><b>'+fmt(c[1],0)+'</b>'+c[0]+'</div>').join("");
-  if(j){
+  if(fresh){
     for(const [name,l] of Object.entries(j.latency)){
       const target=name.startsWith("hop.")?series.hops:series.latency;
       if(name.startsWith("hop.")){ (target[name+" p99"]=target[name+" p99"]||[]).push([j.windowEnd,l.p99]); }
@@ -93,6 +103,9 @@ function onFrame(f){
     fill($("rules"),["rule","","window","so far","state"], j.rules.map(r=>[r.metric+(r.origin?" (default)":""), r.expression, fmt(r.windowMeasured)+r.unit, fmt(r.soFarMeasured)+r.unit, badge(r.state)]));
     for(const r of j.rules){ const key=r.metric+" "+r.expression; if(states[key]!==r.state){ if(states[key]!==undefined||r.state!=="ok"&&r.state!=="waiting") log("t="+fmt(f.second,1)+" s "+key+": "+(states[key]||"start")+" → "+r.state); states[key]=r.state; } }
     const w=j.windowDelivery, s=j.soFarDelivery;
+    const stages=[["sends","sends"],["sends accepted","sendsAccepted"],["pairs expected","expected"],["handed to the push service","handed"],["accepted","accepted"],["written to the device","written"],["received","received"],["in hand","inHand"]];
+    const platforms=Object.keys(j.funnel).sort();
+    fill($("funnel"),["stage"].concat(platforms),stages.map(s=>[s[0]].concat(platforms.map(p=>j.funnel[p][s[1]]===undefined?"–":j.funnel[p][s[1]]))));
     fill($("ledger"),["pairs","window","so far"],[["expected",w.expected,s.expected],["delivered",w.delivered,s.delivered],["late",w.late,s.late],["lost",w.lost,s.lost],["misdelivered",w.misdelivered,s.misdelivered],["duplicates",w.duplicates,s.duplicates],["leaks",w.leaks,s.leaks],["in flight","",j.inFlight],["offered sends/s",fmt(j.offeredRate,1),""],["delivered pairs/s",fmt(j.throughput,1),""]]);
   }
   fill($("errors"),["class","count"],Object.entries(f.errors).sort((a,b)=>b[1]-a[1]).map(e=>[e[0],e[1]]));
@@ -102,10 +115,29 @@ function onFrame(f){
   draw("chart-latency",Object.entries(series.latency).map(([n,p])=>({name:n,points:p})),"legend-latency");
   draw("chart-hops",Object.entries(series.hops).map(([n,p])=>({name:n,points:p})),"legend-hops");
 }
+function stepLabel(s){ return "step "+s.index+" ("+s.phase+") "+fmt(s.load,1)+" "+run.capacity.unit; }
+function onStep(s){
+  current = s; series = {seconds:[], offered:[], made:[], received:[], latency:{}, hops:{}, markers:[]}; lastJudged = null; states = {};
+  log(stepLabel(s)+": started"); drawSteps();
+}
+function onStepDone(d){
+  steps.push(d.step); current = null;
+  $("bracket").textContent = "bracket: last pass "+(d.lastPass===null||d.lastPass===undefined?"–":fmt(d.lastPass,1))+", first fail "+(d.firstFail===null||d.firstFail===undefined?"–":fmt(d.firstFail,1))+" "+run.capacity.unit;
+  log(stepLabel(d.step)+": "+d.step.verdict+((d.step.breaches||[]).length?" — "+d.step.breaches[0]:(d.step.generatorLimits||[]).length?" — "+d.step.generatorLimits[0]:""));
+  drawSteps();
+}
+function drawSteps(){
+  const rows = steps.map(s=>[s.index, s.phase, fmt(s.load,1), badge(s.verdict==="pass"?"ok":s.verdict==="invalid"?"breaching":"failed"), fmt(s.offeredRate,1), fmt(s.throughput,1), fmt(s.deliveryP50Ms), fmt(s.deliveryP99Ms), (s.breaches||[])[0]||(s.generatorLimits||[])[0]||""]);
+  if(current) rows.push([current.index, current.phase, fmt(current.load,1), badge("waiting"), "", "", "", "", "running"]);
+  fill($("steps"),["step","phase","load","verdict","offered/s","delivered/s","p50 ms","p99 ms","why"], rows);
+  const byLoad = steps.slice().sort((a,b)=>a.load-b.load);
+  draw("chart-load-latency",[{name:"delivery p50",points:byLoad.filter(s=>s.deliveryP50Ms!=null).map(s=>[s.load,s.deliveryP50Ms])},{name:"delivery p99",points:byLoad.filter(s=>s.deliveryP99Ms!=null).map(s=>[s.load,s.deliveryP99Ms])}],"legend-load-latency",run.capacity.unit);
+  draw("chart-load-throughput",[{name:"offered sends/s",points:byLoad.map(s=>[s.load,s.offeredRate])},{name:"delivered pairs/s",points:byLoad.map(s=>[s.load,s.throughput])}],"legend-load-throughput",run.capacity.unit);
+}
 function onEnd(e){
   ended=true;
   const v=$("verdict"); v.style.display="block"; v.className=e.verdict;
-  v.innerHTML="<b>"+e.verdict+"</b> (exit "+e.exitCode+")"+(e.reason?": "+e.reason:"")+(e.failed.length?"<br>failed: "+e.failed.map(x=>x.replace(/</g,"&lt;")).join("; "):"")+'<br>reports: <a href="'+e.reports+'/report.html">'+e.reports+'</a>';
+  v.innerHTML="<b>"+e.verdict+"</b> (exit "+e.exitCode+")"+(e.reason?": "+e.reason:"")+(e.summary?"<br>"+e.summary.replace(/</g,"&lt;"):"")+(e.failed.length?"<br>failed: "+e.failed.map(x=>x.replace(/</g,"&lt;")).join("; "):"")+'<br>reports: <a href="'+e.reports+'/report.html">'+e.reports+'</a>';
   $("phase").textContent="done: "+e.verdict; log("verdict: "+e.verdict+" (exit "+e.exitCode+")");
 }
 let opened=0;
@@ -113,6 +145,8 @@ function connect(){
   const es=new EventSource("/events"+location.search);
   es.addEventListener("hello",m=>{ reset(JSON.parse(m.data)); });
   es.addEventListener("frame",m=>onFrame(JSON.parse(m.data)));
+  es.addEventListener("step",m=>onStep(JSON.parse(m.data)));
+  es.addEventListener("stepDone",m=>onStepDone(JSON.parse(m.data)));
   es.addEventListener("end",m=>{ onEnd(JSON.parse(m.data)); es.close(); });
   es.onopen=()=>{ opened++; if(opened>1){ document.body.dataset.reconnects=String(opened-1); log("reconnected"); } };
   es.onerror=()=>{ if(!ended) $("phase").textContent="reconnecting…"; };

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import PushFleetCore
+import PushFleetLauncher
 import PushFleetLedger
 import PushFleetMetrics
 import PushFleetResults
@@ -67,13 +68,71 @@ enum LiveServer {
         return ListenerService(application: application, flag: "--live", listen: listen, bound: bound)
     }
 
+    /// Serves the page (when `--live` was given) while `body` runs; a port that cannot be had
+    /// ends the command with exit 2, naming the flag.
+    static func serving<T: Sendable>(
+        _ broadcast: LiveBroadcast?, at live: String?, logger: Logger, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        guard let broadcast, let live else { return try await body() }
+        let bound = Readiness<ListenAddress>()
+        let service = makeService(broadcast: broadcast, listen: try address(live), bound: bound, logger: logger)
+        do {
+            return try await withServices([service], logger: logger) {
+                FileHandleOutput.standardError("live: \(try await bound.value().httpURL)/")
+                return try await body()
+            }
+        } catch let error as ListenError {
+            FileHandleOutput.standardError("\(error)")
+            throw ExitCode(ExitStatus.invalidInput)
+        }
+    }
+
+    /// A capacity search's opening event: what it varies, its rules, its steps' window.
+    static func hello(_ scenario: Scenario, capacity: Scenario.Capacity, window: Duration) -> ByteBuffer {
+        var hello = Hello(
+            runID: "", scenario: scenario.name, devices: scenario.fleet.users, deadlineSeconds: scenario.deadline.seconds, windowSeconds: window.seconds,
+            rules: rules(scenario)
+        )
+        hello.capacity = .init(
+            vary: capacity.vary.rawValue, unit: capacity.vary == .rate ? "sends/s" : "devices", warmupSeconds: capacity.warmup.seconds,
+            windowSeconds: capacity.window.seconds
+        )
+        return LiveBroadcast.event("hello", data: (try? JSONEncoder().encode(hello)) ?? Data("{}".utf8))
+    }
+
+    static func stepStarted(_ index: Int, phase: String, load: Double) -> ByteBuffer {
+        let data = (try? JSONSerialization.data(withJSONObject: ["index": index, "phase": phase, "load": load])) ?? Data("{}".utf8)
+        return LiveBroadcast.event("step", data: data)
+    }
+
+    static func stepRecorded(_ step: CapacityStep, lastPass: Double?, firstFail: Double?) -> ByteBuffer {
+        let data = (try? JSONEncoder().encode(StepDone(step: step, lastPass: lastPass, firstFail: firstFail))) ?? Data("{}".utf8)
+        return LiveBroadcast.event("stepDone", data: data)
+    }
+
+    /// A capacity search's closing event.
+    static func end(_ result: CapacityResult, exitCode: Int32, reports: String) -> ByteBuffer {
+        let end = End(
+            verdict: result.outcome, exitCode: Int(exitCode), reason: result.failure, failed: [], delivery: nil, reports: fileURL(reports),
+            capacity: result.capacity, summary: result.summary
+        )
+        return LiveBroadcast.event("end", data: (try? JSONEncoder().encode(end)) ?? Data("{}".utf8))
+    }
+
+    static func rules(_ scenario: Scenario) -> [Hello.Rule] {
+        let own = scenario.thresholds.count
+        return scenario.effectiveThresholds.enumerated().map { .init(metric: $0.element.metric, expression: $0.element.expression, origin: $0.offset < own ? nil : "default") }
+    }
+
+    static func fileURL(_ path: String) -> String {
+        String(URL(fileURLWithPath: path).standardizedFileURL.absoluteString.trimmingSuffix("/"))
+    }
+
     /// The opening event: the run, its rules and the window the page's judgements cover.
     static func hello(_ scenario: Scenario, plan: FleetPlan, window: Duration) -> ByteBuffer {
-        let own = scenario.thresholds.count
         let hello = Hello(
             runID: plan.runID, scenario: scenario.name, devices: plan.devices.count, deadlineSeconds: scenario.deadline.seconds,
-            windowSeconds: window.seconds,
-            rules: scenario.effectiveThresholds.enumerated().map { .init(metric: $0.element.metric, expression: $0.element.expression, origin: $0.offset < own ? nil : "default") }
+            windowSeconds: window.seconds, rules: rules(scenario)
         )
         return LiveBroadcast.event("hello", data: (try? JSONEncoder().encode(hello)) ?? Data("{}".utf8))
     }
@@ -93,7 +152,7 @@ enum LiveServer {
         let end = End(
             verdict: verdict, exitCode: Int(code), reason: result.info.abortReason,
             failed: result.thresholds.filter { !$0.passed }.map { "\($0.metric): \($0.expression)" },
-            delivery: result.delivery, reports: String(URL(fileURLWithPath: reports).standardizedFileURL.absoluteString.trimmingSuffix("/"))
+            delivery: result.delivery, reports: fileURL(reports)
         )
         return LiveBroadcast.event("end", data: (try? JSONEncoder().encode(end)) ?? Data("{}".utf8))
     }
@@ -111,6 +170,21 @@ enum LiveServer {
         var deadlineSeconds: Double
         var windowSeconds: Double
         var rules: [Rule]
+        /// A capacity search's: what it varies and each step's warm-up and window.
+        var capacity: CapacityHello?
+    }
+
+    struct CapacityHello: Codable {
+        var vary: String
+        var unit: String
+        var warmupSeconds: Double
+        var windowSeconds: Double
+    }
+
+    struct StepDone: Codable {
+        var step: CapacityStep
+        var lastPass: Double?
+        var firstFail: Double?
     }
 
     struct End: Codable {
@@ -118,8 +192,11 @@ enum LiveServer {
         var exitCode: Int
         var reason: String?
         var failed: [String]
-        var delivery: DeliveryLedger.Counts
+        var delivery: DeliveryLedger.Counts?
         var reports: String
+        /// A capacity search's: the capacity found and its summary.
+        var capacity: Double? = nil
+        var summary: String? = nil
     }
 }
 

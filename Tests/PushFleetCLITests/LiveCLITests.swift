@@ -159,6 +159,50 @@ struct LiveCLITests {
         }
     }
 
+    @Test("capacity --live: each step announced and judged on the stream as the search goes, the bracket narrowing, the page's steps table and load charts drawn in Chromium, the search's verdict at the end")
+    func capacity() async throws {
+        try await RunGate.exclusive {
+            let directory = try CLITests.temporaryDirectory()
+            try CapacityCLITests.scenario().write(to: directory.appendingPathComponent("cap.yaml"), atomically: true, encoding: .utf8)
+            let (process, pipe) = try CLITests.launch(["capacity", "cap.yaml", "--quiet", "--out", "report", "--live", "0"], in: directory)
+            let output = ServeHubCLITests.OutputCollector(pipe)
+            let deadline = ContinuousClock.now + .seconds(120)
+            while ServeHubCLITests.line("live: ", in: output.text) == nil {
+                guard process.isRunning, ContinuousClock.now < deadline else {
+                    process.terminate()
+                    throw ServeHubCLITests.CLIFailure(description: "no live address: \(output.text)")
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let url = ServeHubCLITests.line("live: ", in: output.text)!
+            let chromium = try TestChromium.path()
+            async let dom = offPool {
+                try TestPostgres.shell(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=5000", "--dump-dom", url])
+            }
+            let text = try await Curl.run(["-sN", "--max-time", "900", url + "events"])
+            let status = await Self.wait(process)
+            let events = Self.events(text)
+            let hello = try #require(events.first { $0.name == "hello" }?.data)
+            #expect((hello["capacity"] as? [String: Any])?["unit"] as? String == "sends/s", "\(hello)")
+            let stepsStarted = events.compactMap { event -> [String: Any]? in event.name == "step" ? event.data : nil }
+            let judged = events.compactMap { event -> [String: Any]? in event.name == "stepDone" ? event.data : nil }
+            let result = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("report/capacity.json"))) as? [String: Any]
+            let steps = try #require(result?["steps"] as? [[String: Any]])
+            #expect(judged.count == steps.count && stepsStarted.count >= steps.count, "\(stepsStarted.count) started, \(judged.count) judged, \(steps.count) steps")
+            #expect(judged.compactMap { ($0["step"] as? [String: Any])?["load"] as? Double } == steps.compactMap { $0["load"] as? Double })
+            // Frames of the steps' own runs come between.
+            #expect(events.contains { $0.name == "frame" })
+            let lastBracket = try #require(judged.last)
+            #expect(lastBracket["lastPass"] as? Double == result?["lastPass"] as? Double, "\(lastBracket)")
+            let end = try #require(events.last)
+            #expect(end.name == "end" && end.data["verdict"] as? String == result?["outcome"] as? String && end.data["exitCode"] as? Int == Int(status), "\(end.data), exit \(status)")
+            let page = try await dom.output
+            #expect(page.contains("<table id=\"steps\">") && page.components(separatedBy: "<tr>").count > steps.count, "steps table")
+            #expect(page.contains("id=\"chart-load-latency\"") && page.contains("<polyline"), "load charts")
+            #expect(page.contains(": pass"), "each step's verdict logged")
+        }
+    }
+
     @Test("a taken port or a bad value: exit 2 naming --live, before any device arrives")
     func badPort() async throws {
         let directory = try CLITests.temporaryDirectory()
