@@ -55,9 +55,10 @@ extension ResultBuilder {
         guard end > trafficStart else { return nil }
         let began = MonotonicClock.nanoseconds()
         let span = max(trafficStart, end - window.nanoseconds)..<end
-        let (sliding, soFar, recent) = recorder.state.withLock { state in
-            (measures(state, span), measures(state, trafficStart..<end), measures(state, end..<max(end + 1, now)))
-        }
+        // One lock at a time: events wait for one walk of the ledger, not three.
+        let sliding = recorder.state.withLock { measures($0, span) }
+        let soFar = recorder.state.withLock { measures($0, trafficStart..<end) }
+        let recent = recorder.state.withLock { measures($0, end..<max(end + 1, now)) }
         let own = scenario.thresholds.count
         let windowRules = thresholds(histograms: sliding.histograms, counters: sliding.counters)
         let soFarRules = thresholds(histograms: soFar.histograms, counters: soFar.counters)
