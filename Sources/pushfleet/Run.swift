@@ -42,7 +42,12 @@ struct Run: AsyncParsableCommand {
         if let metricsListen {
             do { _ = try ListenAddress(parsing: metricsListen) } catch { throw ValidationError("--metrics-listen: \(error)") }
         }
-        if let live { _ = try LiveServer.address(live) }
+        if let live {
+            _ = try LiveServer.address(live)
+            if try shardFlags.resolve() != nil {
+                throw ValidationError("--live serves a whole run's page; a shard holds only its part of the ledger (a run given --shard or --shard-index-from-env is one part of a sharded run)")
+            }
+        }
     }
 
     func run() async throws {

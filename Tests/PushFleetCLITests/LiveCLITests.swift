@@ -219,6 +219,8 @@ struct LiveCLITests {
         let port = Int(UInt16(bigEndian: address.sin_port))
         let taken = try await CLITests.run(["run", "live.yaml", "--quiet", "--out", "r1", "--live", "\(port)"], in: directory)
         #expect(taken.status == 2 && taken.output.contains("--live 127.0.0.1:\(port): cannot listen"), "\(taken.output)")
+        let shard = try await CLITests.run(["run", "live.yaml", "--quiet", "--out", "r3", "--live", "0", "--shard", "0/2"], in: directory)
+        #expect(shard.status == 2 && shard.output.contains("--live serves a whole run's page"), "\(shard.output)")
         for bad in ["99999", "nowhere", "127.0.0.1:-1"] {
             let refused = try await CLITests.run(["run", "live.yaml", "--quiet", "--out", "r2", "--live", bad], in: directory)
             #expect(refused.status == 2 && refused.output.contains("--live"), "\(bad): \(refused.output)")
