@@ -29,7 +29,12 @@ struct LiveCLITests {
     /// Starts the run and returns it with the page's address once printed.
     static func start(_ directory: URL, extra: [String] = []) async throws -> (Process, ServeHubCLITests.OutputCollector, String) {
         try scenario.write(to: directory.appendingPathComponent("live.yaml"), atomically: true, encoding: .utf8)
-        let (process, pipe) = try CLITests.launch(["run", "live.yaml", "--quiet", "--out", "report", "--live", "0"] + extra, in: directory)
+        return try await launch(["run", "live.yaml", "--quiet", "--out", "report", "--live", "0"] + extra, in: directory)
+    }
+
+    /// Launches a command given `--live` and returns it with the page's address once printed.
+    static func launch(_ arguments: [String], in directory: URL) async throws -> (Process, ServeHubCLITests.OutputCollector, String) {
+        let (process, pipe) = try CLITests.launch(arguments, in: directory)
         let output = ServeHubCLITests.OutputCollector(pipe)
         let deadline = ContinuousClock.now + .seconds(120)
         while ServeHubCLITests.line("live: ", in: output.text) == nil {
@@ -164,17 +169,7 @@ struct LiveCLITests {
         try await RunGate.exclusive {
             let directory = try CLITests.temporaryDirectory()
             try CapacityCLITests.scenario().write(to: directory.appendingPathComponent("cap.yaml"), atomically: true, encoding: .utf8)
-            let (process, pipe) = try CLITests.launch(["capacity", "cap.yaml", "--quiet", "--out", "report", "--live", "0"], in: directory)
-            let output = ServeHubCLITests.OutputCollector(pipe)
-            let deadline = ContinuousClock.now + .seconds(120)
-            while ServeHubCLITests.line("live: ", in: output.text) == nil {
-                guard process.isRunning, ContinuousClock.now < deadline else {
-                    process.terminate()
-                    throw ServeHubCLITests.CLIFailure(description: "no live address: \(output.text)")
-                }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            let url = ServeHubCLITests.line("live: ", in: output.text)!
+            let (process, _, url) = try await Self.launch(["capacity", "cap.yaml", "--quiet", "--out", "report", "--live", "0"], in: directory)
             let chromium = try TestChromium.path()
             async let dom = offPool {
                 try TestPostgres.shell(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=5000", "--dump-dom", url])
