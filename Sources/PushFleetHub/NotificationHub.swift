@@ -180,8 +180,19 @@ public final class NotificationHub: Sendable {
             guard let platform = plan.platform else { return .failure(.badRequest("a direct send needs a native format, not template")) }
             targets = [Target(platform: platform, handle: HubRegistration.normalizedHandle(handle, platform: platform), registration: nil)]
         } else {
+            let start = UInt64(clamping: WallClock.nanoseconds())
             targets = store.targets(platform: plan.platform, expression: plan.expression, now: instant).map {
                 Target(platform: $0.platform, handle: $0.handle, registration: $0)
+            }
+            // The registrations' look-up, as the backend's store calls are recorded.
+            if let spans, let span {
+                spans.record(
+                    TraceSpan(
+                        identity: span.child(spans.nextSalt()), parent: span.span, name: "store read", kind: .internal, start: start,
+                        end: UInt64(clamping: WallClock.nanoseconds()),
+                        attributes: [("db.system.name", .string("memory")), ("pushfleet.hub.targets", .int(Int64(targets.count)))]
+                    )
+                )
             }
         }
         var report = SendReport(notificationID: notificationID(instant), targets: targets.count)

@@ -197,7 +197,9 @@ struct TracePropagationTests {
             let clients = recorded.filter { $0.kind == .client }
             #expect(clients.count == 2 && clients.allSatisfy { $0.parent == server.identity.span && $0.status == .unset }, "\(clients)")
             #expect(clients.allSatisfy { $0.attributes.contains { $0.0 == "pushfleet.platform" && $0.1 == .string("apple") } }, "\(clients)")
-            #expect(recorded.count == 3 && spans.drain().spans.count == 3, "only the sampled send records")
+            let lookups = recorded.filter { $0.name == "store read" }
+            #expect(lookups.count == 1 && lookups.allSatisfy { $0.parent == server.identity.span && $0.kind == .internal }, "\(recorded.map(\.name))")
+            #expect(recorded.count == 4 && spans.drain().spans.count == 4, "only the sampled send records")
             // Each device got its push under its own client span; the others as they came, or none.
             for device in devices {
                 let frames = try await device.waitForPushes(3)
