@@ -20,6 +20,25 @@ public struct LiveFrame: Sendable, Codable, Equatable {
     public var markers: [Marker]
     /// Nil in a frame no judgement was made for.
     public var judged: Judged?
+    /// A sharded run's shards, followed from their folders (nil for one process).
+    public var shards: [ShardState]? = nil
+
+    public struct ShardState: Sendable, Codable, Equatable {
+        public var index: Int
+        /// `not started`, `starting`, `waiting at the start barrier`, `arriving`, `waiting at
+        /// the traffic barrier`, `in traffic`, `done`, `stopped`, `failed`.
+        public var state: String
+        public var reason: String?
+        /// Events its tape holds so far.
+        public var events: Int
+
+        public init(index: Int, state: String, reason: String? = nil, events: Int = 0) {
+            self.index = index
+            self.state = state
+            self.reason = reason
+            self.events = events
+        }
+    }
 
     public struct Devices: Sendable, Codable, Equatable {
         public var planned: Int
@@ -103,5 +122,16 @@ public struct LiveFrame: Sendable, Codable, Equatable {
         /// `ok`, `breaching` (fails over the window), `failed` (fails over the run so far: the
         /// final report would say so if the run ended now), `waiting` (nothing measured yet).
         public var state: String
+    }
+}
+
+extension LiveFrame {
+    /// A frame with nothing recorded yet: a followed run before its first replay.
+    package static func empty(devices: Int) -> LiveFrame {
+        LiveFrame(
+            second: 0, phase: "arriving", devices: .init(planned: devices, ready: 0, failed: 0),
+            totals: .init(sends: 0, sendFailures: 0, sendsDropped: 0, sendsLateStart: 0, received: 0, errors: 0), seconds: [], errors: [:],
+            generator: .init(lateWakes: 0, longestWakeLagMs: 0, eventLagMs: 0), markers: [], judged: nil
+        )
     }
 }

@@ -179,6 +179,11 @@ package final class Recorder: Sendable {
         apply([])
     }
 
+    /// When the first marker of `label` was set (a replay's "traffic starts"), if one was.
+    package func firstMarker(_ label: String) -> Int64? {
+        state.withLock { $0.markers.first { $0.1 == label }?.0 }
+    }
+
     /// Whether applying events writes them to a file.
     package var writesTape: Bool { tape != nil }
 

@@ -19,7 +19,7 @@ final class LiveBroadcast: Sendable {
 
     /// What a browser is told first: the run and its rules.
     func open(_ event: ByteBuffer) {
-        state.withLock { $0.subscribers.open(event) }
+        state.withLock { state in Self.perform(state.subscribers.open(event), on: &state) }
     }
 
     /// An event for every browser (kept in the history); a frame's `json` is also served alone

@@ -31,6 +31,7 @@ svg{width:100%;height:170px;display:block}svg text{font-size:10px;fill:#667}
 <section id="capacity" style="display:none;grid-column:1/-1"><h2>Capacity search</h2><p id="bracket"></p><table id="steps"></table></section>
 <section id="capacity-latency" style="display:none"><h2>Delivery latency against load (ms)</h2><svg id="chart-load-latency"></svg><div class="legend" id="legend-load-latency"></div></section>
 <section id="capacity-throughput" style="display:none"><h2>Throughput against load</h2><svg id="chart-load-throughput"></svg><div class="legend" id="legend-load-throughput"></div></section>
+<section id="shards" style="display:none"><h2>Shards</h2><table id="shard-table"></table></section>
 <section><h2>Now</h2><div class="cards" id="cards"></div></section>
 <section><h2>Sends per second: offered and made</h2><svg id="chart-sends"></svg><div class="legend" id="legend-sends"></div></section>
 <section><h2>Pushes received per second</h2><svg id="chart-received"></svg><div class="legend" id="legend-received"></div></section>
@@ -87,6 +88,13 @@ function onFrame(f){
   const seen=body.dataset.sends? body.dataset.sends.split(","):[];
   if(seen[seen.length-1]!==String(f.totals.sends)){ seen.push(String(f.totals.sends)); body.dataset.sends=seen.slice(-60).join(","); }
   $("phase").textContent=f.phase; $("clock").textContent=fmt(f.second,1)+" s";
+  if(f.shards){
+    $("shards").style.display="block";
+    const cls=s=>s==="done"?"ok":s==="failed"?"failed":s==="stopped"?"breaching":"waiting";
+    fill($("shard-table"),["shard","state","events","why"],f.shards.map(s=>[s.index+"/"+f.shards.length, badge(cls(s.state)), s.events, s.reason||""]));
+    for(const s of f.shards){ const el=$("shard-table").rows[s.index+1]; if(el) el.cells[1].firstChild.textContent=s.state; }
+    for(const s of f.shards){ const key="shard "+s.index; if(states[key]!==s.state){ log("t="+fmt(f.second,1)+" s shard "+s.index+": "+s.state); states[key]=s.state; } }
+  }
   for(const s of f.seconds){ series.offered.push([s.second,s.sends+s.dropped]); series.made.push([s.second,s.sends]); series.received.push([s.second,s.received]); }
   for(const m of f.markers){ series.markers.push(m); log("t="+fmt(m.second,1)+" s marker: "+m.label); }
   // A frame without a judgement keeps the last one's tables; only a new one adds points.
@@ -141,8 +149,11 @@ function onEnd(e){
   $("phase").textContent="done: "+e.verdict; log("verdict: "+e.verdict+" (exit "+e.exitCode+")");
 }
 let opened=0;
+// ?frames=N: a still of the page after N frames (the stream is closed, nothing reconnects).
+const still=Number(new URLSearchParams(location.search).get("frames")||0);
 function connect(){
   const es=new EventSource("/events"+location.search);
+  if(still>0) es.addEventListener("frame",()=>{ if(Number(document.body.dataset.frames)>=still){ ended=true; es.close(); $("phase").textContent+=" (a still after "+still+" frames)"; } });
   es.addEventListener("hello",m=>{ reset(JSON.parse(m.data)); });
   es.addEventListener("frame",m=>onFrame(JSON.parse(m.data)));
   es.addEventListener("step",m=>onStep(JSON.parse(m.data)));

@@ -129,11 +129,13 @@ enum LiveServer {
     }
 
     /// The opening event: the run, its rules and the window the page's judgements cover.
-    static func hello(_ scenario: Scenario, plan: FleetPlan, window: Duration) -> ByteBuffer {
-        let hello = Hello(
+    /// `shards`: a sharded run's count, followed from its folder.
+    static func hello(_ scenario: Scenario, plan: FleetPlan, window: Duration, shards: Int? = nil) -> ByteBuffer {
+        var hello = Hello(
             runID: plan.runID, scenario: scenario.name, devices: plan.devices.count, deadlineSeconds: scenario.deadline.seconds,
             windowSeconds: window.seconds, rules: rules(scenario)
         )
+        hello.shards = shards
         return LiveBroadcast.event("hello", data: (try? JSONEncoder().encode(hello)) ?? Data("{}".utf8))
     }
 
@@ -172,6 +174,8 @@ enum LiveServer {
         var rules: [Rule]
         /// A capacity search's: what it varies and each step's warm-up and window.
         var capacity: CapacityHello?
+        /// A sharded run's shard count.
+        var shards: Int?
     }
 
     struct CapacityHello: Codable {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import PushFleetCore
 import PushFleetLauncher
 import PushFleetReport
@@ -22,6 +23,10 @@ struct Merge: AsyncParsableCommand {
     @Argument(help: "The run's folder, or shard folders (shard-I-of-K).") var folders: [String]
     @Option(help: "Write the merged reports here (a new folder).") var out: String
     @Option(help: "Wait up to this long for every shard to finish (a merge Job started beside the shards).") var wait: String?
+    @Flag(help: "Follow the run while its shards play (its folder only), until every shard has ended or --wait has passed; then merge.")
+    var follow = false
+    @Option(help: "With --follow: serve a live page of the whole run at http://[HOST:]PORT/ (every shard's state, the merged counts and rules).")
+    var live: String?
     @OptionGroup(title: "Traces") var traces: TraceOptions
 
     func validate() throws {
@@ -31,10 +36,32 @@ struct Merge: AsyncParsableCommand {
             do { duration = try DurationText.parse(wait) } catch { throw ValidationError("--wait: \(error)") }
             guard duration <= .seconds(86_400) else { throw ValidationError("--wait \(wait): at most 24h") }
         }
+        if let live {
+            _ = try LiveServer.address(live)
+            guard follow else { throw ValidationError("--live needs --follow: a merge of shards that have ended has nothing to watch") }
+        }
+        if follow, folders.count != 1 { throw ValidationError("--follow takes the run's folder (the --out its shards share), one") }
     }
 
     func run() async throws {
         try ReportWriter.prepareOrRefuse(out)
+        if follow {
+            let limit = try wait.map { try DurationText.parse($0) } ?? .seconds(86_400)
+            let broadcast = live.map { _ in LiveBroadcast() }
+            var logger = Logger(label: "pushfleet.merge")
+            logger.logLevel = .warning
+            let (folders, out, traceURL) = (folders, out, traces.traceUrl)
+            let result = try await LiveServer.serving(broadcast, at: live, logger: logger) { () async throws -> RunResult in
+                await Self.follow(folders[0], broadcast: broadcast, window: .seconds(10), within: limit)
+                let result = try Self.merge(folders, out: out, traceURL: traceURL)
+                broadcast?.close(LiveServer.end(result, reports: out))
+                return result
+            }
+            await TraceExport.export(result, options: traces)
+            FileHandleOutput.standardOutput("reports: \(out)")
+            try Self.exit(for: result)
+            return
+        }
         if let wait { try await Self.waitForShards(folders, wait: try DurationText.parse(wait), as: wait) }
         let result = try Self.merge(folders, out: out, traceURL: traces.traceUrl)
         await TraceExport.export(result, options: traces)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import PushFleetBench
 import PushFleetCore
 import PushFleetEngine
@@ -30,10 +31,13 @@ struct Shards: AsyncParsableCommand {
     @Option(help: "The push service that goes with --backend.") var pushService: String?
     @Flag(help: "Also play the scenario as one process and compare the two results.") var compare = false
     @Flag(help: "No progress lines from the shards.") var quiet = false
+    @Option(help: "Serve a live page of the whole run at http://[HOST:]PORT/ while the shards play: each shard's state, the merged counts and rules.")
+    var live: String?
     @OptionGroup(title: "Traces (of the merged run)") var traces: TraceOptions
 
     func validate() throws {
         guard (2...64).contains(local) else { throw ValidationError("--local \(local): give 2–64 shards") }
+        if let live { _ = try LiveServer.address(live) }
         if (backend == nil) != (pushService == nil) { throw ValidationError("--backend and --push-service go together") }
         if let backend, let pushService, let problem = ScenarioOverrides.problem(withTarget: backend, pushService) {
             throw ValidationError(problem)
@@ -75,45 +79,60 @@ struct Shards: AsyncParsableCommand {
         let executable = PushFleetExecutable.path
         let runID = FleetRunner.makeRunID()
 
-        var common = seed.map { ["--seed", String($0)] } ?? []
-        if quiet { common.append("--quiet") }
+        let common = (seed.map { ["--seed", String($0)] } ?? []) + (quiet ? ["--quiet"] : [])
         // Signals are the shards' from their start to the end of the command, the merge and the
         // comparison included.
-        var signals: SignalWatcher?
-        defer { signals?.cancel() }
-        var began = ContinuousClock.now
-        let statuses = try await withSystem(for: loaded) { system in
-            var target: [String] = []
-            if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
-            FileHandleOutput.standardOutput("\(local) shards of \(loaded.name), run \(runID), into \(folder)" + (system.map { " against \($0.backend)" } ?? ""))
-            began = ContinuousClock.now
-            let running = RunningShards()
-            signals = SignalWatcher { signal in
-                FileHandleOutput.standardError("\n\(signal): stopping the shards; they write what they recorded")
-                running.terminate()
-            }
-            let shards = (0..<local).map { index in
-                Child(
-                    arguments: ["run", scenario, "--shards", String(local), "--shard-index-from-env", "JOB_COMPLETION_INDEX", "--out", folder, "--run-id", runID]
-                        + target + common,
-                    shardIndex: index, log: (folder as NSString).appendingPathComponent("shard-\(index).log")
-                )
-            }
-            let statuses = try await Self.play(executable, shards, running: running)
-            if let server = system?.server {
-                FileHandleOutput.standardOutput(
-                    String(format: "serve (the system under test): peak RSS %.1f MiB, %.1f CPU-s", Double(server.peakResidentBytes()) / 1_048_576, server.cpuSeconds())
-                )
-            }
-            return statuses
+        // From here on a signal stops the shards (those not yet started, at their start).
+        let running = RunningShards()
+        let signals = SignalWatcher { signal in
+            FileHandleOutput.standardError("\n\(signal): stopping the shards; they write what they recorded")
+            running.terminate()
         }
-        let shardSeconds = (ContinuousClock.now - began) / .seconds(1)
-        for (index, status) in statuses.enumerated() where status != .exited(0) {
-            FileHandleOutput.standardError("shard \(index) \(Self.describe(status)): see \(folder)/shard-\(index).log")
+        defer { signals.cancel() }
+        let broadcast = live.map { _ in LiveBroadcast() }
+        let traceURL = traces.traceUrl
+        var logger = Logger(label: "pushfleet.shards")
+        logger.logLevel = .warning
+        let result = try await LiveServer.serving(broadcast, at: live, logger: logger) { () async throws -> RunResult in
+            // The whole run followed from the shards' folder while they play.
+            let following = broadcast.map { broadcast in
+                Task { await Merge.follow(folder, broadcast: broadcast, window: .seconds(10), within: .seconds(86_400)) }
+            }
+            var began = ContinuousClock.now
+            let statuses = try await withSystem(for: loaded) { system in
+                var target: [String] = []
+                if let system { target = ["--backend", system.backend, "--push-service", system.pushService] }
+                FileHandleOutput.standardOutput("\(local) shards of \(loaded.name), run \(runID), into \(folder)" + (system.map { " against \($0.backend)" } ?? ""))
+                began = ContinuousClock.now
+                let shards = (0..<local).map { index in
+                    Child(
+                        arguments: ["run", scenario, "--shards", String(local), "--shard-index-from-env", "JOB_COMPLETION_INDEX", "--out", folder, "--run-id", runID]
+                            + target + common,
+                        shardIndex: index, log: (folder as NSString).appendingPathComponent("shard-\(index).log")
+                    )
+                }
+                let statuses = try await Self.play(executable, shards, running: running)
+                if let server = system?.server {
+                    FileHandleOutput.standardOutput(
+                        String(format: "serve (the system under test): peak RSS %.1f MiB, %.1f CPU-s", Double(server.peakResidentBytes()) / 1_048_576, server.cpuSeconds())
+                    )
+                }
+                return statuses
+            }
+            // Every shard has ended: the follower's last look is of the tapes as they were left.
+            following?.cancel()
+            await following?.value
+            let shardSeconds = (ContinuousClock.now - began) / .seconds(1)
+            for (index, status) in statuses.enumerated() where status != .exited(0) {
+                FileHandleOutput.standardError("shard \(index) \(Self.describe(status)): see \(folder)/shard-\(index).log")
+            }
+            FileHandleOutput.standardOutput(String(format: "shards done in %.1f s; merging", shardSeconds))
+            let merged = (folder as NSString).appendingPathComponent("merged")
+            let result = try Merge.merge([folder], out: merged, traceURL: traceURL)
+            broadcast?.close(LiveServer.end(result, reports: merged))
+            return result
         }
-        FileHandleOutput.standardOutput(String(format: "shards done in %.1f s; merging", shardSeconds))
         let merged = (folder as NSString).appendingPathComponent("merged")
-        let result = try Merge.merge([folder], out: merged, traceURL: traces.traceUrl)
         await TraceExport.export(result, options: traces)
         FileHandleOutput.standardOutput("reports: \(merged)")
         if compare {

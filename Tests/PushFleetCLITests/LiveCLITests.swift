@@ -1,4 +1,6 @@
 import Foundation
+import PushFleetReport
+import PushFleetResults
 import PushFleetTestSupport
 import Testing
 
@@ -195,6 +197,48 @@ struct LiveCLITests {
             #expect(page.contains("<table id=\"steps\">") && page.components(separatedBy: "<tr>").count > steps.count, "steps table")
             #expect(page.contains("id=\"chart-load-latency\"") && page.contains("<polyline"), "load charts")
             #expect(page.contains(": pass"), "each step's verdict logged")
+        }
+    }
+
+    @Test("shards --local --live: every shard's state on the stream as the shards play, the merged view from their tapes, a last frame whose count equals the merge's, the merge's verdict; merge --follow on the ended run merges alike")
+    func shards() async throws {
+        try await RunGate.exclusive {
+            let directory = try CLITests.temporaryDirectory()
+            let scenario = ShardsCLITests.scenario.replacingOccurrences(of: "duration: 2s", with: "duration: 6s")
+            try scenario.write(to: directory.appendingPathComponent("tiny.yaml"), atomically: true, encoding: .utf8)
+            let (process, _, url) = try await Self.launch(["shards", "tiny.yaml", "--local", "2", "--out", "run", "--quiet", "--live", "0"], in: directory)
+            let chromium = try TestChromium.path()
+            async let dom = offPool {
+                try TestPostgres.shell(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=5000", "--dump-dom", url])
+            }
+            let text = try await Curl.run(["-sN", "--max-time", "600", url + "events"])
+            let status = await Self.wait(process)
+            #expect(status == 0)
+            let events = Self.events(text)
+            let hello = try #require(events.first { $0.name == "hello" }?.data)
+            #expect(hello["shards"] as? Int == 2, "\(hello)")
+            let frames = events.compactMap { event -> [String: Any]? in event.name == "frame" ? event.data : nil }
+            let states = frames.compactMap { $0["shards"] as? [[String: Any]] }
+            #expect(states.allSatisfy { $0.count == 2 } && !states.isEmpty, "\(states.count) frames with shards")
+            let seen = Set(states.flatMap { $0.compactMap { $0["state"] as? String } })
+            #expect(seen.contains("done") && seen.count >= 2, "\(seen)")
+            // The last frame, made from the tapes as the shards left them, counts what the merge does.
+            let last = try #require(frames.last)
+            #expect((last["shards"] as? [[String: Any]])?.allSatisfy { $0["state"] as? String == "done" } == true, "\(last["shards"] ?? "")")
+            let merged = try ReportFiles.decodeRunJSON(Data(contentsOf: directory.appendingPathComponent("run/merged/run.json")))
+            let received = merged.timeseries.reduce(0) { $0 + $1.received }
+            #expect((last["totals"] as? [String: Any])?["received"] as? Int == received && received > 0, "\(last["totals"] ?? ""), merged \(received)")
+            let end = try #require(events.last)
+            #expect(end.name == "end" && end.data["verdict"] as? String == "passed" && end.data["exitCode"] as? Int == 0, "\(end.data)")
+            let page = try await dom.output
+            #expect(page.contains("<table id=\"shard-table\">") && page.contains("shard 1: done"), "the page's shards table and log")
+            // merge --follow of the ended run: every shard has ended, so it merges at once.
+            let followed = try await CLITests.run(["merge", "run", "--follow", "--live", "0", "--out", "again"], in: directory)
+            #expect(followed.status == 0 && followed.output.contains("live: http"), "\(followed.output)")
+            let again = try ReportFiles.decodeRunJSON(Data(contentsOf: directory.appendingPathComponent("again/run.json")))
+            #expect(again.delivery == merged.delivery)
+            let unfollowed = try await CLITests.run(["merge", "run", "--live", "0", "--out", "again2"], in: directory)
+            #expect(unfollowed.status == 2 && unfollowed.output.contains("--live needs --follow"), "\(unfollowed.output)")
         }
     }
 

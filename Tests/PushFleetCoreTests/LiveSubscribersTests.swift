@@ -6,7 +6,11 @@ struct LiveSubscribersTests {
     @Test("a joiner gets the opening, the history and then what is published; a full queue drops only its subscriber")
     func boundedQueues() {
         var subscribers = LiveSubscribers<String>(capacity: 2, historyLimit: 3)
-        subscribers.open("hello")
+        let early = subscribers.join()
+        let told = subscribers.open("hello")
+        // One that joined before the opening is told it when it comes.
+        if case .write(let id, let message) = told.first { #expect(told.count == 1 && id == early.id && message == "hello") } else { Issue.record("\(told)") }
+        subscribers.leave(early.id)
         for frame in ["f1", "f2", "f3", "f4"] { _ = subscribers.publish(frame) }
         let fast = subscribers.join()
         #expect(fast.backlog == ["hello", "f2", "f3", "f4"] && !fast.finished)

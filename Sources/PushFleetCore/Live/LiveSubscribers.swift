@@ -56,8 +56,11 @@ public struct LiveSubscribers<Message: Sendable>: Sendable {
         if let count = pending[id] { pending[id] = max(0, count - 1) }
     }
 
-    public mutating func open(_ message: Message) {
+    /// The opening message; subscribers that joined before it (a followed run whose shards had
+    /// not yet said what they play) are told it now.
+    public mutating func open(_ message: Message) -> [Action] {
         opening = message
+        return pending.keys.sorted().map { .write(subscriber: $0, message) }
     }
 
     /// A message for every subscriber, kept in the history.

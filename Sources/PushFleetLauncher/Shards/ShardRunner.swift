@@ -71,6 +71,11 @@ public struct ShardRunner: Sendable {
             overrides: overrides, devices: plan.devices.indices.filter { shard.owns(device: $0) }.count
         )
         let barrier = ShardBarrierFolder(folder: (root as NSString).appendingPathComponent(".barrier-\(runID)"), shard: shard)
+        // For a follower of the run while it plays; a shard that cannot write it still plays.
+        if let playing = try? JSONEncoder().encode(ShardPlaying(manifest)) {
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try? playing.write(to: URL(fileURLWithPath: (folder as NSString).appendingPathComponent(ShardPlaying.fileName)))
+        }
         // Whatever ends the shard, its folder says how, and the others stop waiting for it.
         func fail(_ reason: String) -> Failure {
             manifest.reason = reason
