@@ -270,11 +270,16 @@ struct FleetRun: Sendable {
         var next = context.time.start
         var liveCursor = ResultBuilder.LiveCursor()
         var nextJudgement = Int64.min
+        var cpu = (CPUTime.own(), ContinuousClock.now)
         while true {
             next += 1_000_000_000
             do { try await context.clock.sleep(until: next) } catch { return }
             if judging {
-                let frame = liveFrame(cursor: &liveCursor, nextJudgement: &nextJudgement)
+                var frame = liveFrame(cursor: &liveCursor, nextJudgement: &nextJudgement)
+                let now = (CPUTime.own(), ContinuousClock.now)
+                let wall = (now.1 - cpu.1) / .seconds(1)
+                if wall > 0.1 { frame.generator.cpuCores = (now.0 - cpu.0) / wall }
+                cpu = now
                 options.live?(frame)
                 if let judged = frame.judged {
                     options.metrics?.setOutcomes(judged.soFarDelivery)

@@ -71,6 +71,8 @@ public struct LiveFrame: Sendable, Codable, Equatable {
         public var longestWakeLagMs: Double
         /// How long the newest applied event had waited for the recorder (ms).
         public var eventLagMs: Double
+        /// The process's CPU since the previous frame, in cores (nil for a followed sharded run).
+        public var cpuCores: Double? = nil
     }
 
     public struct Marker: Sendable, Codable, Equatable {

@@ -117,7 +117,7 @@ function onFrame(f){
     fill($("ledger"),["pairs","window","so far"],[["expected",w.expected,s.expected],["delivered",w.delivered,s.delivered],["late",w.late,s.late],["lost",w.lost,s.lost],["misdelivered",w.misdelivered,s.misdelivered],["duplicates",w.duplicates,s.duplicates],["leaks",w.leaks,s.leaks],["in flight","",j.inFlight],["offered sends/s",fmt(j.offeredRate,1),""],["delivered pairs/s",fmt(j.throughput,1),""]]);
   }
   fill($("errors"),["class","count"],Object.entries(f.errors).sort((a,b)=>b[1]-a[1]).map(e=>[e[0],e[1]]));
-  fill($("generator"),["measure","value"],[["late wakes",f.generator.lateWakes],["longest wake lag (ms)",fmt(f.generator.longestWakeLagMs)],["event lag (ms)",fmt(f.generator.eventLagMs)],["judgement cost (ms)",j?fmt(j.costMs):"–"]]);
+  fill($("generator"),["measure","value"],[["late wakes",f.generator.lateWakes],["longest wake lag (ms)",fmt(f.generator.longestWakeLagMs)],["event lag (ms)",fmt(f.generator.eventLagMs)],["CPU of the process (cores)",f.generator.cpuCores===undefined||f.generator.cpuCores===null?"–":fmt(f.generator.cpuCores)],["judgement cost (ms)",j?fmt(j.costMs):"–"]]);
   draw("chart-sends",[{name:"offered",points:series.offered},{name:"made",points:series.made}],"legend-sends");
   draw("chart-received",[{name:"received",points:series.received}],"legend-received");
   draw("chart-latency",Object.entries(series.latency).map(([n,p])=>({name:n,points:p})),"legend-latency");

@@ -135,6 +135,10 @@ struct LiveCLITests {
             #expect(reconnects >= 1, "\(body)")
             #expect(seen.count >= 3 && seen.last! > seen.first!, "\(body)")
             #expect(dom.output.contains("<polyline"), "charts drawn")
+            // Each chart is drawn again with every frame.
+            let redraws = dom.output.range(of: "id=\"chart-sends\"").map { String(dom.output[$0.upperBound...].prefix(300)) } ?? ""
+            let count = redraws.range(of: "data-redraws=\"").map { Int(redraws[$0.upperBound...].prefix { $0.isNumber }) ?? 0 } ?? 0
+            #expect(count >= 3, "chart-sends redrawn \(count) times: \(redraws)")
             // The rule's change is logged at a second before the verdict is.
             let log = dom.output.components(separatedBy: "<li>").dropFirst().map { $0.components(separatedBy: "</li>")[0] }
             let failing = log.firstIndex { $0.contains("delivery.lost count == 0") && ($0.contains("→ failed") || $0.contains("→ breaching")) }
