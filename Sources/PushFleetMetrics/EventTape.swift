@@ -27,6 +27,8 @@ package enum EventTape {
     package static let fileName = "events.pftape"
     /// A block is written once this much is buffered (and at the end).
     static let blockSize = 256 * 1024
+    /// The longest a written event waits in the buffer while events keep coming (ns).
+    static let blockInterval: Int64 = 1_000_000_000
     /// The largest block a reader takes: a length beyond it is damage, not data.
     static let maxBlock = 64 * 1024 * 1024
 
@@ -63,6 +65,8 @@ package final class EventTapeWriter: Sendable {
         var encoder: EventTapeEncoder?
         var handle: FileHandle?
         var summary = EventTape.Summary()
+        /// When a block was last written (monotonic ns).
+        var flushed: Int64 = 0
     }
 
     private let state: Mutex<State>
@@ -103,13 +107,18 @@ package final class EventTapeWriter: Sendable {
         }
     }
 
-    /// Encodes a batch; writes a block when enough is buffered.
+    /// Encodes a batch; writes a block when enough is buffered, or a second after the last one,
+    /// so a run followed while it plays (`merge --follow`) sees its events within a second.
     package func append(_ events: [RunEvent]) {
         state.withLock { state in
             guard state.handle != nil, state.encoder != nil else { return }
             for event in events { state.encoder!.encode(event) }
             state.summary.events += events.count
-            if state.encoder!.buffer.count >= EventTape.blockSize { Self.flush(&state) }
+            let now = MonotonicClock.nanoseconds()
+            if state.encoder!.buffer.count >= EventTape.blockSize || now - state.flushed >= EventTape.blockInterval {
+                Self.flush(&state)
+                state.flushed = now
+            }
         }
     }
 

@@ -126,6 +126,7 @@ function onFrame(f){
 function stepLabel(s){ return "step "+s.index+" ("+s.phase+") "+fmt(s.load,1)+" "+run.capacity.unit; }
 function onStep(s){
   current = s; series = {seconds:[], offered:[], made:[], received:[], latency:{}, hops:{}, markers:[]}; lastJudged = null; states = {};
+  for(const id of ["rules","ledger","funnel"]) $(id).replaceChildren();
   log(stepLabel(s)+": started"); drawSteps();
 }
 function onStepDone(d){
@@ -153,11 +154,11 @@ let opened=0;
 const still=Number(new URLSearchParams(location.search).get("frames")||0);
 function connect(){
   const es=new EventSource("/events"+location.search);
-  if(still>0) es.addEventListener("frame",()=>{ if(Number(document.body.dataset.frames)>=still){ ended=true; es.close(); $("phase").textContent+=" (a still after "+still+" frames)"; } });
   es.addEventListener("hello",m=>{ reset(JSON.parse(m.data)); });
   es.addEventListener("frame",m=>onFrame(JSON.parse(m.data)));
   es.addEventListener("step",m=>onStep(JSON.parse(m.data)));
   es.addEventListener("stepDone",m=>onStepDone(JSON.parse(m.data)));
+  if(still>0) es.addEventListener("frame",()=>{ if(Number(document.body.dataset.frames)>=still){ ended=true; es.close(); $("phase").textContent+=" (a still after "+still+" frames)"; } });
   es.addEventListener("end",m=>{ onEnd(JSON.parse(m.data)); es.close(); });
   es.onopen=()=>{ opened++; if(opened>1){ document.body.dataset.reconnects=String(opened-1); log("reconnected"); } };
   es.onerror=()=>{ if(!ended) $("phase").textContent="reconnecting…"; };
