@@ -236,6 +236,9 @@ struct LiveCLITests {
             #expect(end.name == "end" && end.data["verdict"] as? String == "passed" && end.data["exitCode"] as? Int == 0, "\(end.data)")
             let page = try await dom.output
             #expect(page.contains("<table id=\"shard-table\">") && page.contains("shard 1: done"), "the page's shards table and log")
+            // The page's received count, as it ended, is the merge's.
+            let card = page.range(of: "</b>received").map { String(page[..<$0.lowerBound].reversed().prefix { $0 != ">" }.reversed()) }
+            #expect(card.flatMap { Int($0.replacingOccurrences(of: ",", with: "")) } == received, "the page shows \(card ?? "no count"), the merge \(received)")
             // merge --follow of the ended run: every shard has ended, so it merges at once.
             let followed = try await CLITests.run(["merge", "run", "--follow", "--live", "0", "--out", "again"], in: directory)
             #expect(followed.status == 0 && followed.output.contains("live: http"), "\(followed.output)")
