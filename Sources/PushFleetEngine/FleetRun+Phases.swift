@@ -229,6 +229,7 @@ extension FleetRun {
         )
         info.traceContext = scenario.tracing.propagate
         info.abortedBy = abortedRule
+        info.startedAtNanoseconds = startedWall
         var builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
         if stop.level >= .aborting { builder.listeningEnded = timeline.listeningEnded }
         builder.generatorLoad = .init(

@@ -28,6 +28,9 @@ public struct RunResult: Sendable, Codable {
         /// The rule (`metric: expression`) that stopped the run, failed over the live window
         /// (`abort_on_fail`); the run then exits 99.
         public var abortedBy: String? = nil
+        /// The run's first instant, wall-clock nanoseconds since 1970 (`startedAt` is to the
+        /// millisecond): its traces' spans are placed by it, beside spans other processes timed.
+        public var startedAtNanoseconds: Int64? = nil
         /// Seconds from the run's start when traffic began and ended.
         public var trafficStartSecond: Double
         public var trafficEndSecond: Double

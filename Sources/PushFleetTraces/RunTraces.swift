@@ -26,7 +26,9 @@ public enum RunTraces {
 
     /// Nil when the run's requests carried no trace context or its start time cannot be read.
     public static func build(_ result: RunResult) -> Built? {
-        guard result.info.traceContext == true, let run = result.info.runID, let origin = startNanoseconds(result.info.startedAt) else { return nil }
+        guard result.info.traceContext == true, let run = result.info.runID,
+            let origin = result.info.startedAtNanoseconds ?? startNanoseconds(result.info.startedAt)
+        else { return nil }
         func wall(_ seconds: Double?) -> UInt64? {
             seconds.map { UInt64(clamping: origin + Int64(($0 * 1e9).rounded())) }
         }

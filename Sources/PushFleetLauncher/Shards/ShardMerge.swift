@@ -170,6 +170,7 @@ public enum ShardMerge {
         info.version = version
         info.runID = runID
         info.startedAt = FleetRunner.iso(wallStart)
+        info.startedAtNanoseconds = wallStart
         info.endedAt = infos.map(\.1.endedAt).max() ?? info.endedAt
         info.durationSeconds = infos.map { offset($0.0) + $0.1.durationSeconds }.max() ?? 0
         info.trafficStartSecond = infos.map { offset($0.0) + $0.1.trafficStartSecond }.min() ?? 0
