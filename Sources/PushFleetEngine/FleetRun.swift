@@ -261,10 +261,13 @@ struct FleetRun: Sendable {
     }
 
     private func reportProgress() async {
-        let aborting = scenario.effectiveThresholds.contains { $0.abortOnFail != nil }
+        // A shard's ledger holds only its part, which only the merge judges; a capacity step is
+        // judged over its own window, and its search decides: neither judges live to stop.
+        let whole = options.shard.isWhole
+        let aborting = whole && options.judgedWindow == nil && scenario.effectiveThresholds.contains { $0.abortOnFail != nil }
         // Judged as the run goes for the page, for rules that may stop it, and for the live
         // metrics' pair counts.
-        let judging = options.live != nil || aborting || options.metrics != nil
+        let judging = whole && (options.live != nil || aborting || options.metrics != nil)
         guard options.progress != nil || judging else { return }
         var previousSends = 0
         var next = context.time.start

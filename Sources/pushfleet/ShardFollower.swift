@@ -19,8 +19,11 @@ final class ShardFollower: @unchecked Sendable {
     private(set) var count = 0
     private var runID = ""
     private var cursor = ResultBuilder.LiveCursor()
-    private var nextReplay = ContinuousClock.now
-    private var nextJudgement = Int64.min
+    /// When the next replay is due (monotonic ns), the last frame replayed, and each shard's
+    /// events as of it.
+    private var nextReplay = Int64.min
+    private var last: LiveFrame?
+    private var events: [Int: Int] = [:]
 
     init(root: String, window: Duration) {
         self.root = root
@@ -35,49 +38,63 @@ final class ShardFollower: @unchecked Sendable {
         if scenario == nil { load(folders) }
         guard let scenario, let plan, count > 0 else { return (nil, false) }
         var states: [LiveFrame.ShardState] = []
-        var tapes: [[UInt8]] = []
         guard let first = try? Shard(index: 0, count: count) else { return (nil, false) }
         let barrier = ShardBarrierFolder(folder: (root as NSString).appendingPathComponent(".barrier-\(runID)"), shard: first)
         let (starts, traffic) = (barrier.marks("start"), barrier.marks("traffic"))
         for index in 0..<count {
-            let folder = (root as NSString).appendingPathComponent("shard-\(index)-of-\(count)")
-            var state = Self.state(index, folder: folder, starts: starts, traffic: traffic, count: count)
-            if let data = FileManager.default.contents(atPath: (folder as NSString).appendingPathComponent(EventTape.fileName)),
-                let header = try? EventTapeReader.header(of: Array(data)), header.runID == runID
-            {
-                tapes.append(Array(data))
-            }
-            state.events = 0
+            var state = Self.state(index, folder: folder(index), starts: starts, traffic: traffic, count: count)
+            state.events = events[index] ?? 0
             states.append(state)
         }
         let ended = states.allSatisfy { ["done", "stopped", "failed"].contains($0.state) }
-        guard force || ended || ContinuousClock.now >= nextReplay, !tapes.isEmpty else {
+        // Between replays the shards' states are new and the counts are the last replay's.
+        guard force || ended || MonotonicClock.nanoseconds() >= nextReplay else {
+            var frame = last ?? LiveFrame.empty(devices: plan.devices.count)
+            (frame.seconds, frame.markers, frame.judged, frame.shards) = ([], [], nil, states)
+            return (frame, ended)
+        }
+        // The tapes are read only for a replay: each is the whole run so far.
+        var tapes: [[UInt8]] = []
+        var headers: [EventTape.Header] = []
+        for index in 0..<count {
+            guard let data = FileManager.default.contents(atPath: (folder(index) as NSString).appendingPathComponent(EventTape.fileName)) else { continue }
+            let bytes = Array(data)
+            guard let header = try? EventTapeReader.header(of: bytes), header.runID == runID else { continue }
+            tapes.append(bytes)
+            headers.append(header)
+        }
+        guard !tapes.isEmpty else {
             var frame = LiveFrame.empty(devices: plan.devices.count)
             frame.shards = states
             return (frame, ended)
         }
-        let began = ContinuousClock.now
-        let headers = tapes.compactMap { try? EventTapeReader.header(of: $0) }
+        let began = MonotonicClock.nanoseconds()
         let wallStart = headers.map(\.originWall).min() ?? WallClock.nanoseconds()
         let replayed = Set(headers.map(\.shard.index))
         let (recorder, replays) = Recorder.replaying(
             tapes, plan: plan, layouts: scenario.api?.receive.layouts ?? [:], wallStart: wallStart, horizon: scenario.horizon,
             sendMissing: { [count] id in !replayed.contains(Shard.index(ofSend: id, count: count)) }
         )
-        for replay in replays where replay.header.shard.index < states.count { states[replay.header.shard.index].events = replay.events }
+        for replay in replays where replay.header.shard.index < states.count {
+            events[replay.header.shard.index] = replay.events
+            states[replay.header.shard.index].events = replay.events
+        }
         let builder = ResultBuilder(scenario: scenario, plan: plan, recorder: recorder)
         let now = WallClock.nanoseconds() - wallStart
         let trafficStart = recorder.firstMarker("traffic starts")
         let phase = ended ? "done" : states.contains { $0.state == "in traffic" } ? "traffic" : trafficStart == nil ? "arriving" : "draining"
         var frame = builder.liveFrame(now: now, phase: phase, eventLag: 0, cursor: &cursor)
-        if let trafficStart, now >= nextJudgement || ended {
-            frame.judged = builder.liveJudgement(now: now, trafficStart: trafficStart, window: window)
-            nextJudgement = now + 1_000_000_000 - 100_000_000
-        }
+        // Judged with every replay: the replay's own cadence bounds both.
+        if let trafficStart { frame.judged = builder.liveJudgement(now: now, trafficStart: trafficStart, window: window) }
         frame.shards = states
-        let cost = ContinuousClock.now - began
-        nextReplay = ContinuousClock.now + max(.milliseconds(900), cost * 20)
+        last = frame
+        let end = MonotonicClock.nanoseconds()
+        nextReplay = end + max(900_000_000, 20 * (end - began))
         return (frame, ended)
+    }
+
+    private func folder(_ index: Int) -> String {
+        (root as NSString).appendingPathComponent("shard-\(index)-of-\(count)")
     }
 
     /// The opening event of the followed run, once a shard has said its scenario.
