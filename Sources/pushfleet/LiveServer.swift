@@ -148,9 +148,7 @@ enum LiveServer {
     static func end(_ result: RunResult, reports: String) -> ByteBuffer {
         let verdict =
             result.info.abortedBy != nil ? "failed" : result.info.aborted ? "aborted" : result.inconclusive ? "inconclusive" : result.passed ? "passed" : "failed"
-        let code =
-            result.info.abortedBy != nil ? ExitStatus.thresholdFailed : result.info.aborted ? ExitStatus.failure
-            : result.inconclusive ? ExitStatus.inconclusive : result.passed ? 0 : ExitStatus.thresholdFailed
+        let code = ExitStatus.of(result)
         let end = End(
             verdict: verdict, exitCode: Int(code), reason: result.info.abortReason,
             failed: result.thresholds.filter { !$0.passed }.map { "\($0.metric): \($0.expression)" },

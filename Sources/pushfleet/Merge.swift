@@ -133,8 +133,7 @@ struct Merge: AsyncParsableCommand {
     }
 
     static func exit(for result: RunResult) throws {
-        if result.info.aborted { throw ExitCode(ExitStatus.failure) }
-        if result.inconclusive { throw ExitCode(ExitStatus.inconclusive) }
-        if !result.passed { throw ExitCode(ExitStatus.thresholdFailed) }
+        let code = ExitStatus.of(result)
+        if code != ExitStatus.passed { throw ExitCode(code) }
     }
 }

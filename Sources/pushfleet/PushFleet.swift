@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PushFleetBench
 import PushFleetLauncher
+import PushFleetResults
 
 /// The exit codes pushfleet documents.
 enum ExitStatus {
@@ -11,6 +12,15 @@ enum ExitStatus {
     /// The generator was the limit: the run says nothing either way about the target.
     static let inconclusive: Int32 = 3
     static let thresholdFailed: Int32 = 99
+
+    /// A run's exit code: a rule that stopped it failed (99); stopped otherwise (1); pushfleet
+    /// the limit (3); a rule failed (99); else 0.
+    static func of(_ result: RunResult) -> Int32 {
+        if result.info.abortedBy != nil { return thresholdFailed }
+        if result.info.aborted { return failure }
+        if result.inconclusive { return inconclusive }
+        return result.passed ? passed : thresholdFailed
+    }
 }
 
 struct PushFleet: AsyncParsableCommand {

@@ -141,10 +141,8 @@ struct Run: AsyncParsableCommand {
         FileHandleOutput.standardOutput(SummaryTable.render(result))
         if let note = Self.deviceCapNote(result) { FileHandleOutput.standardOutput(note) }
         FileHandleOutput.standardOutput("reports: \(directory)")
-        if result.info.abortedBy != nil { throw ExitCode(ExitStatus.thresholdFailed) }
-        if result.info.aborted { throw ExitCode(ExitStatus.failure) }
-        if result.inconclusive { throw ExitCode(ExitStatus.inconclusive) }
-        if !result.passed { throw ExitCode(ExitStatus.thresholdFailed) }
+        let code = ExitStatus.of(result)
+        if code != ExitStatus.passed { throw ExitCode(code) }
     }
 
     /// What a run that met the push service's device cap says of it: the cap, how many device
