@@ -267,6 +267,15 @@ struct LiveCLITests {
         #expect(taken.status == 2 && taken.output.contains("--live 127.0.0.1:\(port): cannot listen"), "\(taken.output)")
         let shard = try await CLITests.run(["run", "live.yaml", "--quiet", "--out", "r3", "--live", "0", "--shard", "0/2"], in: directory)
         #expect(shard.status == 2 && shard.output.contains("--live serves a whole run's page"), "\(shard.output)")
+        // A followed run's folder with hostile start records (garbage, a count out of range):
+        // the follower ignores them, waits out --wait, and the merge says what is missing.
+        for (name, text) in [("shard-0-of-2", "{not json"), ("shard-1-of-2", #"{"runID":"r","index":1,"count":99999999,"scenarioFile":"x","scenarioText":"","overrides":{}}"#)] {
+            let folder = directory.appendingPathComponent("followed/\(name)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try text.write(to: folder.appendingPathComponent("shard.playing.json"), atomically: true, encoding: .utf8)
+        }
+        let followed = try await CLITests.run(["merge", "followed", "--follow", "--wait", "2s", "--live", "0", "--out", "m"], in: directory)
+        #expect(followed.status == 2 && followed.output.contains("live: http"), "\(followed.output)")
         for bad in ["99999", "nowhere", "127.0.0.1:-1"] {
             let refused = try await CLITests.run(["run", "live.yaml", "--quiet", "--out", "r2", "--live", bad], in: directory)
             #expect(refused.status == 2 && refused.output.contains("--live"), "\(bad): \(refused.output)")
