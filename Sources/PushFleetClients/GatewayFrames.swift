@@ -8,6 +8,20 @@ import PushFleetWire
 /// is put together here (at most 64 fragments, ``maxGatewayFrame`` bytes) rather than by NIO's
 /// aggregator: one handler fewer on every device's socket, and a buffer only while fragments are
 /// in flight. A frame no server may send closes the socket.
+/// A device's heartbeat on its own socket, as a phone's push client keeps one: times in ns.
+package struct GatewayKeepalive: Sendable {
+    package var ping: Int64
+    package var deadAfter: Int64
+    /// Called on the socket's loop as the socket is given up, with how long it was silent.
+    package var onDead: @Sendable (Int64) -> Void
+
+    package init(ping: Int64, deadAfter: Int64, onDead: @escaping @Sendable (Int64) -> Void) {
+        self.ping = ping
+        self.deadAfter = deadAfter
+        self.onDead = onDead
+    }
+}
+
 final class GatewayFrames: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -18,13 +32,63 @@ final class GatewayFrames: ChannelInboundHandler {
     private var reader = WebSocketFrameReader(maxPayload: maxGatewayFrame)
     /// A text message's fragments so far, and how many.
     private var partial: (bytes: ByteBuffer, count: Int)?
+    private let keepalive: GatewayKeepalive?
+    /// When the gateway was last heard from (monotonic ns), and whether a ping awaits its answer.
+    private var lastHeard: Int64 = MonotonicClock.nanoseconds()
+    private var pinged = false
+    private var check: Scheduled<Void>?
 
-    init(ready: EventLoopPromise<Void>, onInbound: @escaping @Sendable (GatewayInbound, Int64) -> Void) {
+    init(ready: EventLoopPromise<Void>, keepalive: GatewayKeepalive? = nil, onInbound: @escaping @Sendable (GatewayInbound, Int64) -> Void) {
         self.ready = ready
+        self.keepalive = keepalive
         self.onInbound = onInbound
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        guard let keepalive else { return }
+        lastHeard = MonotonicClock.nanoseconds()
+        schedule(at: lastHeard + keepalive.ping, keepalive, context: context)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        check?.cancel()
+        check = nil
+    }
+
+    /// One timer per socket, set for the next thing due: the ping once the gateway has been
+    /// quiet for `ping`, the verdict once it has been quiet for `deadAfter`. Frames only move
+    /// `lastHeard`; the timer reads it when it fires.
+    private func schedule(at instant: Int64, _ keepalive: GatewayKeepalive, context: ChannelHandlerContext) {
+        let delay = max(0, instant - MonotonicClock.nanoseconds())
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        check = context.eventLoop.scheduleTask(in: .nanoseconds(delay)) { bound.value.handler.due(keepalive, context: bound.value.context) }
+    }
+
+    private func due(_ keepalive: GatewayKeepalive, context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
+        let now = MonotonicClock.nanoseconds()
+        let silent = now - lastHeard
+        if silent >= keepalive.deadAfter {
+            // Half-open: nothing came back, not even a FIN. Give the socket up; closing it is
+            // what makes the device reconnect.
+            check = nil
+            keepalive.onDead(silent)
+            context.close(promise: nil)
+            return
+        }
+        if silent >= keepalive.ping && !pinged {
+            pinged = true
+            let ping = WebSocketFrameReader.controlFrame(.ping, payload: ByteBuffer(), allocator: context.channel.allocator)
+            context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
+        }
+        schedule(at: lastHeard + (pinged ? keepalive.deadAfter : keepalive.ping), keepalive, context: context)
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if keepalive != nil {
+            lastHeard = MonotonicClock.nanoseconds()
+            pinged = false
+        }
         reader.append(unwrapInboundIn(data))
         while context.channel.isActive {
             switch reader.next() {
@@ -86,6 +150,8 @@ final class GatewayFrames: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        check?.cancel()
+        check = nil
         ready?.fail(GatewaySocketError.closed)
         ready = nil
         context.fireChannelInactive()

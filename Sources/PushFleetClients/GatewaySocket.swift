@@ -34,6 +34,7 @@ package final class GatewaySocket: Sendable {
         group: any EventLoopGroup,
         source: SocketAddress?,
         timeout: Duration,
+        keepalive: GatewayKeepalive? = nil,
         onInbound: @escaping @Sendable (GatewayInbound, Int64) -> Void
     ) async throws -> GatewaySocket {
         let loop = group.next()
@@ -47,7 +48,7 @@ package final class GatewaySocket: Sendable {
             .connectTimeout(.nanoseconds(timeout.nanoseconds))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let upgrader = GatewayUpgrader(frames: GatewayFrames(ready: ready, onInbound: onInbound))
+                    let upgrader = GatewayUpgrader(frames: GatewayFrames(ready: ready, keepalive: keepalive, onInbound: onInbound))
                     // Frames sent right behind the 101 answer arrive in the same read; keep them.
                     try channel.pipeline.syncOperations.addHTTPClientHandlers(
                         leftOverBytesStrategy: .forwardBytes,

@@ -36,9 +36,15 @@ public enum MetricName {
     public static let hopDevice = "hop.device"
     public static let hopFetch = "hop.fetch"
     public static let hops = [hopBackend, hopHub, hopPushService, hopDevice, hopFetch]
+    /// How long a device's socket was silent when its keepalive gave it up (network.keepalive).
+    public static let phoneDeadLink = "phone.dead_link"
+    /// From the start of the partition that cut a device off to its giving the socket up.
+    public static let phoneDeadLinkNotice = "phone.dead_link_notice"
 
     /// Latency metrics, in report order.
-    public static let operations = [login, registerPost, registerPut, connect, webPushSubscribe, setup, send, delivery, fetchSecure, fetchRich, endToEnd] + hops
+    public static let operations =
+        [login, registerPost, registerPut, connect, webPushSubscribe, setup, send, delivery, fetchSecure, fetchRich, endToEnd] + hops
+        + [phoneDeadLink, phoneDeadLinkNotice]
     /// Operations measured against an open-model schedule, which also get an uncorrected histogram.
     public static let openModel: Set<String> = [send, delivery, endToEnd]
 

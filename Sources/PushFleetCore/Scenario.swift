@@ -37,6 +37,8 @@ public struct Scenario: Sendable, Equatable {
     /// How `pushfleet capacity` searches; nil when the scenario has no `capacity:` section.
     public var capacity: Capacity?
     public var tracing = Tracing()
+    /// Faults on the network links, and the devices' keepalive.
+    public var network = Network()
 
     /// W3C Trace Context on the run's requests (docs/tracing.md).
     public struct Tracing: Sendable, Equatable {

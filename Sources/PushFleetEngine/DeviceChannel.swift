@@ -4,6 +4,7 @@ import PushFleetCore
 import PushFleetWire
 import PushFleetClients
 import PushFleetMetrics
+import Synchronization
 
 extension VirtualDevice {
     /// One connection attempt; true once the gateway has the device online. The socket then
@@ -14,7 +15,8 @@ extension VirtualDevice {
         do {
             let socket = try await GatewaySocket.open(
                 host: context.services.gateway.host, port: context.services.gateway.port, uri: uri, group: context.services.eventLoops,
-                source: context.services.sourceAddress(plan.index), timeout: context.spec.scenario.timeouts.connect
+                source: context.services.gatewaySource(plan.index), timeout: context.spec.scenario.timeouts.connect,
+                keepalive: keepalive(context)
             ) { inbound, _ in
                 // Timed on the run's clock, the one every other instant of the run is on.
                 let receivedAt = context.now()
@@ -34,6 +36,26 @@ extension VirtualDevice {
                 if case GatewaySocketError.atCapacity(let cap) = error { context.signals.markDeviceCap(cap, at: context.now()) }
             }
             return false
+        }
+    }
+}
+
+extension VirtualDevice {
+    /// The scenario's keepalive for this device's socket: a silent socket is given up, and
+    /// how long that took is measured (docs/network-faults.md).
+    func keepalive(_ context: RunContext) -> GatewayKeepalive? {
+        guard let keepalive = context.spec.scenario.network.keepalive else { return nil }
+        let device = plan.index
+        return GatewayKeepalive(ping: keepalive.ping.nanoseconds, deadAfter: keepalive.deadAfter.nanoseconds) { silent in
+            let now = context.now()
+            context.emit(.operation(metric: MetricName.phoneDeadLink, nanoseconds: silent, failed: false, at: now))
+            // From the partition that cut it off, when one did: the time the device took to notice.
+            let trafficStart = context.signals.trafficStart.load(ordering: .relaxed)
+            guard let network = context.services.network, trafficStart > 0 else { return }
+            let offset = Duration.nanoseconds(now - trafficStart)
+            if let start = network.partitionStart(device: device, at: offset, slack: keepalive.deadAfter) {
+                context.emit(.operation(metric: MetricName.phoneDeadLinkNotice, nanoseconds: now - trafficStart - start.nanoseconds, failed: false, at: now))
+            }
         }
     }
 }

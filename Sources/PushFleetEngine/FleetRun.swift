@@ -57,10 +57,12 @@ struct FleetRun: Sendable {
 
     /// The tasks that run beside the phases.
     private enum Role {
-        case recorder, fleet, progress, stopWatch, pushWatch
+        case recorder, fleet, progress, stopWatch, pushWatch, network
     }
 
-    init(scenario: Scenario, plan: FleetPlan, system: SystemUnderTest, options: FleetRunner.Options, stop: StopControl) {
+    init(
+        scenario: Scenario, plan: FleetPlan, system: SystemUnderTest, options: FleetRunner.Options, stop: StopControl, network: NetworkFaultPlan? = nil
+    ) {
         self.scenario = scenario
         self.plan = plan
         self.options = options
@@ -93,7 +95,7 @@ struct FleetRun: Sendable {
             signals: RunSignals(events: events, stop: stop),
             services: FleetServices(
                 system: system, connections: scenario.fleet.connections, sourceAddresses: sources, trace: options.trace,
-                browsers: plan.devices.contains { $0.platform == .webpush }, clock: clock, logger: options.logger
+                browsers: plan.devices.contains { $0.platform == .webpush }, clock: clock, logger: options.logger, network: network
             )
         )
         self.context = context
@@ -154,6 +156,16 @@ struct FleetRun: Sendable {
             await waitForTrafficGate(stop)
             timeline.trafficStart = context.now()
             livePhase.state.withLock { $0 = ("traffic", timeline.trafficStart) }
+            // Network faults act on links the shards share: one plays them, beside the traffic
+            // and through the drain (a partition may outlast the sends).
+            var emitting = 4
+            if let network = context.services.network, options.shard.index == 0 {
+                emitting += 1
+                group.addTask { [trafficStart = timeline.trafficStart] in
+                    await NetworkFaultRunner(plan: network).run(context, trafficStart: trafficStart)
+                    return .network
+                }
+            }
             let cpuBefore = (CPUTime.own(), ContinuousClock.now)
             events.resetLag()
             timeline.trafficEnd = await traffic(startingAt: timeline.trafficStart)
@@ -183,7 +195,6 @@ struct FleetRun: Sendable {
             }
             group.cancelAll()
             // The recorder ends last: once everything that emits has ended, nothing more comes.
-            var emitting = 4
             while let role = await group.next() {
                 guard role != .recorder else { continue }
                 emitting -= 1

@@ -72,7 +72,27 @@ public struct FleetRunner: Sendable {
     public func run(against system: SystemUnderTest, stop: StopControl = StopControl()) async throws -> RunResult {
         guard scenario.api != nil else { throw MissingAPIError() }
         let plan = plan ?? FleetPlan(scenario: scenario, runID: options.runID ?? Self.makeRunID())
-        return await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop).play(stop: stop)
+        // Where this process may, tables of runs killed outright go before any run starts.
+        if NFTables.unavailable() == nil { await NFTables.sweepStale() }
+        guard scenario.network.faultsPhoneLink else {
+            return await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop).play(stop: stop)
+        }
+        let network = try NetworkFaultPlan(scenario: scenario, plan: plan, pushServiceURL: system.pushService)
+        // The rules act on the links the shards share: one shard owns them.
+        guard options.shard.index == 0 else {
+            return await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop, network: network).play(stop: stop)
+        }
+        if let reason = NFTables.unavailable() { throw NetworkFaultsUnavailable(description: reason) }
+        try await NFTables.run(network.installScript)
+        let result = await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop, network: network).play(stop: stop)
+        // Healed before the result is written, whatever stopped the run; a process killed
+        // before this leaves its table to the next run's sweep.
+        try? await NFTables.run(network.removeScript)
+        return result
+    }
+
+    package struct NetworkFaultsUnavailable: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// The target as the reports name it.

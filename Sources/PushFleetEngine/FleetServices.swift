@@ -19,12 +19,15 @@ final class FleetServices: Sendable {
     /// What the run's browsers share; nil when the fleet has none.
     let webPush: WebPushShared?
     let logger: Logger
+    /// The run's network faults: each device's address, and when its link was cut.
+    let network: NetworkFaultPlan?
 
     init(
         system: SystemUnderTest, connections: Int, sourceAddresses: [SocketAddress], trace: (@Sendable (RequestTrace) -> Void)?,
-        browsers: Bool, clock: any RunClock, logger: Logger
+        browsers: Bool, clock: any RunClock, logger: Logger, network: NetworkFaultPlan? = nil
     ) {
         self.system = system
+        self.network = network
         self.sourceAddresses = sourceAddresses
         self.trace = trace
         self.logger = logger
@@ -40,5 +43,12 @@ final class FleetServices: Sendable {
     /// several source addresses (past one address's ephemeral ports).
     func sourceAddress(_ device: Int) -> SocketAddress? {
         sourceAddresses.isEmpty ? nil : sourceAddresses[device % sourceAddresses.count]
+    }
+
+    /// The local address a device's own gateway socket binds to: its own with network faults,
+    /// so that the kernel's rules can tell it from every other device.
+    func gatewaySource(_ device: Int) -> SocketAddress? {
+        guard let network else { return sourceAddress(device) }
+        return try? SocketAddress(ipAddress: network.address(of: device), port: 0)
     }
 }

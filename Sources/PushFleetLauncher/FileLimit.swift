@@ -2,6 +2,7 @@
 import Glibc
 #endif
 public import PushFleetCore
+import PushFleetEngine
 import PushFleetEmbedded
 
 /// The open-files limit: raised as far as the hard limit allows, and checked against what a
@@ -31,12 +32,13 @@ public enum FileLimit {
         return (fixed + perDevice * devices, perDevice)
     }
 
-    /// A message when the scenario cannot fit, nil when it can: too few open files for its
-    /// sockets, or, against the embedded push service, more devices with a socket of their own
-    /// than the service takes.
+    /// A message when this machine cannot play the scenario, nil when it can: too few open files
+    /// for its sockets, or, against the embedded push service, more devices with a socket of
+    /// their own than the service takes, or network faults without the kernel's packet filter.
     public static func problem(_ scenario: Scenario, devices: Int) -> String? {
         openFilesProblem(scenario, devices: devices)
             ?? deviceCapProblem(scenario, devices: devices, cap: EmbeddedSystem.defaultDeviceCap(), limit: raise().soft)
+            ?? (scenario.network.faultsPhoneLink ? NFTables.unavailable() : nil)
     }
 
     /// Devices on sockets of their own past the embedded push service's device cap, which would

@@ -27,6 +27,7 @@ extension FleetRunner {
             configuration.throughHub = scenario.embedded.hub
             configuration.backend.spans = options.serverSpans?.backend
             configuration.pushServer.hubSpans = options.serverSpans?.hub
+            if let ping = scenario.network.gatewayPing { configuration.pushServer.gatewayPing = ping }
             // `sqlite:` with no path: a fresh file for this run only.
             var temporaryStore: URL?
             if case .sqlite(let path) = scenario.embedded.store, path.isEmpty {
@@ -64,7 +65,9 @@ extension FleetRunner {
             return try await run(against: SystemUnderTest(backend: backend, pushService: pushService, pushAdminToken: token), stop: stop)
         case .external(let backend, .embedded(let listen)):
             let tls = try scenario.embedded.tls.map { try EmbeddedSystem.tlsListener(listen: $0.listen, names: $0.names, caFile: $0.caFile) }
-            let server = MockPushServer(service: PushService(), configuration: .init(listen: try .init(parsing: listen), tls: tls))
+            var pushConfiguration = MockPushServer.Configuration(listen: try .init(parsing: listen), tls: tls)
+            if let ping = scenario.network.gatewayPing { pushConfiguration.gatewayPing = ping }
+            let server = MockPushServer(service: PushService(), configuration: pushConfiguration)
             return try await withServices(server.makeServices(logger: logger), logger: logger) {
                 let pushService = try await server.bound.value().httpURL
                 return try await run(

@@ -60,6 +60,9 @@ public struct MockPushServer: Sendable {
         /// port's connections are kept for providers, hubs and admin. Nil: the port's connection
         /// cap less a reserve (``deviceCap(total:)``). Never more than the port's cap less one.
         public var maxDeviceConnections: Int?
+        /// How often the gateway pings each device WebSocket; one left unanswered for a whole
+        /// period closes the socket (a half-open link found dead within twice this).
+        public var gatewayPing: Duration = .seconds(30)
 
         public init(
             listen: ListenAddress = .init(host: "127.0.0.1", port: 0),
@@ -215,7 +218,7 @@ public struct MockPushServer: Sendable {
             responder: responder,
             configuration: .init(
                 http1: limits.http1Configuration(routes: ProviderRoutes(service: service, connections: connections)),
-                ws: .init(maxFrameSize: DeviceGateway.maxInboundMessage)
+                ws: .init(maxFrameSize: DeviceGateway.maxInboundMessage, autoPing: .enabled(timePeriod: configuration.gatewayPing))
             ),
             // Synchronous: decided on the event loop, with no task per upgrade.
             shouldUpgrade: { @Sendable (head: HTTPRequest, channel: any Channel, logger: Logger) throws in

@@ -12,6 +12,7 @@ extension ScenarioLoader {
                 r.report(node("lifecycle"), "lifecycle", "'\(other.rawValue)' needs '\(step.rawValue)'")
             }
         }
+        checkNetwork(scenario, node, r)
         require(.register, for: .connect)
         require(.connect, for: .receive)
         require(.receive, for: .fetchSecure)

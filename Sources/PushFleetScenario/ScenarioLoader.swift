@@ -6,7 +6,7 @@ import Yams
 public enum ScenarioLoader {
     static let topKeys = [
         "name", "seed", "target", "auth", "fleet", "lifecycle", "timeouts", "traffic", "deadline", "grace", "leak_probes",
-        "horizon", "thresholds", "faults", "embedded", "rich_content", "quiet_period", "api", "capacity",
+        "horizon", "thresholds", "faults", "network", "embedded", "rich_content", "quiet_period", "api", "capacity",
         "tracing",
     ]
 
@@ -165,6 +165,7 @@ public enum ScenarioLoader {
         if let node = top["faults"], let items = r.sequence(node, "faults", "fault steps") {
             scenario.faults = items.enumerated().compactMap { readFault($1, "faults[\($0)]", r) }
         }
+        if let node = top["network"], let network = readNetwork(node, r) { scenario.network = network }
         if let node = top["embedded"] { readEmbedded(node, r, into: &scenario.embedded) }
         if let node = top["capacity"] { scenario.capacity = readCapacity(node, r) }
         if let node = top["tracing"], let map = r.mapping(node, "tracing", allowed: ["propagate", "sample"]) {

@@ -31,7 +31,7 @@ extension Serve {
         let token = try adminTokenSetting(pushListen: pushListen, h2Listen: h2Listen)
         let hubSettings = try embeddedHub(registrationTTL: backend.registrationTTL)
         let throughHub = try hubRoute(&backend)
-        let pushServer = MockPushServer.Configuration(
+        var pushServer = MockPushServer.Configuration(
             listen: pushListen,
             http2Listen: h2Listen,
             limits: limits,
@@ -41,6 +41,8 @@ extension Serve {
             tls: try tls.server(limits: limits, hubHost: hubSettings.namespaceHost),
             maxDeviceConnections: try deviceCap(limits)
         )
+        pushServer.gatewayPing = try Self.duration(gatewayPing, "gateway-ping")
+        guard Scenario.Keepalive.range.contains(pushServer.gatewayPing) else { throw ValidationError("--gateway-ping must be between 100ms and 1h") }
         let level = try logLevelSetting()
         let otlp = try otlpConfiguration()
         var configuration = EmbeddedSystem.Configuration(backend: backend, pushService: pushService, pushServer: pushServer, externalPushServiceURL: pnsUrl)

@@ -47,6 +47,8 @@ struct Serve: AsyncParsableCommand {
     var maxConnections: Int?
     @Option(help: "Device WebSockets the push service holds at once; more get 503 (default: its connection cap less a reserve for providers).")
     var maxDeviceConnections: Int?
+    @Option(help: "How often the gateway pings each device socket; one ping left unanswered for a whole period closes it (100ms to 1h).")
+    var gatewayPing = "30s"
     @Option(help: "Close a keep-alive connection idle this long (WebSockets excepted).") var idleTimeout = "75s"
     @Option(help: "A new connection's first request head must arrive within this.") var headerTimeout = "60s"
     @Option(help: "Close a connection whose request body pauses this long.") var bodyTimeout = "60s"

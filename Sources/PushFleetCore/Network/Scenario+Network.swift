@@ -1,0 +1,103 @@
+extension Scenario {
+    /// Faults on the run's network links, made by the kernel on real sockets
+    /// (docs/network-faults.md), and how devices find a link dead.
+    public struct Network: Sendable, Equatable {
+        /// Devices ping the gateway and give up on a silent socket; nil: they never ping, as before.
+        public var keepalive: Keepalive?
+        public var faults: [NetworkFault] = []
+        /// How often the embedded push service's gateway pings device sockets; nil: its default.
+        public var gatewayPing: Duration?
+
+        public init(keepalive: Keepalive? = nil, faults: [NetworkFault] = []) {
+            self.keepalive = keepalive
+            self.faults = faults
+        }
+
+        /// Whether the run drops packets on the phone link (and so needs the kernel's help).
+        public var faultsPhoneLink: Bool { faults.contains { $0.link == .phone } }
+    }
+
+    /// A device's own dead-link check, as a real client's heartbeat: a WebSocket ping every
+    /// `ping`, and the socket given up (then reconnected) once nothing was heard for `deadAfter`.
+    public struct Keepalive: Sendable, Equatable {
+        public var ping: Duration
+        public var deadAfter: Duration
+        /// What a scenario may set: fast enough to test in seconds, slow enough for real phones.
+        public static let range: ClosedRange<Duration> = .milliseconds(100) ... .seconds(3600)
+
+        public init(ping: Duration, deadAfter: Duration) {
+            self.ping = ping
+            self.deadAfter = deadAfter
+        }
+    }
+
+    /// One fault on one link, for a share of its devices, for a window from the start of traffic.
+    public struct NetworkFault: Sendable, Equatable {
+        public enum Link: String, Sendable, Equatable, CaseIterable {
+            /// Devices' own sockets to the push service's gateway.
+            case phone
+        }
+
+        public enum Direction: String, Sendable, Equatable, CaseIterable {
+            /// Nothing passes either way.
+            case both
+            /// The gateway's packets to the device are lost; the device's still arrive.
+            case toDevice = "to_device"
+            /// The device's packets to the gateway are lost; the gateway's still arrive.
+            case fromDevice = "from_device"
+        }
+
+        public enum Kind: Sendable, Equatable {
+            /// Each packet either way is dropped with this probability (TCP retransmits).
+            case loss(Double)
+            /// A silent partition: packets dropped, no FIN, no RST, so sockets are left half-open.
+            case partition(Direction)
+        }
+
+        /// Down for `down`, then up for `up`, over and over within the window.
+        public struct Flap: Sendable, Equatable {
+            public var down: Duration
+            public var up: Duration
+
+            public init(down: Duration, up: Duration) {
+                self.down = down
+                self.up = up
+            }
+        }
+
+        public var link: Link
+        public var kind: Kind
+        public var at: Duration
+        public var duration: Duration
+        /// Share of the link's devices it touches, drawn with the scenario's seed.
+        public var share: Double
+        public var flap: Flap?
+
+        /// How long a window may last, and how late it may start.
+        public static let longest: Duration = .seconds(86_400)
+
+        public init(link: Link, kind: Kind, at: Duration, duration: Duration, share: Double = 1, flap: Flap? = nil) {
+            self.link = link
+            self.kind = kind
+            self.at = at
+            self.duration = duration
+            self.share = share
+            self.flap = flap
+        }
+
+        /// A short description for markers and reports: "partition both, 20% of phones".
+        public var label: String {
+            let what: String
+            switch kind {
+            case .loss(let ratio): what = "loss \(Self.percent(ratio))"
+            case .partition(let direction): what = "partition " + String(direction.rawValue.map { $0 == "_" ? " " : $0 })
+            }
+            return "\(link.rawValue) \(what), \(Self.percent(share)) of devices"
+        }
+
+        static func percent(_ ratio: Double) -> String {
+            let value = ratio * 100
+            return value == value.rounded() ? "\(Int(value))%" : "\(value)%"
+        }
+    }
+}

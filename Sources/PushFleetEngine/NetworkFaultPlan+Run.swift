@@ -1,0 +1,27 @@
+import Foundation
+import Synchronization
+import PushFleetClients
+import PushFleetCore
+
+extension NetworkFaultPlan {
+    struct UnsupportedGateway: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The plan for a run: its devices, seed and run id, and the push service's port (where
+    /// devices' own sockets go). The gateway must be on an IPv4 address: the devices' addresses are.
+    init(scenario: Scenario, plan: FleetPlan, pushServiceURL: String) throws {
+        guard let origin = Origin(pushServiceURL) else { throw UnsupportedGateway(description: "network faults: cannot read the push service's URL \(pushServiceURL)") }
+        let host = origin.host == "localhost" ? "127.0.0.1" : origin.host
+        guard host.split(separator: ".").count == 4, host.split(separator: ".").allSatisfy({ UInt8($0) != nil }) else {
+            throw UnsupportedGateway(description: "network faults need the push service at an IPv4 address (devices bind 127.x addresses); it is at \(origin.host)")
+        }
+        self.init(
+            faults: scenario.network.faults, devices: plan.devices.count, seed: scenario.seed, runID: plan.runID, gatewayPort: origin.port,
+            pid: getpid(), instance: Self.instances.add(1, ordering: .relaxed).newValue
+        )
+    }
+
+    /// Runs of one process (tests run several at once) each get a table of their own.
+    private static let instances = Atomic<Int>(0)
+}

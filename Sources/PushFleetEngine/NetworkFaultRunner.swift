@@ -1,0 +1,24 @@
+import PushFleetCore
+import PushFleetMetrics
+
+/// Puts the plan's rules in force at their times, from the start of traffic, and marks each
+/// change on the run's time charts. The table is the launcher's to install and remove
+/// (``FleetRunner``), so that it goes even when the run is cut short.
+struct NetworkFaultRunner: Sendable {
+    let plan: NetworkFaultPlan
+
+    func run(_ context: RunContext, trafficStart: Int64) async {
+        for change in plan.changes {
+            guard await context.sleep(until: trafficStart + change.at.nanoseconds) else { return }
+            let at = context.now()
+            do {
+                try await NFTables.run(plan.applyScript(active: change.active))
+                for index in change.began { context.emit(.marker("network: \(plan.faults[index].label) begins", at: at)) }
+                for index in change.ended { context.emit(.marker("network: \(plan.faults[index].label) ends", at: at)) }
+            } catch {
+                context.emit(.error(.failed("network.faults", "nft_refused"), at: at))
+                context.emit(.marker("network: faults could not be changed: \(error)", at: at))
+            }
+        }
+    }
+}

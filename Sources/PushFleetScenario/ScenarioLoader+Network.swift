@@ -1,0 +1,120 @@
+import PushFleetCore
+import Yams
+
+extension ScenarioLoader {
+    /// `network: {keepalive: {ping, dead_after}, faults: [{link, at, for, share, loss | partition, flap}]}`.
+    static func readNetwork(_ node: Node, _ r: NodeReader) -> Scenario.Network? {
+        guard let map = r.mapping(node, "network", allowed: ["keepalive", "faults", "gateway_ping"]) else { return nil }
+        var network = Scenario.Network()
+        if let pingNode = map["gateway_ping"], let ping = r.duration(pingNode, "network.gateway_ping") {
+            if Scenario.Keepalive.range.contains(ping) {
+                network.gatewayPing = ping
+            } else {
+                r.report(pingNode, "network.gateway_ping", "must be between 100ms and 1h, got \(DurationText.format(ping))")
+            }
+        }
+        if let keepNode = map["keepalive"] { network.keepalive = readKeepalive(keepNode, r) }
+        if let faultsNode = map["faults"], let items = r.sequence(faultsNode, "network.faults", "network faults") {
+            network.faults = items.enumerated().compactMap { readNetworkFault($1, "network.faults[\($0)]", r) }
+        }
+        return network
+    }
+
+    private static func readKeepalive(_ node: Node, _ r: NodeReader) -> Scenario.Keepalive? {
+        let path = "network.keepalive"
+        guard let map = r.mapping(node, path, allowed: ["ping", "dead_after"]) else { return nil }
+        guard let pingNode = map["ping"], let ping = r.duration(pingNode, "\(path).ping"),
+            let deadNode = map["dead_after"], let dead = r.duration(deadNode, "\(path).dead_after")
+        else {
+            if map["ping"] == nil || map["dead_after"] == nil {
+                r.report(node, path, "give both ping (how often a device pings) and dead_after (silence after which it gives the socket up)")
+            }
+            return nil
+        }
+        let range = Scenario.Keepalive.range
+        for (value, key, valueNode) in [(ping, "ping", pingNode), (dead, "dead_after", deadNode)] where !range.contains(value) {
+            r.report(valueNode, "\(path).\(key)", "must be between 100ms and 1h, got \(DurationText.format(value))")
+            return nil
+        }
+        guard dead > ping else {
+            r.report(deadNode, "\(path).dead_after", "must be longer than ping (\(DurationText.format(ping))): a device must have pinged before it gives up")
+            return nil
+        }
+        return Scenario.Keepalive(ping: ping, deadAfter: dead)
+    }
+
+    private static func readNetworkFault(_ node: Node, _ path: String, _ r: NodeReader) -> Scenario.NetworkFault? {
+        guard let map = r.mapping(node, path, allowed: ["link", "at", "for", "share", "loss", "partition", "flap"]) else { return nil }
+        var ok = true
+        func required(_ key: String, _ meaning: String) -> Node? {
+            if let value = map[key] { return value }
+            r.report(node, "\(path).\(key)", "required: \(meaning)")
+            ok = false
+            return nil
+        }
+        let link = required("link", "the link to fault (phone)").flatMap { r.choice($0, "\(path).link", Scenario.NetworkFault.Link.self) }
+        let at = required("at", "when, from the start of traffic").flatMap { r.duration($0, "\(path).at", allowZero: true) }
+        let length = required("for", "how long the fault lasts").flatMap { r.duration($0, "\(path).for") }
+        var share = 1.0
+        if let shareNode = map["share"] {
+            guard let value = r.ratio(shareNode, "\(path).share") else { return nil }
+            guard value > 0 else {
+                r.report(shareNode, "\(path).share", "a fault on no device does nothing; give a share above 0")
+                return nil
+            }
+            share = value
+        }
+        var kind: Scenario.NetworkFault.Kind?
+        switch (map["loss"], map["partition"]) {
+        case (let lossNode?, nil):
+            if let ratio = r.ratio(lossNode, "\(path).loss") {
+                if ratio > 0 { kind = .loss(ratio) } else { r.report(lossNode, "\(path).loss", "a loss of 0 does nothing; give a share above 0") }
+            }
+        case (nil, let partitionNode?):
+            kind = r.choice(partitionNode, "\(path).partition", Scenario.NetworkFault.Direction.self).map { .partition($0) }
+        case (.some, .some):
+            r.report(node, path, "give loss or partition, not both: one fault, one kind")
+        case (nil, nil):
+            r.report(node, path, "give what the link does: loss: N% (packets dropped at random) or partition: both | to_device | from_device")
+        }
+        var flap: Scenario.NetworkFault.Flap?
+        if let flapNode = map["flap"], let flapMap = r.mapping(flapNode, "\(path).flap", allowed: ["down", "up"]) {
+            if let down = flapMap["down"].flatMap({ r.duration($0, "\(path).flap.down") }), let up = flapMap["up"].flatMap({ r.duration($0, "\(path).flap.up") }) {
+                flap = Scenario.NetworkFault.Flap(down: down, up: up)
+            } else if flapMap["down"] == nil || flapMap["up"] == nil {
+                r.report(flapNode, "\(path).flap", "give down (how long the link is faulted) and up (how long it is clear) each time round")
+            }
+        }
+        guard ok, let link, let at, let length, let kind else { return nil }
+        for (value, key) in [(at, "at"), (length, "for")] where value > Scenario.NetworkFault.longest {
+            r.report(map[key], "\(path).\(key)", "may be at most 24h, got \(DurationText.format(value))")
+            return nil
+        }
+        if let flap, flap.down + flap.up > length {
+            r.report(map["flap"], "\(path).flap", "one round (down + up) is longer than the fault's window (\(DurationText.format(length)))")
+        }
+        return Scenario.NetworkFault(link: link, kind: kind, at: at, duration: length, share: share, flap: flap)
+    }
+
+    /// What network faults need of the rest of the scenario.
+    static func checkNetwork(_ scenario: Scenario, _ node: (String) -> Node?, _ r: NodeReader) {
+        let network = scenario.network
+        guard network.faultsPhoneLink else { return }
+        if scenario.fleet.pushChannel != .perDevice {
+            r.report(node("network"), "network.faults", "phone-link faults pick devices by their sockets' addresses: they need push_channel: per_device")
+        }
+        if !scenario.fleet.sourceAddresses.isEmpty {
+            r.report(node("network"), "network.faults", "phone-link faults give each device an address of its own; leave fleet.source_addresses out")
+        }
+        let devices = scenario.fleet.users * scenario.fleet.devicesPerUser.maximum
+        if devices > NetworkFaultPlan.maxDevices {
+            r.report(
+                node("network"), "network.faults",
+                "phone-link faults number devices within one /16 of loopback addresses: at most \(NetworkFaultPlan.maxDevices) devices, this fleet may have \(devices)"
+            )
+        }
+        if !scenario.lifecycle.contains(.connect) {
+            r.report(node("network"), "network.faults", "phone-link faults act on devices' sockets to the gateway: the lifecycle needs connect")
+        }
+    }
+}

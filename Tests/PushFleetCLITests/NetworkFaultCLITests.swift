@@ -1,0 +1,145 @@
+import Foundation
+import PushFleetCore
+import PushFleetTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Real packet loss and silent partitions on the phones' links, made by the kernel's packet
+/// filter on the run's own loopback addresses. These need root (or CAP_NET_ADMIN) and nft.
+@Suite("Network faults")
+struct NetworkFaultCLITests {
+    static var nft: String? { ["/usr/sbin/nft", "/sbin/nft"].first { FileManager.default.isExecutableFile(atPath: $0) } }
+    static var available: Bool { geteuid() == 0 && nft != nil }
+
+    /// A quarter of 100 APNs phones cut off silently for 5 s; devices ping every 500 ms and give
+    /// up after 1.5 s of silence; the gateway pings every second.
+    static let partition = """
+        name: partition
+        seed: 11
+        fleet:
+          users: 100
+          platforms: { apns: 1 }
+          arrival: { rate: 500/s }
+        lifecycle: [login, register, connect, receive, fetch_secure]
+        timeouts: { connect: 3s }
+        traffic:
+          - { kind: secure, rate: 20/s, duration: 12s }
+        deadline: 2s
+        grace: 8s
+        network:
+          keepalive: { ping: 500ms, dead_after: 1500ms }
+          gateway_ping: 1s
+          faults:
+            - { link: phone, at: 3s, for: 5s, share: 25%, partition: both }
+        thresholds:
+          delivery.misdelivered: ["count == 0"]
+          delivery.lost_ratio: []
+          delivery.late_ratio: []
+        """
+
+    static func tables() async throws -> [String] {
+        guard let nft = nft else { return [] }
+        let listing = try await offPool { () -> String in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: nft)
+            process.arguments = ["list", "tables", "inet"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+        return listing.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
+    }
+
+    @Test(
+        "a silent partition: exactly its devices find their sockets dead within the keepalive, reconnect after the heal, get what was held, and the rules are gone after the run",
+        .enabled(if: available, "needs root and nftables' nft"), .timeLimit(.minutes(3))
+    )
+    func partitionRun() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        try Self.partition.write(to: directory.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
+        let (process, pipe) = try CLITests.launch(["run", "p.yaml", "--out", "out"], in: directory)
+        let pid = process.processIdentifier
+        let (data, status) = try await offPool {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (data, process.terminationStatus)
+        }
+        let output = String(decoding: data, as: UTF8.self)
+        #expect(status == 0, "\(output)")
+        #expect(try await Self.tables().allSatisfy { !$0.hasPrefix("pushfleet_\(pid)_") }, "the run's table is removed")
+
+        let run = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("out/run.json"))) as? [String: Any] ?? [:]
+        let fault = Scenario.NetworkFault(link: .phone, kind: .partition(.both), at: .seconds(3), duration: .seconds(5), share: 0.25)
+        let cut = NetworkFaultPlan(faults: [fault], devices: 100, seed: 11, runID: "any", gatewayPort: 1, pid: 1).members[0]
+        #expect((10...40).contains(cut.count), "\(cut.count)")
+        let operations = run["operations"] as? [[String: Any]] ?? []
+        func operation(_ name: String) -> [String: Any]? { operations.first { $0["name"] as? String == name } }
+        let notice = try #require(operation("phone.dead_link_notice"), "\(operations.map { $0["name"] ?? "" })")
+        // Each cut-off device gives its socket up once; no other device does.
+        #expect(notice["count"] as? Int == cut.count, "\(notice)")
+        #expect(operation("phone.dead_link")?["count"] as? Int == cut.count)
+        // Silence is counted from the last frame heard, which may precede the cut: at most
+        // dead_after after it, plus the check's timer and a loaded machine's scheduling.
+        let slowest = try #require(notice["maxMs"] as? Double)
+        #expect(slowest <= 1500 + 1500, "\(notice)")
+        #expect((notice["minMs"] as? Double ?? 0) >= 900, "\(notice)")
+
+        let delivery = run["delivery"] as? [String: Int] ?? [:]
+        let devices = run["devices"] as? [String: Any] ?? [:]
+        #expect(devices["failed"] as? Int == 0 && devices["ready"] as? Int == 100, "\(devices)")
+        #expect(delivery["misdelivered"] == 0 && delivery["duplicates"] == 0 && delivery["leaks"] == 0, "\(delivery)")
+        #expect((delivery["late"] ?? 0) > 0, "pushes held through the partition arrive after the heal: \(delivery)")
+        let settled = ["delivered", "late", "lost", "indeterminate"].reduce(0) { $0 + (delivery[$1] ?? 0) }
+        #expect(settled == delivery["expected"], "\(delivery)")
+        let markers = (run["markers"] as? [[String: Any]] ?? []).compactMap { $0["label"] as? String }
+        #expect(markers.contains("network: phone partition both, 25% of devices begins"), "\(markers)")
+        #expect(markers.contains("network: phone partition both, 25% of devices ends"), "\(markers)")
+    }
+
+    @Test(
+        "a run killed outright leaves its table, and the next run's start removes it",
+        .enabled(if: available, "needs root and nftables' nft"), .timeLimit(.minutes(3))
+    )
+    func killedRunSwept() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        try Self.partition.write(to: directory.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
+        try CLITests.scenario().write(to: directory.appendingPathComponent("plain.yaml"), atomically: true, encoding: .utf8)
+        let (process, _) = try CLITests.launch(["run", "p.yaml", "--out", "out"], in: directory)
+        let prefix = "pushfleet_\(process.processIdentifier)_"
+        var installed = false
+        for _ in 0..<200 where !installed {
+            try await Task.sleep(for: .milliseconds(100))
+            installed = try await Self.tables().contains { $0.hasPrefix(prefix) }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try #require(installed, "the run installed its table")
+        #expect(try await Self.tables().contains { $0.hasPrefix(prefix) }, "SIGKILL leaves it behind")
+        let next = try await CLITests.run(["run", "plain.yaml", "--out", "plain"], in: directory)
+        #expect(next.status == 0, "\(next.output)")
+        #expect(try await Self.tables().allSatisfy { !$0.hasPrefix(prefix) }, "the next run removed it")
+    }
+
+    @Test(
+        "without root, validate and run say what network faults need and exit 2",
+        .enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root to become nobody")
+    )
+    func unprivileged() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.path)
+        try Self.partition.write(to: directory.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
+        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", CLITests.binary]
+        for command in ["validate", "run"] {
+            let outcome = try await CLITests.run(asNobody + [command, "p.yaml"], in: directory, executable: "/usr/bin/setpriv")
+            #expect(outcome.status == 2, "\(command): \(outcome.output)")
+            #expect(outcome.output.contains("network faults need the kernel's packet filter"), "\(command): \(outcome.output)")
+            #expect(outcome.output.contains("neither root nor holds CAP_NET_ADMIN"), "\(command): \(outcome.output)")
+        }
+    }
+}
