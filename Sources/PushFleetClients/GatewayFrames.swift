@@ -14,10 +14,13 @@ package struct GatewayKeepalive: Sendable {
     package var deadAfter: Int64
     /// Called on the socket's loop as the socket is given up, with how long it was silent.
     package var onDead: @Sendable (Int64) -> Void
+    /// Acknowledge each push, so that the gateway holds what a dead socket swallowed (`ack=1`).
+    package var acks: Bool
 
-    package init(ping: Int64, deadAfter: Int64, onDead: @escaping @Sendable (Int64) -> Void) {
+    package init(ping: Int64, deadAfter: Int64, acks: Bool = true, onDead: @escaping @Sendable (Int64) -> Void) {
         self.ping = ping
         self.deadAfter = deadAfter
+        self.acks = acks
         self.onDead = onDead
     }
 }
@@ -102,7 +105,7 @@ final class GatewayFrames: ChannelInboundHandler {
     private func handle(_ frame: WebSocketFrameReader.Frame, context: ChannelHandlerContext) {
         switch frame.opcode {
         case .text where frame.fin && partial == nil:
-            message(frame.payload)
+            message(frame.payload, context: context)
         case .text where partial == nil:
             partial = (frame.payload, 1)
         case .continuation where partial != nil:
@@ -113,7 +116,7 @@ final class GatewayFrames: ChannelInboundHandler {
             var more = frame.payload
             bytes.writeBuffer(&more)
             partial = frame.fin ? nil : (bytes, count + 1)
-            if frame.fin { message(bytes) }
+            if frame.fin { message(bytes, context: context) }
         case .text, .continuation:
             // A new message inside a fragmented one, or a fragment of none: not WebSocket.
             context.close(promise: nil)
@@ -137,7 +140,7 @@ final class GatewayFrames: ChannelInboundHandler {
     }
 
     /// One whole text message from the gateway.
-    private func message(_ bytes: ByteBuffer) {
+    private func message(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
         let receivedAt = MonotonicClock.nanoseconds()
         var bytes = bytes
         let inbound = GatewayInbound(bytes.readString(length: bytes.readableBytes) ?? "")
@@ -145,6 +148,11 @@ final class GatewayFrames: ChannelInboundHandler {
             self.ready = nil
             ready.succeed()
             return
+        }
+        if keepalive?.acks == true, case .push(let push) = inbound, push.type != PushFrame.refusedType, let number = push.push {
+            // Short enough for a single unfragmented frame (≤ 125 bytes).
+            let ack = ByteBuffer(string: #"{"op":"ack","pushes":[\#(number)]}"#)
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrameReader.controlFrame(.text, payload: ack, allocator: context.channel.allocator)), promise: nil)
         }
         onInbound(inbound, receivedAt)
     }

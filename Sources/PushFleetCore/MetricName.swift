@@ -52,11 +52,11 @@ public enum MetricName {
     public static let counters = [
         "delivery.expected", "delivery.delivered", "delivery.late", "delivery.lost", "delivery.misdelivered",
         "delivery.duplicates", "delivery.indeterminate", "delivery.stale", "delivery.unverified", "delivery.unregistered",
-        "delivery.sent_to_dead_token", "delivery.undecryptable", "leaks", "sends", "sends.failed", "sends.dropped", "sends.late_start", "sends.folded",
+        "delivery.sent_to_dead_token", "delivery.undecryptable", "delivery.replaced", "delivery.recovered", "leaks", "sends", "sends.failed", "sends.dropped", "sends.late_start", "sends.folded",
         "errors", "devices.ready", "devices.failed",
     ]
     public static let ratios = [
-        "delivery.lost_ratio", "delivery.misdelivered_ratio", "delivery.late_ratio", "delivery.indeterminate_ratio", "sends.failed_ratio",
+        "delivery.lost_ratio", "delivery.misdelivered_ratio", "delivery.late_ratio", "delivery.replaced_ratio", "delivery.indeterminate_ratio", "sends.failed_ratio",
         "sends.dropped_ratio", "sends.late_start_ratio", "devices.failed_ratio",
     ]
 

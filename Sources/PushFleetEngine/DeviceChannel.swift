@@ -11,7 +11,9 @@ extension VirtualDevice {
     /// lives on in NIO: pushes and reconnections reach the fleet through `DeviceWork`, so no task
     /// waits for the device between pushes.
     func openChannel(_ context: RunContext) async -> Bool {
-        let uri = "\(GatewayFrame.devicePath)?platform=\(address.platform.rawValue)&token=\(address.token)"
+        // With a keepalive the device also acknowledges pushes, as phones' push clients do.
+        let acks = context.spec.scenario.network.keepalive != nil ? "&ack=1" : ""
+        let uri = "\(GatewayFrame.devicePath)?platform=\(address.platform.rawValue)&token=\(address.token)\(acks)"
         do {
             let socket = try await GatewaySocket.open(
                 host: context.services.gateway.host, port: context.services.gateway.port, uri: uri, group: context.services.eventLoops,

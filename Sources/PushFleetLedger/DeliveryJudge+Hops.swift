@@ -145,7 +145,7 @@ extension DeliveryJudge {
         case .accepted, .delayed: cause = .inFlight
         }
         reached(device, .accepted)
-        return explain(.lost, device: device, hop: .pushService, cause: cause, byToken: byToken)
+        return explain(cause == .replaced ? .replaced : .lost, device: device, hop: .pushService, cause: cause, byToken: byToken)
     }
 
     /// Which hop made a late pair late: the one that took longest.

@@ -156,7 +156,15 @@ struct DeliveryJudge {
 
     /// Expected pairs that nothing settled, the indeterminate ones, and probe leaks.
     private mutating func closeOut() {
-        for pair in unsure where !unsureRefused.contains(pair) { count(pair.device, \.indeterminate) }
+        for pair in unsure where !unsureRefused.contains(pair) {
+            // A send that failed and still reached its device: recovered, not a guess.
+            if settled.contains(pair), let send = ledger.sends[pair.send], !send.succeeded {
+                count(pair.device, \.recovered)
+                incident(.recovered, send: pair.send, device: pair.device, time: nil, "the send failed and its push arrived")
+            } else {
+                count(pair.device, \.indeterminate)
+            }
+        }
         // In send order: evidence about a device (an unreadable push, a report matched by token)
         // explains its earliest lost pair, the same on every run.
         for pair in expected.filter({ !settled.contains($0) }).sorted(by: { ($0.send, $0.device) < ($1.send, $1.device) }) {
@@ -164,9 +172,11 @@ struct DeliveryJudge {
                 count(pair.device, \.indeterminate)
                 continue
             }
-            count(pair.device, \.lost)
             let (explanation, push) = explainLost(pair)
-            incident(.lost, send: pair.send, device: pair.device, time: nil, explanation.cause.phrase, explanation: explanation, push: push)
+            // Held and replaced by a newer push, as the platform promises: its own outcome.
+            let outcome = explanation.outcome
+            count(pair.device, outcome == .replaced ? \.replaced : \.lost)
+            incident(outcome, send: pair.send, device: pair.device, time: nil, explanation.cause.phrase, explanation: explanation, push: push)
         }
         for leak in ledger.probeLeaks where inWindow(leak.time) {
             count(leak.device, \.leaks)

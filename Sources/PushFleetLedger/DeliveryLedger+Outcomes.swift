@@ -7,6 +7,12 @@ extension DeliveryLedger {
         case delivered, late, lost, misdelivered, duplicate, indeterminate, stale, unverified, unregistered, undecryptable
         case sentToDeadToken = "sent_to_dead_token"
         case leak
+        /// Held for an offline device and given up for a newer push, as its platform promises
+        /// (APNs keeps one per device): not received, and not lost either.
+        case replaced
+        /// The send's answer was an error or a timeout, and its push arrived all the same
+        /// (Jepsen's word): the backend did the work without saying so.
+        case recovered
     }
 
     public struct Counts: Sendable, Equatable, Codable {
@@ -24,6 +30,8 @@ extension DeliveryLedger {
         public var sentToDeadToken = 0
         /// Pushes a browser could not decrypt (RFC 8291): their sends cannot be told.
         public var undecryptable = 0
+        public var replaced = 0
+        public var recovered = 0
 
         public init() {}
 
@@ -33,7 +41,7 @@ extension DeliveryLedger {
                 ("expected", \.expected), ("delivered", \.delivered), ("late", \.late), ("lost", \.lost),
                 ("misdelivered", \.misdelivered), ("duplicates", \.duplicates), ("indeterminate", \.indeterminate), ("leaks", \.leaks),
                 ("stale", \.stale), ("unverified", \.unverified), ("unregistered", \.unregistered), ("sent_to_dead_token", \.sentToDeadToken),
-                ("undecryptable", \.undecryptable),
+                ("undecryptable", \.undecryptable), ("replaced", \.replaced), ("recovered", \.recovered),
             ]
         }
 
@@ -45,7 +53,7 @@ extension DeliveryLedger {
 
         private enum CodingKeys: String, CodingKey {
             case expected, delivered, late, lost, misdelivered, duplicates, indeterminate, leaks, stale, unverified, unregistered
-            case sentToDeadToken, undecryptable
+            case sentToDeadToken, undecryptable, replaced, recovered
         }
 
         /// Counts written before a field existed read it as zero.
@@ -65,6 +73,8 @@ extension DeliveryLedger {
             unregistered = try read(.unregistered)
             sentToDeadToken = try read(.sentToDeadToken)
             undecryptable = try read(.undecryptable)
+            replaced = try read(.replaced)
+            recovered = try read(.recovered)
         }
     }
 

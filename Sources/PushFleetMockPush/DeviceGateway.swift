@@ -33,8 +33,9 @@ struct DeviceGateway {
         switch uri.path {
         case GatewayFrame.devicePath:
             guard let address = Self.address(from: uri) else { return .dontUpgrade }
+            let acks = uri.queryParameters["ack"] == "1"
             return .upgrade([:]) { inbound, outbound, context in
-                await run(.single(address), inbound: inbound, outbound: outbound, logger: context.logger)
+                await run(.single(address), acks: acks, inbound: inbound, outbound: outbound, logger: context.logger)
             }
         case GatewayFrame.multiplexPath:
             return .upgrade([:]) { inbound, outbound, context in
@@ -84,11 +85,12 @@ struct DeviceGateway {
 
     private func run(
         _ mode: GatewayConnection.Mode,
+        acks: Bool = false,
         inbound: WebSocketInboundStream,
         outbound: WebSocketOutboundWriter,
         logger: Logger
     ) async {
-        let connection = service.openConnection(mode: mode)
+        let connection = service.openConnection(mode: mode, acks: acks)
         if case .single(let address) = mode {
             // Held pushes go out first; the notice then confirms the device is online.
             service.attach([address], to: connection)
@@ -155,6 +157,10 @@ struct DeviceGateway {
             )
             return
         }
+        if command.op == .ack {
+            connection.acknowledged(command.pushes ?? [])
+            return
+        }
         var devices = (command.devices ?? []).map(TokenRules.normalized)
         if case .single(let own) = connection.mode {
             // A single-device connection speaks only for its own device.
@@ -179,6 +185,8 @@ struct DeviceGateway {
         case .unregister:
             service.unregister(devices)
             connection.send(service.encode(GatewayNotice(type: .unregistered, devices: devices)))
+        case .ack:
+            break
         }
     }
 }

@@ -24,6 +24,12 @@ final class GatewayConnection: Sendable {
 
     let id: UInt64
     let mode: Mode
+    /// The device acknowledges each push (`ack=1`): until it does, a push stays the service's,
+    /// and goes back to the hold should the connection end first, as a real platform's would.
+    let acks: Bool
+    /// Pushes handed to an acknowledging connection and not yet acknowledged, with when each
+    /// stops being worth holding (nil: never held).
+    private let unacked = Mutex<[UInt64: (frame: PushFrame, expiresAt: Int64?)]>([:])
     let outbound: AsyncStream<Outbound>
     private let continuation: AsyncStream<Outbound>.Continuation
     /// Devices this connection holds online; the registry is the authority, this is its index.
@@ -31,9 +37,10 @@ final class GatewayConnection: Sendable {
     /// Pushes handed over and not yet written, while a run watches the service.
     private let unsent = Mutex<[UInt64: PushFrame]>([:])
 
-    init(id: UInt64, mode: Mode) {
+    init(id: UInt64, mode: Mode, acks: Bool = false) {
         self.id = id
         self.mode = mode
+        self.acks = acks
         (self.outbound, self.continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
 
@@ -43,9 +50,29 @@ final class GatewayConnection: Sendable {
 
     /// Hands a push to the connection's writer; with `tracked`, one the connection closes on
     /// before writing is given back by ``takeUnsent()``.
-    func send(_ push: PushFrame, tracked: Bool) {
-        if tracked, let number = push.push { unsent.withLock { $0[number] = push } }
+    func send(_ push: PushFrame, tracked: Bool, expiresAt: Int64?) {
+        if acks, let number = push.push {
+            // Kept until acknowledged, which covers a push never written as well.
+            unacked.withLock { $0[number] = (push, expiresAt) }
+        } else if tracked, let number = push.push {
+            unsent.withLock { $0[number] = push }
+        }
         continuation.yield(.push(push))
+    }
+
+    /// The device has these pushes.
+    func acknowledged(_ numbers: [UInt64]) {
+        unacked.withLock { unacked in
+            for number in numbers { unacked[number] = nil }
+        }
+    }
+
+    /// Pushes the device never acknowledged, in the order the service numbered them.
+    func takeUnacknowledged() -> [(frame: PushFrame, expiresAt: Int64?)] {
+        unacked.withLock { unacked in
+            defer { unacked = [:] }
+            return unacked.sorted { $0.key < $1.key }.map(\.value)
+        }
     }
 
     /// The push went out.

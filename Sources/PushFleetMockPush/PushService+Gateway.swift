@@ -6,9 +6,9 @@ import Synchronization
 /// coming online (their held push first) and going offline, tokens unregistered, and devices
 /// taken offline by the service.
 extension PushService {
-    func openConnection(mode: GatewayConnection.Mode) -> GatewayConnection {
+    func openConnection(mode: GatewayConnection.Mode, acks: Bool = false) -> GatewayConnection {
         counters.withLock { $0.connections += 1 }
-        return GatewayConnection(id: nextConnectionID.add(1, ordering: .relaxed).oldValue, mode: mode)
+        return GatewayConnection(id: nextConnectionID.add(1, ordering: .relaxed).oldValue, mode: mode, acks: acks)
     }
 
     func closeConnection(_ connection: GatewayConnection) {
@@ -16,6 +16,14 @@ extension PushService {
         connection.finish()
         let instant = now()
         for frame in connection.takeUnsent() { report(.disconnected, of: frame, at: instant) }
+        // What the device never acknowledged is the service's again: held as any push for an
+        // offline device (the platform's rules: APNs keeps the newest only), or sent on the
+        // device's new connection if it has one already.
+        let unacknowledged = connection.takeUnacknowledged()
+        if !unacknowledged.isEmpty {
+            counters.withLock { $0.requeued += unacknowledged.count }
+            for (frame, expiresAt) in unacknowledged { requeue(frame, expiresAt: expiresAt) }
+        }
         counters.withLock { $0.connections -= 1 }
     }
 
@@ -41,7 +49,7 @@ extension PushService {
                     if pending.expiresAt > instant {
                         var frame = pending.frame
                         frame.stored = true
-                        connection.send(frame, tracked: watchers.isActive)
+                        connection.send(frame, tracked: watchers.isActive, expiresAt: pending.expiresAt)
                         counters.withLock {
                             $0.delivered += 1
                             $0.storedDelivered += 1

@@ -241,6 +241,14 @@ public final class PushService: Sendable {
         return .accepted(acceptedAt: acceptedAt, online: online)
     }
 
+    /// A push its device never acknowledged, back from a connection that ended: delivered anew,
+    /// so held by the platform's rules when the device is offline.
+    func requeue(_ frame: PushFrame, expiresAt: Int64?) {
+        var frame = frame
+        frame.writtenAt = nil
+        deliver(frame, expiresAt: expiresAt)
+    }
+
     private func deliver(_ frame: PushFrame, expiresAt: Int64?) {
         let address = DeviceAddress(platform: frame.platform, token: frame.token)
         // Reports are made after the lock: a watcher in this process records them at once.
@@ -249,7 +257,7 @@ public final class PushService: Sendable {
         shard(for: address).devices.withLock { devices in
             var entry = devices[address] ?? DeviceEntry()
             if let connection = entry.connection {
-                connection.send(frame, tracked: watched)
+                connection.send(frame, tracked: watched, expiresAt: expiresAt)
                 counters.withLock { $0.delivered += 1 }
             } else if let expiresAt, frame.platform == .webpush, let first = entry.pending {
                 holdBeside(first, StoredPush(frame: frame, expiresAt: expiresAt), in: &entry, fates: &fates, watched: watched)

@@ -130,14 +130,20 @@ public struct GatewayCommand: Codable, Sendable, Equatable {
         case subscribe
         case unsubscribe
         case unregister
+        /// The device has these pushes (by the service's number): a connection opened with
+        /// `ack=1` hands them back to the hold, were it to close first (docs/mock-push.md).
+        case ack
     }
 
     public var op: Operation
     public var devices: [DeviceAddress]?
+    /// With `ack`: the pushes' numbers (``PushFrame/push``).
+    public var pushes: [UInt64]?
 
-    public init(op: Operation, devices: [DeviceAddress]? = nil) {
+    public init(op: Operation, devices: [DeviceAddress]? = nil, pushes: [UInt64]? = nil) {
         self.op = op
         self.devices = devices
+        self.pushes = pushes
     }
 }
 

@@ -10,6 +10,9 @@ public struct PushServiceStats: Codable, Sendable, Equatable {
     public var storedDelivered: Int = 0
     /// Held pushes replaced by a newer one for the same device (one is kept per device, as APNs does).
     public var storedReplaced: Int = 0
+    /// Pushes a device never acknowledged before its connection ended, handed back to the hold
+    /// (connections opened with `ack=1` only).
+    public var requeued: Int = 0
     /// Held pushes that expired before their device came online.
     public var expired: Int = 0
     /// Pushes for an offline device that asked not to be stored (`apns-expiration: 0`, WNS no-cache).
