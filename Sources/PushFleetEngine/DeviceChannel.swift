@@ -12,7 +12,7 @@ extension VirtualDevice {
     /// waits for the device between pushes.
     func openChannel(_ context: RunContext) async -> Bool {
         // With a keepalive the device also acknowledges pushes, as phones' push clients do.
-        let acks = context.spec.scenario.network.keepalive != nil ? "&ack=1" : ""
+        let acks = context.spec.scenario.network.keepalive?.acks == true ? "&ack=1" : ""
         let uri = "\(GatewayFrame.devicePath)?platform=\(address.platform.rawValue)&token=\(address.token)\(acks)"
         do {
             let socket = try await GatewaySocket.open(
@@ -48,7 +48,7 @@ extension VirtualDevice {
     func keepalive(_ context: RunContext) -> GatewayKeepalive? {
         guard let keepalive = context.spec.scenario.network.keepalive else { return nil }
         let device = plan.index
-        return GatewayKeepalive(ping: keepalive.ping.nanoseconds, deadAfter: keepalive.deadAfter.nanoseconds) { silent in
+        return GatewayKeepalive(ping: keepalive.ping.nanoseconds, deadAfter: keepalive.deadAfter.nanoseconds, acks: keepalive.acks) { silent in
             let now = context.now()
             context.emit(.operation(metric: MetricName.phoneDeadLink, nanoseconds: silent, failed: false, at: now))
             // From the partition that cut it off, when one did: the time the device took to notice.

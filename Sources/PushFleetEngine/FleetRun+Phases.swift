@@ -237,6 +237,7 @@ extension FleetRun {
             pushServiceSilentSeconds: timeline.pushServiceSilentSeconds
         )
         builder.judgesLedger = options.shard.isWhole
+        if let network = context.services.network, timeline.trafficStart > 0 { builder.networkFaults = (network, timeline.trafficStart) }
         if let span = options.judgedWindow {
             builder.judgedWindow = (timeline.trafficStart + span.lowerBound.nanoseconds)..<(timeline.trafficStart + span.upperBound.nanoseconds)
         }

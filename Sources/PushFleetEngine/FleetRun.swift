@@ -72,7 +72,8 @@ struct FleetRun: Sendable {
         options.tape?.begin(originMonotonic: start, originWall: startedWall)
         // A shard's material is judged only when merged, and a run judged in windows judges what it
         // holds: neither folds.
-        let folds = options.shard.isWhole && options.judgedWindow == nil
+        // A run with network faults judges each fault's window at the end, so it keeps every send.
+        let folds = options.shard.isWhole && options.judgedWindow == nil && network == nil
         recorder = Recorder(
             users: plan.users, start: start, metrics: options.metrics, tape: options.tape, shard: options.shard, horizon: scenario.horizon,
             folding: folds ? .init(deadline: scenario.deadline, horizon: scenario.horizon) : nil

@@ -47,6 +47,8 @@ struct DeliveryJudge {
     private let incidentLimit: Int
     private let listeningEnded: Int64?
     private let window: Range<Int64>?
+    /// Devices whose outcomes are counted; nil for all.
+    private let devices: Set<Int>?
     /// A push this long after its send's answer is never credited (nil: no bound).
     private let horizon: Int64?
     /// Each device's changes in time order, made when a send first asks: a fold judges a few
@@ -69,23 +71,26 @@ struct DeliveryJudge {
     /// incidents of each outcome are kept. When listening stopped early at `listeningEnded`, an
     /// expected pair whose deadline had not passed by then is indeterminate, not lost.
     static func judge(
-        _ ledger: Ledger, deadline: Duration, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>? = nil
+        _ ledger: Ledger, deadline: Duration, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>? = nil, devices: Set<Int>? = nil
     ) -> Ledger.Verdict {
-        judged(ledger, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window, sparse: false).verdict
+        judged(
+            ledger, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window, devices: devices, sparse: false
+        ).verdict
     }
 
     /// As ``judge(_:deadline:incidentLimit:listeningEnded:window:)``, with the per-user counts
     /// apart and only for the users counted (the verdict's `byUser` left empty): a fold judges
     /// a few thousand sends, not a row for every user of the fleet.
     static func judgeSparse(_ ledger: Ledger, deadline: Duration, incidentLimit: Int) -> (verdict: Ledger.Verdict, byUser: [Int: Ledger.Counts]) {
-        judged(ledger, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: nil, window: nil, sparse: true)
+        judged(ledger, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: nil, window: nil, devices: nil, sparse: true)
     }
 
     private static func judged(
-        _ ledger: Ledger, deadline: Duration, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>?, sparse: Bool
+        _ ledger: Ledger, deadline: Duration, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>?, devices: Set<Int>?, sparse: Bool
     ) -> (verdict: Ledger.Verdict, byUser: [Int: Ledger.Counts]) {
         var judge = DeliveryJudge(
-            ledger, deadline: deadline.nanoseconds, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window, sparse: sparse
+            ledger, deadline: deadline.nanoseconds, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window, devices: devices,
+            sparse: sparse
         )
         judge.findContentOwners()
         judge.placeTrail()
@@ -96,12 +101,15 @@ struct DeliveryJudge {
         return (judge.verdict, judge.sparseByUser ?? [:])
     }
 
-    private init(_ ledger: Ledger, deadline: Int64, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>?, sparse: Bool) {
+    private init(
+        _ ledger: Ledger, deadline: Int64, incidentLimit: Int, listeningEnded: Int64?, window: Range<Int64>?, devices: Set<Int>?, sparse: Bool
+    ) {
         self.ledger = ledger
         self.deadline = deadline
         self.incidentLimit = incidentLimit
         self.listeningEnded = listeningEnded
         self.window = window
+        self.devices = devices
         horizon = ledger.horizon?.nanoseconds
         verdict = Ledger.Verdict(byUser: sparse ? [] : Array(repeating: Ledger.Counts(), count: ledger.devicesOfUser.count))
         sparseByUser = sparse ? [:] : nil
@@ -360,6 +368,7 @@ struct DeliveryJudge {
     }
 
     mutating func count(_ device: Int, _ path: WritableKeyPath<Ledger.Counts, Int>) {
+        if let devices, !devices.contains(device) { return }
         verdict.total[keyPath: path] += 1
         let user = ledger.devices[device].user
         if sparseByUser != nil {
@@ -374,6 +383,7 @@ struct DeliveryJudge {
         _ outcome: Ledger.Outcome, send: Int?, device: Int?, time: Int64?, _ detail: String = "", explanation: Ledger.Explanation? = nil,
         push: Ledger.PushPart? = nil
     ) {
+        if let devices, let device, !devices.contains(device) { return }
         verdict.incidentTotals[outcome, default: 0] += 1
         if let explanation { verdict.explanations[explanation, default: 0] += 1 }
         guard verdict.incidentTotals[outcome]! <= incidentLimit else { return }

@@ -116,7 +116,7 @@ extension DeliveryLedger {
             case .hubSkipped: "check the registrations and tags the backend keeps in the hub"
             case .otherToken: "the backend pushed to tokens no device has: check its registrations"
             case .dropped, .delayed: "the scenario's push-service fault"
-            case .held, .expired, .notStored, .holdFull, .replaced, .unregistered, .heldOffline: "devices were offline (disconnect faults, or devices that left)"
+            case .held, .expired, .notStored, .holdFull, .replaced, .unregistered, .heldOffline: "devices were offline (disconnect or network faults, or devices that left)"
             case .notReceived, .disconnected: "see the gateway and connect errors"
             case .fetchFailed: "the backend's fetch failed for the recipient"
             case .undecryptable: "check the keys the backend encrypts Web Push with (the subscription's p256dh and auth)"

@@ -5,11 +5,14 @@ extension DeliveryLedger {
     /// late; at most `incidentLimit` incidents of each outcome are kept. When listening stopped
     /// early (a run aborted without its drain) at `listeningEnded`, an expected pair whose
     /// deadline had not passed by then is indeterminate, not lost: its push may still have been
-    /// on its way. With a `window`, only the sends that started in it are judged.
+    /// on its way. With a `window`, only the sends that started in it are judged; with `devices`,
+    /// only what befell those devices is counted (a network fault's share of the fleet).
     public func verdict(
-        deadline: Duration, incidentLimit: Int = 1000, listeningEnded: Int64? = nil, window: Range<Int64>? = nil
+        deadline: Duration, incidentLimit: Int = 1000, listeningEnded: Int64? = nil, window: Range<Int64>? = nil, devices: Set<Int>? = nil
     ) -> Verdict {
-        let rest = DeliveryJudge.judge(self, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window)
+        let rest = DeliveryJudge.judge(
+            self, deadline: deadline, incidentLimit: incidentLimit, listeningEnded: listeningEnded, window: window, devices: devices
+        )
         // A window judges what is still held; runs judged in windows do not fold.
         return window == nil ? withFolds(rest, incidentLimit: incidentLimit) : rest
     }

@@ -19,6 +19,8 @@ package struct ResultBuilder {
     /// False for a shard: its ledger holds only its part, which only the merge judges, so the
     /// verdict's per-device and per-user tables are not built for nothing.
     package var judgesLedger = true
+    /// The run's network faults and when its traffic started (run clock), for a ledger per window.
+    package var networkFaults: (plan: NetworkFaultPlan, trafficStart: Int64)? = nil
 
     /// The run's trace ids (the run id's hash worked out once).
     let traces: TraceRoot
@@ -80,6 +82,7 @@ package struct ResultBuilder {
                 window: judgedWindow.map { window(state, $0) }
             )
             result.sampledDeliveries = sampled(verdict.deliveries, ledger: state.ledger)
+            if judgesLedger, let networkFaults { result.networkFaults = faultWindows(state.ledger, networkFaults.plan, trafficStart: networkFaults.trafficStart) }
             return result
         }
     }

@@ -16,6 +16,7 @@ public enum HTMLReport {
         var body = header(r)
         body += section("Thresholds", id: "thresholds", thresholds(r))
         body += section("Delivery", id: "delivery", deliverySummary(r) + outcomesChart(r))
+        body += networkFaults(r)
         body += section("Where pushes went", id: "hops", whereItWent(r))
         body += section("Incidents", id: "incidents", incidents(r))
         body += section("Latency by percentile", id: "latency", openLatencyChart(r) + closedLatencyChart(r))
@@ -46,7 +47,7 @@ public enum HTMLReport {
         dl.facts dt{color:#555}dl.facts dd{margin:0}
         svg.chart{width:100%;height:auto;margin:8px 0 16px;border:1px solid #eee}
         .chart-title{font-weight:700;font-size:14px}.tick,.legend{font-size:11px}.axis-label{font-size:12px}
-        .grid{stroke:#e5e5e5}.axis{stroke:#333}.marker{stroke:#666;stroke-dasharray:3 3}.marker-label{font-size:10px;fill:#444}
+        .wide{overflow-x:auto}.wide table{font-size:12px}.grid{stroke:#e5e5e5}.band{fill:#D55E00;fill-opacity:.08}.axis{stroke:#333}.marker{stroke:#666;stroke-dasharray:3 3}.marker-label{font-size:10px;fill:#444}
         .fail{font-weight:700}.note{color:#555;font-size:12px}
         @media print{main{max-width:none}svg.chart{page-break-inside:avoid}h2{page-break-after:avoid}}
         """
@@ -117,7 +118,8 @@ public enum HTMLReport {
             rows.append([e(platform)] + fields.map { String(counts[keyPath: $0.path]) })
         }
         // Spaced names wrap in a narrow column; the CSV keeps the underscores.
-        return table(["platform"] + fields.map { $0.name.replacingOccurrences(of: "_", with: " ") }, rows, id: "delivery-table")
+        // Sixteen outcomes are wider than the page: the table scrolls rather than overflows.
+        return "<div class=\"wide\">" + table(["platform"] + fields.map { $0.name.replacingOccurrences(of: "_", with: " ") }, rows, id: "delivery-table") + "</div>"
             + "<p class=\"note\">Each (send, device) pair: delivered within the deadline, late, lost, misdelivered (a device that should not have got it), duplicate, indeterminate (its registration changed while the send was open), unverified (received, but its content could not be fetched), unregistered (the push service had declared the token dead) or sent to a dead token (after the backend had been told). Stale: a push from another run, or received before its send started. A leak is a read of someone else's notification that succeeded. docs/reports.md defines each.</p>"
     }
 
@@ -252,6 +254,32 @@ public enum HTMLReport {
         r.markers.map { SVGChart.Marker(x: $0.second, label: $0.label) }
     }
 
+    static func bands(_ r: RunResult) -> [SVGChart.Band] {
+        (r.networkFaults ?? []).map { SVGChart.Band(from: $0.startSecond, to: $0.endSecond, label: "network fault #\($0.fault): \($0.label)") }
+    }
+
+    /// Each network fault's window and the ledger of the pairs it touched.
+    static func networkFaults(_ r: RunResult) -> String {
+        guard let windows = r.networkFaults, !windows.isEmpty else { return "" }
+        let rows = windows.map { w -> [String] in
+            let c = w.delivery
+            return [
+                "#\(w.fault) " + e(w.label), "\(NetworkFaultsText.format(w.startSecond))–\(NetworkFaultsText.format(w.endSecond))", String(w.devices),
+                String(c.expected), String(c.delivered), String(c.late), String(c.replaced), String(c.lost), String(c.duplicates), String(c.recovered),
+                String(c.indeterminate), String(c.misdelivered),
+            ]
+        }
+        let note = "<p class=\"note\">Sends that started in each window (shaded on the time charts), to the devices the fault touched. Late: held through the fault and delivered after it; replaced: held and given up for a newer push, as the platform promises; recovered: the send failed and its push arrived.</p>"
+        let shrink = NetworkFaultsText.shrinking(r).map { "<p class=\"fail\" id=\"network-faults-shrink\">\(e($0))</p>" } ?? ""
+        return section(
+            "Network faults", id: "network-faults",
+            note + "<div class=\"wide\">" + table(
+                ["fault", "window (s)", "devices", "expected", "delivered", "late", "replaced", "lost", "duplicates", "recovered", "indeterminate", "misdelivered"],
+                rows, id: "network-faults-table"
+            ) + "</div>" + shrink
+        )
+    }
+
     static func throughputChart(_ r: RunResult) -> String {
         var chart = SVGChart(id: "chart-throughput", title: "Throughput per second", xLabel: "time since start (s)", yLabel: "per second")
         chart.series = [
@@ -261,6 +289,7 @@ public enum HTMLReport {
             .init(name: "send failures + drops", points: r.timeseries.map { (Double($0.second), Double($0.sendFailures + $0.sendsDropped)) }, style: 3),
         ]
         chart.markers = markers(r)
+        chart.bands = bands(r)
         return chart.render()
     }
 
@@ -271,6 +300,7 @@ public enum HTMLReport {
             .init(name: "p99", points: r.timeseries.compactMap { s in s.deliveryP99Ms.map { (Double(s.second), $0) } }, style: 1),
         ]
         chart.markers = markers(r)
+        chart.bands = bands(r)
         return chart.render()
     }
 
@@ -282,6 +312,7 @@ public enum HTMLReport {
         }
         chart.series.append(.init(name: "misdelivered", points: r.timeseries.map { (Double($0.second), Double($0.misdelivered)) }, style: 6))
         chart.markers = markers(r)
+        chart.bands = bands(r)
         return chart.render() + (classes.isEmpty ? "<p class=\"note\">No errors.</p>" : "")
     }
 

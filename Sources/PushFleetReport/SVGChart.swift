@@ -26,6 +26,12 @@ struct SVGChart {
         var label: String
     }
 
+    struct Band {
+        var from: Double
+        var to: Double
+        var label: String
+    }
+
     var id: String
     var title: String
     var xLabel: String
@@ -33,6 +39,8 @@ struct SVGChart {
     var series: [Series] = []
     var xTicks: [Tick]? = nil
     var markers: [Marker] = []
+    /// Spans shaded behind the series: the windows of network faults.
+    var bands: [Band] = []
     var width = 760.0
     var height = 320.0
 
@@ -92,6 +100,12 @@ struct SVGChart {
         svg += "<line x1=\"\(left)\" y1=\"\(f(top + plotHeight))\" x2=\"\(f(width - right))\" y2=\"\(f(top + plotHeight))\" class=\"axis\"/>"
         svg += "<text x=\"\(f(left + plotWidth / 2))\" y=\"\(f(top + plotHeight + 34))\" text-anchor=\"middle\" class=\"axis-label\">\(XMLText.escape(xLabel))</text>"
         svg += "<text transform=\"translate(16 \(f(top + plotHeight / 2))) rotate(-90)\" text-anchor=\"middle\" class=\"axis-label\">\(XMLText.escape(yLabel))</text>"
+        // Fault windows, behind everything drawn after.
+        for band in bands where band.to > xMin && band.from < xMax {
+            let x0 = px(max(band.from, xMin))
+            let x1 = px(min(band.to, xMax))
+            svg += "<rect class=\"band\" x=\"\(f(x0))\" y=\"\(top)\" width=\"\(f(max(x1 - x0, 1)))\" height=\"\(f(plotHeight))\"><title>\(XMLText.escape(band.label))</title></rect>"
+        }
         // Event markers.
         for (index, marker) in markers.enumerated() {
             let x = px(marker.x)

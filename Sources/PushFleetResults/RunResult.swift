@@ -302,6 +302,8 @@ public struct RunResult: Sendable, Codable {
     public var generator: Generator?
     /// The span judged on its own, when the run was asked to (a capacity step's).
     public var window: Window?
+    /// Each network fault's window and its own ledger; nil for a run without network faults.
+    public var networkFaults: [NetworkFaultWindow]? = nil
 
     package init(
         info: Info,

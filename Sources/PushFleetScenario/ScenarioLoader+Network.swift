@@ -22,7 +22,7 @@ extension ScenarioLoader {
 
     private static func readKeepalive(_ node: Node, _ r: NodeReader) -> Scenario.Keepalive? {
         let path = "network.keepalive"
-        guard let map = r.mapping(node, path, allowed: ["ping", "dead_after"]) else { return nil }
+        guard let map = r.mapping(node, path, allowed: ["ping", "dead_after", "acks"]) else { return nil }
         guard let pingNode = map["ping"], let ping = r.duration(pingNode, "\(path).ping"),
             let deadNode = map["dead_after"], let dead = r.duration(deadNode, "\(path).dead_after")
         else {
@@ -40,7 +40,12 @@ extension ScenarioLoader {
             r.report(deadNode, "\(path).dead_after", "must be longer than ping (\(DurationText.format(ping))): a device must have pinged before it gives up")
             return nil
         }
-        return Scenario.Keepalive(ping: ping, deadAfter: dead)
+        var acks = true
+        if let acksNode = map["acks"] {
+            guard let value = r.bool(acksNode, "\(path).acks") else { return nil }
+            acks = value
+        }
+        return Scenario.Keepalive(ping: ping, deadAfter: dead, acks: acks)
     }
 
     private static func readNetworkFault(_ node: Node, _ path: String, _ r: NodeReader) -> Scenario.NetworkFault? {

@@ -64,7 +64,15 @@ public enum ScenarioLoader {
             throw ScenarioIssues(issues: [ScenarioIssue(file: file, line: 1, column: 1, path: "", message: "\(error)")])
         }
         let reader = NodeReader(file: file)
-        let scenario = read(root, reader).map(overrides.applied(to:))
+        let read = read(root, reader)
+        if let read, let only = overrides.onlyFault, !read.network.faults.indices.contains(only - 1) {
+            let count = read.network.faults.count
+            reader.report(
+                root.mapping?[Node("network")], "network.faults",
+                count == 0 ? "--only-fault \(only): this scenario has no network faults" : "--only-fault \(only): give 1 to \(count), the place of a fault in network.faults"
+            )
+        }
+        let scenario = read.map(overrides.applied(to:))
         if let scenario { validate(scenario, root: root, reader: reader, overrides: overrides) }
         guard reader.issues.isEmpty, let scenario else { throw ScenarioIssues(issues: reader.issues) }
         return Loaded(scenario: scenario, warnings: reader.warnings)

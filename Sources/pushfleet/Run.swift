@@ -31,6 +31,8 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Serve live Prometheus metrics at http://HOST:PORT/metrics while the run lasts.") var metricsListen: String?
     @Option(help: "Serve a live page of the run at http://[HOST:]PORT/ while it lasts (a port alone listens on loopback; 5665 is k6's).")
     var live: String?
+    @Option(help: "Replay with only this network fault (its place in network.faults, from 1): the window a failed run names.")
+    var onlyFault: Int?
     @OptionGroup(title: "Traces") var traces: TraceOptions
     @OptionGroup(title: "Shards and target") var shardFlags: ShardFlags
 
@@ -52,7 +54,7 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let target = shardFlags.backend.flatMap { backend in shardFlags.pushService.map { (backend: backend, pushService: $0) } }
-        let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed, hub: hub ? true : nil, target: target))
+        let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed, hub: hub ? true : nil, target: target, onlyFault: onlyFault))
         if let shard = try shardFlags.resolve() {
             try await runShard(shard, source: source)
             return

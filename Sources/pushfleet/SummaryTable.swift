@@ -29,6 +29,7 @@ enum SummaryTable {
         if let totals = r.incidentTotals, !totals.isEmpty {
             lines.append("incidents: " + totals.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + " (incidents.csv)")
         }
+        lines.append(contentsOf: NetworkFaultsText.lines(r))
         lines.append("")
         let header = ["operation", "measure", "count", "fail", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"]
         var rows = [header]

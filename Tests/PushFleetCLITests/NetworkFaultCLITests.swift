@@ -103,6 +103,43 @@ struct NetworkFaultCLITests {
         let markers = (run["markers"] as? [[String: Any]] ?? []).compactMap { $0["label"] as? String }
         #expect(markers.contains("network: phone partition both, 25% of devices begins"), "\(markers)")
         #expect(markers.contains("network: phone partition both, 25% of devices ends"), "\(markers)")
+
+        // The window's own ledger: the sends that started in it, to the devices it cut off.
+        let windows = run["networkFaults"] as? [[String: Any]] ?? []
+        try #require(windows.count == 1, "\(windows)")
+        let window = windows[0]
+        #expect(window["fault"] as? Int == 1 && window["devices"] as? Int == cut.count, "\(window)")
+        let inWindow = window["delivery"] as? [String: Int] ?? [:]
+        #expect((inWindow["expected"] ?? 0) > 0 && inWindow["lost"] == 0 && inWindow["duplicates"] == 0, "\(inWindow)")
+        #expect((inWindow["late"] ?? 0) + (inWindow["replaced"] ?? 0) > 0, "\(inWindow)")
+        #expect(["delivered", "late", "replaced", "indeterminate"].reduce(0) { $0 + (inWindow[$1] ?? 0) } == inWindow["expected"], "\(inWindow)")
+        #expect(output.contains("network faults (sends that started in each window, to its devices):"), "\(output)")
+        #expect(!output.contains("failing pairs fall in window"), "\(output)")
+        let html = try String(contentsOf: directory.appendingPathComponent("out/report.html"), encoding: .utf8)
+        #expect(html.contains("id=\"network-faults-table\"") && html.contains("class=\"band\""))
+    }
+
+    @Test(
+        "devices that give dead sockets up without acknowledging pushes lose what the sockets swallowed: the run fails, names the window, and says how to replay it alone",
+        .enabled(if: available, "needs root and nftables' nft"), .timeLimit(.minutes(3))
+    )
+    func failingWindowNamed() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        let yaml = Self.partition.replacingOccurrences(of: "dead_after: 1500ms }", with: "dead_after: 1500ms, acks: false }")
+            .replacingOccurrences(of: "delivery.lost_ratio: []", with: "delivery.lost: [\"count == 0\"]")
+        try #require(yaml != Self.partition)
+        try yaml.write(to: directory.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
+        let outcome = try await CLITests.run(["run", "p.yaml", "--out", "out", "--quiet"], in: directory)
+        #expect(outcome.status == 99, "a threshold failed: \(outcome.output)")
+        let run = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("out/run.json"))) as? [String: Any] ?? [:]
+        let window = (run["networkFaults"] as? [[String: Any]])?.first?["delivery"] as? [String: Int] ?? [:]
+        #expect((window["lost"] ?? 0) > 0, "\(window)")
+        #expect(outcome.output.contains("failing pairs fall in window #1 ("), "\(outcome.output)")
+        #expect(outcome.output.contains("replay one alone: pushfleet run p.yaml --only-fault 1 --seed 11"), "\(outcome.output)")
+        let html = try String(contentsOf: directory.appendingPathComponent("out/report.html"), encoding: .utf8)
+        #expect(html.contains("id=\"network-faults-shrink\""))
+        let beyond = try await CLITests.run(["run", "p.yaml", "--only-fault", "2"], in: directory)
+        #expect(beyond.status == 2 && beyond.output.contains("--only-fault 2: give 1 to 1, the place of a fault in network.faults"), "\(beyond.output)")
     }
 
     @Test(

@@ -125,7 +125,7 @@ struct NetworkFaultPlanTests {
     func reads() throws {
         let yaml = Self.base + """
             network:
-              keepalive: { ping: 1s, dead_after: 3s }
+              keepalive: { ping: 1s, dead_after: 3s, acks: false }
               gateway_ping: 2s
               faults:
                 - { link: phone, at: 5s, for: 30s, share: 20%, partition: both }
@@ -133,7 +133,7 @@ struct NetworkFaultPlanTests {
                 - { link: phone, at: 1s, for: 2s, partition: to_device }
             """
         let network = try ScenarioLoader.parse(yaml, file: "n.yaml").network
-        #expect(network.keepalive == Scenario.Keepalive(ping: .seconds(1), deadAfter: .seconds(3)))
+        #expect(network.keepalive == Scenario.Keepalive(ping: .seconds(1), deadAfter: .seconds(3), acks: false))
         #expect(network.gatewayPing == .seconds(2))
         #expect(network.faults == [
             Fault(link: .phone, kind: .partition(.both), at: .seconds(5), duration: .seconds(30), share: 0.2),
@@ -142,6 +142,26 @@ struct NetworkFaultPlanTests {
         ])
         #expect(network.faults[0].label == "phone partition both, 20% of devices")
         #expect(network.faults[2].label == "phone partition to device, 100% of devices")
+    }
+
+    @Test("--only-fault keeps the one fault it names; a place past the list, or a scenario without faults, is refused")
+    func onlyFault() throws {
+        let yaml = Self.base + """
+            network:
+              faults:
+                - { link: phone, at: 5s, for: 30s, share: 20%, partition: both }
+                - { link: phone, at: 0s, for: 1m, loss: 5% }
+            """
+        let second = try ScenarioLoader.parse(yaml, file: "n.yaml", overrides: ScenarioOverrides(onlyFault: 2))
+        #expect(second.network.faults == [Fault(link: .phone, kind: .loss(0.05), at: .zero, duration: .seconds(60))])
+        for (text, place, message) in [(yaml, 3, "give 1 to 2"), (yaml, 0, "give 1 to 2"), (Self.base, 1, "this scenario has no network faults")] {
+            do {
+                _ = try ScenarioLoader.parse(text, file: "n.yaml", overrides: ScenarioOverrides(onlyFault: place))
+                Issue.record("--only-fault \(place) was taken")
+            } catch {
+                #expect(error.issues.map(\.description).joined().contains(message), "\(error.issues)")
+            }
+        }
     }
 
     @Test("bad network sections are refused where they are wrong, with what to write instead")

@@ -22,12 +22,16 @@ extension Scenario {
     public struct Keepalive: Sendable, Equatable {
         public var ping: Duration
         public var deadAfter: Duration
+        /// Whether the device acknowledges each push, so that the gateway holds again what a dead
+        /// socket swallowed (as phones' push clients do); false for a client that never says.
+        public var acks = true
         /// What a scenario may set: fast enough to test in seconds, slow enough for real phones.
         public static let range: ClosedRange<Duration> = .milliseconds(100) ... .seconds(3600)
 
-        public init(ping: Duration, deadAfter: Duration) {
+        public init(ping: Duration, deadAfter: Duration, acks: Bool = true) {
             self.ping = ping
             self.deadAfter = deadAfter
+            self.acks = acks
         }
     }
 

@@ -1,0 +1,30 @@
+public import PushFleetLedger
+
+extension RunResult {
+    /// One network fault's window and what befell the pairs it touched: the sends that started
+    /// within it, to the devices it cut off or slowed (docs/network-faults.md).
+    public struct NetworkFaultWindow: Sendable, Codable, Equatable {
+        /// Its place in `network.faults`, from 1: what `--only-fault` takes.
+        public var fault: Int
+        public var label: String
+        /// From the start of the run, as the markers are.
+        public var startSecond: Double
+        public var endSecond: Double
+        public var devices: Int
+        public var delivery: DeliveryLedger.Counts
+
+        public init(fault: Int, label: String, startSecond: Double, endSecond: Double, devices: Int, delivery: DeliveryLedger.Counts) {
+            self.fault = fault
+            self.label = label
+            self.startSecond = startSecond
+            self.endSecond = endSecond
+            self.devices = devices
+            self.delivery = delivery
+        }
+
+        /// Pairs that break a promise: lost, duplicated, misdelivered, leaked, stale.
+        public var failing: Int {
+            delivery.lost + delivery.duplicates + delivery.misdelivered + delivery.leaks + delivery.stale + delivery.sentToDeadToken
+        }
+    }
+}
