@@ -61,7 +61,8 @@ struct FleetRun: Sendable {
     }
 
     init(
-        scenario: Scenario, plan: FleetPlan, system: SystemUnderTest, options: FleetRunner.Options, stop: StopControl, network: NetworkFaultPlan? = nil
+        scenario: Scenario, plan: FleetPlan, system: SystemUnderTest, options: FleetRunner.Options, stop: StopControl, network: NetworkFaultPlan? = nil,
+        phoneProxy: PhoneLinkProxy? = nil
     ) {
         self.scenario = scenario
         self.plan = plan
@@ -96,7 +97,8 @@ struct FleetRun: Sendable {
             signals: RunSignals(events: events, stop: stop),
             services: FleetServices(
                 system: system, connections: scenario.fleet.connections, sourceAddresses: sources, trace: options.trace,
-                browsers: plan.devices.contains { $0.platform == .webpush }, clock: clock, logger: options.logger, network: network
+                browsers: plan.devices.contains { $0.platform == .webpush }, clock: clock, logger: options.logger, network: network,
+                phoneProxy: phoneProxy
             )
         )
         self.context = context
@@ -160,10 +162,11 @@ struct FleetRun: Sendable {
             // Network faults act on links the shards share: one plays them, beside the traffic
             // and through the drain (a partition may outlast the sends).
             var emitting = 4
-            if let network = context.services.network, options.shard.index == 0 {
+            let proxy = context.services.phoneProxy
+            if let network = context.services.network, options.shard.index == 0 || proxy != nil {
                 emitting += 1
-                group.addTask { [trafficStart = timeline.trafficStart] in
-                    await NetworkFaultRunner(plan: network).run(context, trafficStart: trafficStart)
+                group.addTask { [trafficStart = timeline.trafficStart, kernel = options.shard.index == 0] in
+                    await NetworkFaultRunner(plan: network, kernel: kernel, proxy: proxy).run(context, trafficStart: trafficStart)
                     return .network
                 }
             }

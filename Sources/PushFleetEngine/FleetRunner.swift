@@ -78,16 +78,26 @@ public struct FleetRunner: Sendable {
             return await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop).play(stop: stop)
         }
         let network = try NetworkFaultPlan(scenario: scenario, plan: plan, pushServiceURL: system.pushService)
-        // The rules act on the links the shards share: one shard owns them.
-        guard options.shard.index == 0 else {
-            return await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop, network: network).play(stop: stop)
+        // Each process proxies its own devices' links; the kernel's rules act on links the shards
+        // share, so one shard owns them.
+        let proxy = try await scenario.network.needsProxy ? network.startProxy(pushServiceURL: system.pushService, seed: scenario.seed) : nil
+        let kernel = options.shard.index == 0 && scenario.network.needsKernel
+        if kernel {
+            if let reason = NFTables.unavailable() {
+                await proxy?.close()
+                throw NetworkFaultsUnavailable(description: reason)
+            }
+            do { try await NFTables.run(network.installScript) } catch {
+                await proxy?.close()
+                throw error
+            }
         }
-        if let reason = NFTables.unavailable() { throw NetworkFaultsUnavailable(description: reason) }
-        try await NFTables.run(network.installScript)
-        let result = await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop, network: network).play(stop: stop)
+        let result = await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop, network: network, phoneProxy: proxy)
+            .play(stop: stop)
         // Healed before the result is written, whatever stopped the run; a process killed
         // before this leaves its table to the next run's sweep.
-        try? await NFTables.run(network.removeScript)
+        if kernel { try? await NFTables.run(network.removeScript) }
+        await proxy?.close()
         return result
     }
 

@@ -21,18 +21,22 @@ final class FleetServices: Sendable {
     let logger: Logger
     /// The run's network faults: each device's address, and when its link was cut.
     let network: NetworkFaultPlan?
+    /// The run's proxy on the phone link, when a fault delays it: devices connect to it.
+    let phoneProxy: PhoneLinkProxy?
 
     init(
         system: SystemUnderTest, connections: Int, sourceAddresses: [SocketAddress], trace: (@Sendable (RequestTrace) -> Void)?,
-        browsers: Bool, clock: any RunClock, logger: Logger, network: NetworkFaultPlan? = nil
+        browsers: Bool, clock: any RunClock, logger: Logger, network: NetworkFaultPlan? = nil, phoneProxy: PhoneLinkProxy? = nil
     ) {
         self.system = system
         self.network = network
+        self.phoneProxy = phoneProxy
         self.sourceAddresses = sourceAddresses
         self.trace = trace
         self.logger = logger
         self.backend = BackendClient(baseURL: system.backend, connections: connections, sourceAddresses: sourceAddresses, clock: clock)
-        self.gateway = Origin(system.pushService) ?? Origin("http://127.0.0.1")!
+        let gateway = Origin(system.pushService) ?? Origin("http://127.0.0.1")!
+        self.gateway = phoneProxy.flatMap { Origin("http://127.0.0.1:\($0.port)") } ?? gateway
         self.webPush = browsers ? WebPushShared(pushServiceURL: system.pushService, clock: clock) : nil
     }
 

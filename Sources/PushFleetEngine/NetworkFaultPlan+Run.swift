@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import Synchronization
 import PushFleetClients
 import PushFleetCore
@@ -20,6 +22,13 @@ extension NetworkFaultPlan {
             faults: scenario.network.faults, devices: plan.devices.count, seed: scenario.seed, runID: plan.runID, gatewayPort: origin.port,
             pid: getpid(), instance: Self.instances.add(1, ordering: .relaxed).newValue
         )
+    }
+
+    /// A proxy on the phone link in front of the push service's gateway.
+    func startProxy(pushServiceURL: String, seed: UInt64) async throws -> PhoneLinkProxy {
+        guard let origin = Origin(pushServiceURL) else { throw UnsupportedGateway(description: "network faults: cannot read the push service's URL \(pushServiceURL)") }
+        let upstream = try SocketAddress(ipAddress: origin.host == "localhost" ? "127.0.0.1" : origin.host, port: origin.port)
+        return try await PhoneLinkProxy.start(group: MultiThreadedEventLoopGroup.singleton, upstream: upstream, plan: self, seed: seed)
     }
 
     /// Runs of one process (tests run several at once) each get a table of their own.

@@ -1,18 +1,26 @@
 import PushFleetCore
 import PushFleetMetrics
 
-/// Puts the plan's rules in force at their times, from the start of traffic, and marks each
-/// change on the run's time charts. The table is the launcher's to install and remove
-/// (``FleetRunner``), so that it goes even when the run is cut short.
+/// Puts the plan's faults in force at their times, from the start of traffic: the kernel's rules
+/// (one shard applies them for all) and the delays of this process's proxy on the link; the
+/// shard that applies the rules marks each change on the run's time charts. The table is the
+/// launcher's to install and remove (``FleetRunner``), so that it goes even when the run is cut short.
 struct NetworkFaultRunner: Sendable {
     let plan: NetworkFaultPlan
+    /// Whether this process applies the kernel's rules and marks the changes.
+    let kernel: Bool
+    let proxy: PhoneLinkProxy?
 
     func run(_ context: RunContext, trafficStart: Int64) async {
         for change in plan.changes {
             guard await context.sleep(until: trafficStart + change.at.nanoseconds) else { return }
             let at = context.now()
+            proxy?.setActive(change.active)
+            guard kernel else { continue }
             do {
-                try await NFTables.run(plan.applyScript(active: change.active))
+                if plan.faults.contains(where: { if case .latency = $0.kind { false } else { true } }) {
+                    try await NFTables.run(plan.applyScript(active: change.active))
+                }
                 for index in change.began { context.emit(.marker("network: \(plan.faults[index].label) begins", at: at)) }
                 for index in change.ended { context.emit(.marker("network: \(plan.faults[index].label) ends", at: at)) }
             } catch {

@@ -38,7 +38,7 @@ public enum FileLimit {
     public static func problem(_ scenario: Scenario, devices: Int) -> String? {
         openFilesProblem(scenario, devices: devices)
             ?? deviceCapProblem(scenario, devices: devices, cap: EmbeddedSystem.defaultDeviceCap(), limit: raise().soft)
-            ?? (scenario.network.faultsPhoneLink ? NFTables.unavailable() : nil)
+            ?? (scenario.network.needsKernel ? NFTables.unavailable() : nil)
     }
 
     /// Devices on sockets of their own past the embedded push service's device cap, which would

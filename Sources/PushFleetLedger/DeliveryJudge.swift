@@ -273,6 +273,7 @@ struct DeliveryJudge {
             }
             incident(.late, send: send.id, device: device, time: receipt.time, "after \(raw / 1_000_000) ms", explanation: explanation, push: push)
         }
+        guard devices?.contains(device) ?? true else { return }
         verdict.deliveries.append(
             Ledger.Delivery(
                 send: send.id, device: device, receivedAt: receipt.time, raw: raw, corrected: receipt.time - send.intended,

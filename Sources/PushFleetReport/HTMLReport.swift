@@ -267,6 +267,9 @@ public enum HTMLReport {
                 "#\(w.fault) " + e(w.label), "\(NetworkFaultsText.format(w.startSecond))–\(NetworkFaultsText.format(w.endSecond))", String(w.devices),
                 String(c.expected), String(c.delivered), String(c.late), String(c.replaced), String(c.lost), String(c.duplicates), String(c.recovered),
                 String(c.indeterminate), String(c.misdelivered),
+                ["backend", "push_service", "device", "fetch"].compactMap { name in
+                    w.hopP50Ms[name].map { "\(name.replacingOccurrences(of: "_", with: " ")) \(n($0))/\(n(w.hopP99Ms[name] ?? 0))" }
+                }.joined(separator: "<br>"),
             ]
         }
         let note = "<p class=\"note\">Sends that started in each window (shaded on the time charts), to the devices the fault touched. Late: held through the fault and delivered after it; replaced: held and given up for a newer push, as the platform promises; recovered: the send failed and its push arrived.</p>"
@@ -274,7 +277,10 @@ public enum HTMLReport {
         return section(
             "Network faults", id: "network-faults",
             note + "<div class=\"wide\">" + table(
-                ["fault", "window (s)", "devices", "expected", "delivered", "late", "replaced", "lost", "duplicates", "recovered", "indeterminate", "misdelivered"],
+                [
+                    "fault", "window (s)", "devices", "expected", "delivered", "late", "replaced", "lost", "duplicates", "recovered", "indeterminate",
+                    "misdelivered", "hops p50/p99 (ms)",
+                ],
                 rows, id: "network-faults-table"
             ) + "</div>" + shrink
         )

@@ -1,3 +1,4 @@
+import Foundation
 import PushFleetLedger
 public import PushFleetResults
 
@@ -15,6 +16,10 @@ public enum NetworkFaultsText {
             ].filter { $0.1 > 0 || ["expected", "delivered", "lost", "duplicates"].contains($0.0) }
             let span = "\(format(w.startSecond))–\(format(w.endSecond)) s"
             lines.append("  #\(w.fault) \(w.label), \(span), \(w.devices) devices: " + counts.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
+            let hops = ["backend", "hub", "push_service", "device", "fetch"].compactMap { name in
+                w.hopP50Ms[name].map { "\(name.replacingOccurrences(of: "_", with: " ")) \(format(ms: $0))/\(format(ms: w.hopP99Ms[name] ?? 0))" }
+            }
+            if !hops.isEmpty { lines.append("     hops (p50/p99 ms): " + hops.joined(separator: ", ")) }
         }
         if let shrink = shrinking(r) { lines.append(shrink) }
         return lines
@@ -28,6 +33,8 @@ public enum NetworkFaultsText {
         let file = r.info.scenarioFile.isEmpty ? "SCENARIO" : r.info.scenarioFile
         return "failing pairs fall in window \(named); replay one alone: pushfleet run \(file) --only-fault \(first.fault) --seed \(r.info.seed)"
     }
+
+    static func format(ms: Double) -> String { String(format: "%.2f", ms) }
 
     static func format(_ seconds: Double) -> String {
         let tenths = (seconds * 10).rounded() / 10

@@ -12,14 +12,23 @@ extension RunResult {
         public var endSecond: Double
         public var devices: Int
         public var delivery: DeliveryLedger.Counts
+        /// Each hop's p50 and p99 (ms) over the window's delivered and late pairs: what the
+        /// fault cost, hop by hop (`backend`, `hub`, `push_service`, `device`, `fetch`).
+        public var hopP50Ms: [String: Double]
+        public var hopP99Ms: [String: Double]
 
-        public init(fault: Int, label: String, startSecond: Double, endSecond: Double, devices: Int, delivery: DeliveryLedger.Counts) {
+        public init(
+            fault: Int, label: String, startSecond: Double, endSecond: Double, devices: Int, delivery: DeliveryLedger.Counts,
+            hopP50Ms: [String: Double] = [:], hopP99Ms: [String: Double] = [:]
+        ) {
             self.fault = fault
             self.label = label
             self.startSecond = startSecond
             self.endSecond = endSecond
             self.devices = devices
             self.delivery = delivery
+            self.hopP50Ms = hopP50Ms
+            self.hopP99Ms = hopP99Ms
         }
 
         /// Pairs that break a promise: lost, duplicated, misdelivered, leaked, stale.

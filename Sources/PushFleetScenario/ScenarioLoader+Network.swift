@@ -49,7 +49,7 @@ extension ScenarioLoader {
     }
 
     private static func readNetworkFault(_ node: Node, _ path: String, _ r: NodeReader) -> Scenario.NetworkFault? {
-        guard let map = r.mapping(node, path, allowed: ["link", "at", "for", "share", "loss", "partition", "flap"]) else { return nil }
+        guard let map = r.mapping(node, path, allowed: ["link", "at", "for", "share", "loss", "partition", "latency", "jitter", "flap"]) else { return nil }
         var ok = true
         func required(_ key: String, _ meaning: String) -> Node? {
             if let value = map[key] { return value }
@@ -70,18 +70,24 @@ extension ScenarioLoader {
             share = value
         }
         var kind: Scenario.NetworkFault.Kind?
-        switch (map["loss"], map["partition"]) {
-        case (let lossNode?, nil):
+        let kinds = ["loss", "partition", "latency"].filter { map[$0] != nil }
+        if kinds.count > 1 {
+            r.report(node, path, "give one of \(kinds.joined(separator: ", ")): one fault, one kind (two faults of the same share touch the same devices)")
+        } else if let lossNode = map["loss"] {
             if let ratio = r.ratio(lossNode, "\(path).loss") {
                 if ratio > 0 { kind = .loss(ratio) } else { r.report(lossNode, "\(path).loss", "a loss of 0 does nothing; give a share above 0") }
             }
-        case (nil, let partitionNode?):
+        } else if let partitionNode = map["partition"] {
             kind = r.choice(partitionNode, "\(path).partition", Scenario.NetworkFault.Direction.self).map { .partition($0) }
-        case (.some, .some):
-            r.report(node, path, "give loss or partition, not both: one fault, one kind")
-        case (nil, nil):
-            r.report(node, path, "give what the link does: loss: N% (packets dropped at random) or partition: both | to_device | from_device")
+        } else if let latencyNode = map["latency"] {
+            kind = readLinkLatency(latencyNode, jitter: map["jitter"], path, r)
+        } else {
+            r.report(
+                node, path,
+                "give what the link does: loss: N% (packets dropped at random), partition: both | to_device | from_device, or latency: D (with jitter: D)"
+            )
         }
+        if let jitterNode = map["jitter"], map["latency"] == nil { r.report(jitterNode, "\(path).jitter", "jitter goes with latency") }
         var flap: Scenario.NetworkFault.Flap?
         if let flapNode = map["flap"], let flapMap = r.mapping(flapNode, "\(path).flap", allowed: ["down", "up"]) {
             if let down = flapMap["down"].flatMap({ r.duration($0, "\(path).flap.down") }), let up = flapMap["up"].flatMap({ r.duration($0, "\(path).flap.up") }) {
@@ -99,6 +105,29 @@ extension ScenarioLoader {
             r.report(map["flap"], "\(path).flap", "one round (down + up) is longer than the fault's window (\(DurationText.format(length)))")
         }
         return Scenario.NetworkFault(link: link, kind: kind, at: at, duration: length, share: share, flap: flap)
+    }
+
+    /// `latency: 200ms` with `jitter: 100ms`: each read held back 100–300 ms.
+    private static func readLinkLatency(_ node: Node, jitter jitterNode: Node?, _ path: String, _ r: NodeReader) -> Scenario.NetworkFault.Kind? {
+        guard let delay = r.duration(node, "\(path).latency", allowZero: true) else { return nil }
+        var jitter = Duration.zero
+        if let jitterNode {
+            guard let value = r.duration(jitterNode, "\(path).jitter", allowZero: true) else { return nil }
+            jitter = value
+        }
+        guard delay > .zero || jitter > .zero else {
+            r.report(node, "\(path).latency", "a latency of 0 does nothing; give a delay above 0")
+            return nil
+        }
+        guard delay + jitter <= .seconds(60) else {
+            r.report(node, "\(path).latency", "latency plus jitter may be at most 60s, got \(DurationText.format(delay + jitter))")
+            return nil
+        }
+        guard jitter <= delay else {
+            r.report(jitterNode, "\(path).jitter", "jitter may be at most the latency (\(DurationText.format(delay))): a delay is never below 0")
+            return nil
+        }
+        return .latency(delay, jitter: jitter)
     }
 
     /// What network faults need of the rest of the scenario.

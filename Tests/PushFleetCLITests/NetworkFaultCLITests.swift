@@ -143,6 +143,54 @@ struct NetworkFaultCLITests {
     }
 
     @Test(
+        "a lossy, slow phone link (5% loss, 200 ms ± 100 ms): every push still arrives, and the window's device hop shows the cost",
+        .enabled(if: available, "needs root and nftables' nft"), .timeLimit(.minutes(3))
+    )
+    func lossyLink() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        let yaml = """
+            name: lossy
+            seed: 7
+            fleet:
+              users: 60
+              platforms: { apns: 1, fcm: 1 }
+              arrival: { rate: 400/s }
+            lifecycle: [login, register, connect, receive, fetch_secure]
+            traffic:
+              - { kind: secure, rate: 20/s, duration: 14s }
+            deadline: 5s
+            grace: 5s
+            network:
+              keepalive: { ping: 2s, dead_after: 10s }
+              faults:
+                - { link: phone, at: 3s, for: 8s, loss: 5% }
+                - { link: phone, at: 3s, for: 8s, latency: 200ms, jitter: 100ms }
+            thresholds:
+              delivery.lost: ["count == 0"]
+              delivery.late: ["count == 0"]
+            """
+        try yaml.write(to: directory.appendingPathComponent("l.yaml"), atomically: true, encoding: .utf8)
+        let outcome = try await CLITests.run(["run", "l.yaml", "--out", "out", "--quiet"], in: directory)
+        #expect(outcome.status == 0, "\(outcome.output)")
+        let run = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("out/run.json"))) as? [String: Any] ?? [:]
+        let delivery = run["delivery"] as? [String: Int] ?? [:]
+        #expect(delivery["delivered"] == delivery["expected"] && (delivery["expected"] ?? 0) > 0, "\(delivery)")
+        let windows = run["networkFaults"] as? [[String: Any]] ?? []
+        try #require(windows.count == 2, "\(windows)")
+        for window in windows {
+            let counts = window["delivery"] as? [String: Int] ?? [:]
+            #expect(counts["delivered"] == counts["expected"] && (counts["expected"] ?? 0) > 0, "\(window)")
+            let device = (window["hopP50Ms"] as? [String: Double])?["device"] ?? 0
+            // Each push waits 100–300 ms in the proxy, and longer when a packet was lost.
+            #expect(device >= 100 && device <= 1000, "\(window)")
+        }
+        let markers = (run["markers"] as? [[String: Any]] ?? []).compactMap { $0["label"] as? String }
+        #expect(markers.contains("network: phone loss 5%, 100% of devices begins"), "\(markers)")
+        #expect(!markers.contains { $0.contains("could not be changed") }, "\(markers)")
+        #expect((run["errors"] as? [[String: Any]] ?? []).isEmpty, "\(run["errors"] ?? "")")
+    }
+
+    @Test(
         "a run killed outright leaves its table, and the next run's start removes it",
         .enabled(if: available, "needs root and nftables' nft"), .timeLimit(.minutes(3))
     )

@@ -41,6 +41,37 @@ struct NetworkFaultPlanTests {
         #expect(NetworkFaultPlan.pid(ofTable: "filter") == nil)
     }
 
+    @Test("shares nest: a smaller share's devices are within a larger one's, and equal shares touch the same devices")
+    func nestedShares() {
+        let faults = [0.2, 0.5, 0.2].map { Fault(link: .phone, kind: .loss(0.05), at: .zero, duration: .seconds(1), share: $0) }
+        let plan = Self.plan(faults, devices: 2000)
+        #expect(Set(plan.members[0]).isSubset(of: Set(plan.members[1])))
+        #expect(plan.members[0] == plan.members[2])
+        #expect(plan.members[1].count > plan.members[0].count)
+    }
+
+    @Test("a latency fault holds a device's chunks back by its delay within the jitter, only while in force and only for its devices")
+    func delays() {
+        let slow = Fault(link: .phone, kind: .latency(.milliseconds(200), jitter: .milliseconds(100)), at: .zero, duration: .seconds(10), share: 0.5)
+        let steady = Fault(link: .phone, kind: .latency(.milliseconds(50), jitter: .zero), at: .zero, duration: .seconds(10), share: 0.5)
+        let loss = Fault(link: .phone, kind: .loss(0.5), at: .zero, duration: .seconds(10))
+        let plan = Self.plan([slow, steady, loss], devices: 400)
+        let member = plan.members[0][0]
+        let outsider = (0..<400).first { !plan.members[0].contains($0) }!
+        var draw = SplitMix64(seed: 3)
+        let samples = (0..<2000).map { _ in plan.delay(device: member, active: [0], draw: &draw) }
+        #expect(samples.allSatisfy { (100_000_000...300_000_000).contains($0) })
+        #expect(samples.min()! < 110_000_000 && samples.max()! > 290_000_000, "the jitter's spread is used")
+        #expect(plan.delay(device: member, active: [1], draw: &draw) == 50_000_000)
+        #expect(plan.delay(device: member, active: [0, 1], draw: &draw) >= 150_000_000, "two in force add up")
+        #expect(plan.delay(device: outsider, active: [0, 1, 2], draw: &draw) == 0)
+        #expect(plan.delay(device: member, active: [], draw: &draw) == 0)
+        #expect(plan.rules(0).isEmpty && plan.rules(1).isEmpty, "delays are the proxy's, not the kernel's")
+        #expect(Scenario.Network(faults: [slow]).needsProxy && !Scenario.Network(faults: [slow]).needsKernel)
+        #expect(Scenario.Network(faults: [slow, loss]).needsKernel)
+        #expect(slow.label == "phone latency 200ms ± 100ms, 50% of devices")
+    }
+
     @Test("changes follow windows and flaps; overlapping faults are in force together; the last change clears everything")
     func changes() {
         let partition = Fault(link: .phone, kind: .partition(.both), at: .seconds(10), duration: .seconds(30), share: 0.2)
@@ -91,12 +122,12 @@ struct NetworkFaultPlanTests {
         let rules = plan.applyScript(active: [0, 1, 2, 3]).split(separator: "\n").map(String.init)
         #expect(rules == [
             "flush chain inet pushfleet_99_3 links",
-            "add rule inet pushfleet_99_3 links ip saddr @f0 tcp dport 4321 counter drop",
-            "add rule inet pushfleet_99_3 links ip daddr @f0 tcp sport 4321 counter drop",
-            "add rule inet pushfleet_99_3 links ip daddr @f1 tcp sport 4321 counter drop",
-            "add rule inet pushfleet_99_3 links ip saddr @f2 tcp dport 4321 counter drop",
-            "add rule inet pushfleet_99_3 links ip saddr @f3 tcp dport 4321 numgen random mod 10000 < 550 counter drop",
-            "add rule inet pushfleet_99_3 links ip daddr @f3 tcp sport 4321 numgen random mod 10000 < 550 counter drop",
+            "add rule inet pushfleet_99_3 links ip saddr @f0 meta l4proto tcp counter drop",
+            "add rule inet pushfleet_99_3 links ip daddr @f0 meta l4proto tcp counter drop",
+            "add rule inet pushfleet_99_3 links ip daddr @f1 meta l4proto tcp counter drop",
+            "add rule inet pushfleet_99_3 links ip saddr @f2 meta l4proto tcp counter drop",
+            "add rule inet pushfleet_99_3 links ip saddr @f3 meta l4proto tcp numgen random mod 10000 < 550 counter drop",
+            "add rule inet pushfleet_99_3 links ip daddr @f3 meta l4proto tcp numgen random mod 10000 < 550 counter drop",
         ])
         #expect(plan.applyScript(active: []) == "flush chain inet pushfleet_99_3 links\n")
         #expect(plan.removeScript == "delete table inet pushfleet_99_3\n")
@@ -131,6 +162,7 @@ struct NetworkFaultPlanTests {
                 - { link: phone, at: 5s, for: 30s, share: 20%, partition: both }
                 - { link: phone, at: 0s, for: 1m, loss: 5%, flap: { down: 5s, up: 10s } }
                 - { link: phone, at: 1s, for: 2s, partition: to_device }
+                - { link: phone, at: 1s, for: 2s, latency: 200ms, jitter: 100ms }
             """
         let network = try ScenarioLoader.parse(yaml, file: "n.yaml").network
         #expect(network.keepalive == Scenario.Keepalive(ping: .seconds(1), deadAfter: .seconds(3), acks: false))
@@ -139,6 +171,7 @@ struct NetworkFaultPlanTests {
             Fault(link: .phone, kind: .partition(.both), at: .seconds(5), duration: .seconds(30), share: 0.2),
             Fault(link: .phone, kind: .loss(0.05), at: .zero, duration: .seconds(60), flap: .init(down: .seconds(5), up: .seconds(10))),
             Fault(link: .phone, kind: .partition(.toDevice), at: .seconds(1), duration: .seconds(2)),
+            Fault(link: .phone, kind: .latency(.milliseconds(200), jitter: .milliseconds(100)), at: .seconds(1), duration: .seconds(2)),
         ])
         #expect(network.faults[0].label == "phone partition both, 20% of devices")
         #expect(network.faults[2].label == "phone partition to device, 100% of devices")
@@ -171,7 +204,11 @@ struct NetworkFaultPlanTests {
             return found.count == 1 ? found[0] : "\(found.count) issues: \(found)"
         }
         #expect(only("network: { faults: [{ link: phone, at: 1s, for: 2s }] }").contains("give what the link does: loss: N%"))
-        #expect(only("network: { faults: [{ link: phone, at: 1s, for: 2s, loss: 5%, partition: both }] }").contains("give loss or partition, not both"))
+        #expect(only("network: { faults: [{ link: phone, at: 1s, for: 2s, loss: 5%, partition: both }] }").contains("give one of loss, partition: one fault, one kind"))
+        #expect(only("network: { faults: [{ link: phone, at: 1s, for: 2s, latency: 100ms, jitter: 200ms }] }").contains("jitter may be at most the latency"))
+        #expect(only("network: { faults: [{ link: phone, at: 1s, for: 2s, latency: 0ms }] }").contains("a latency of 0 does nothing"))
+        #expect(only("network: { faults: [{ link: phone, at: 1s, for: 2s, latency: 50s, jitter: 20s }] }").contains("at most 60s"))
+        #expect(only("network: { faults: [{ link: phone, at: 1s, for: 2s, loss: 5%, jitter: 20ms }] }").contains("jitter goes with latency"))
         #expect(only("network: { faults: [{ link: wifi, at: 1s, for: 2s, loss: 5% }] }").contains("'wifi' is not one of phone"))
         #expect(only("network: { faults: [{ link: phone, at: 1s, for: 2s, partition: sideways }] }").contains("'sideways' is not one of both, to_device, from_device"))
         #expect(only("network: { faults: [{ at: 1s, for: 2s, loss: 5% }] }").contains("network.faults[0].link: required"))

@@ -24,13 +24,15 @@ public struct NetworkFaultPlan: Sendable {
         self.table = Self.tablePrefix + "\(pid)_\(instance)"
         self.gatewayPort = gatewayPort
         self.base = Self.base(runID: runID)
-        members = faults.indices.map { index in
-            let share = faults[index].share
-            guard share < 1 else { return Array(0..<devices) }
-            return (0..<devices).filter { device in
-                var draw = SplitMix64(seed: seed ^ (UInt64(index + 1) &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(device) &* 0xD1B5_4A32_D192_ED03))
-                return draw.nextUnit() < share
-            }
+        // One draw per device for every fault: a fault takes the devices whose draw is below its
+        // share, so shares nest, and faults of the same share touch the same devices (a lossy
+        // and slow link is two faults of one share).
+        let draws = (0..<devices).map { device in
+            var draw = SplitMix64(seed: seed ^ 0x4E37_0F1E ^ (UInt64(device) &* 0xD1B5_4A32_D192_ED03))
+            return draw.nextUnit()
+        }
+        members = faults.map { fault in
+            fault.share >= 1 ? Array(0..<devices) : draws.indices.filter { draws[$0] < fault.share }
         }
     }
 
@@ -112,6 +114,18 @@ public struct NetworkFaultPlan: Sendable {
         }?.start
     }
 
+    /// The hold-back for a chunk of `device`'s link: the sum of the latency faults in `active`
+    /// that touch it, each drawn within its jitter (ns).
+    public func delay(device: Int, active: [Int], draw: inout SplitMix64) -> Int64 {
+        var total: Int64 = 0
+        for index in active {
+            guard case .latency(let delay, let jitter) = faults[index].kind, members[index].binarySearchContains(device) else { continue }
+            let spread = jitter > .zero ? Int64((draw.nextUnit() * 2 - 1) * Double(jitter.nanoseconds)) : 0
+            total += max(0, delay.nanoseconds + spread)
+        }
+        return total
+    }
+
     // MARK: nftables
 
     /// Creates the table, a set of addresses per fault and an empty output chain. Starts with
@@ -146,12 +160,13 @@ public struct NetworkFaultPlan: Sendable {
 
     public var removeScript: String { "delete table inet \(table)\n" }
 
-    /// The rules one fault adds: the device's packets to the gateway match `saddr` and the
-    /// gateway's port, the gateway's packets to it `daddr` and the port as source.
-    func rules(_ index: Int) -> [String] {
-        let fromDevice = "ip saddr @f\(index) tcp dport \(gatewayPort)"
-        let toDevice = "ip daddr @f\(index) tcp sport \(gatewayPort)"
+    /// The rules one fault adds: the device's packets match `saddr`, those to it `daddr`. Its
+    /// address carries its phone link only, so no port is named (a shard's proxy has its own).
+    public func rules(_ index: Int) -> [String] {
+        let fromDevice = "ip saddr @f\(index) meta l4proto tcp"
+        let toDevice = "ip daddr @f\(index) meta l4proto tcp"
         switch faults[index].kind {
+        case .latency: return []
         case .loss(let ratio):
             let threshold = Int((ratio * 10_000).rounded())
             return [fromDevice, toDevice].map { "\($0) numgen random mod 10000 < \(threshold) counter drop" }

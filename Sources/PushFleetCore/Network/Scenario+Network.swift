@@ -13,8 +13,12 @@ extension Scenario {
             self.faults = faults
         }
 
-        /// Whether the run drops packets on the phone link (and so needs the kernel's help).
+        /// Whether the run faults the phone link at all.
         public var faultsPhoneLink: Bool { faults.contains { $0.link == .phone } }
+        /// Whether a fault drops packets, which needs the kernel's packet filter.
+        public var needsKernel: Bool { faults.contains { if case .latency = $0.kind { false } else { true } } }
+        /// Whether a fault delays, which the run's proxy on the link does.
+        public var needsProxy: Bool { faults.contains { if case .latency = $0.kind { true } else { false } } }
     }
 
     /// A device's own dead-link check, as a real client's heartbeat: a WebSocket ping every
@@ -56,6 +60,9 @@ extension Scenario {
             case loss(Double)
             /// A silent partition: packets dropped, no FIN, no RST, so sockets are left half-open.
             case partition(Direction)
+            /// Every read either way is held back this long, give or take up to `jitter` (uniform),
+            /// in order: the run's proxy on the link does it (no netem needed).
+            case latency(Duration, jitter: Duration)
         }
 
         /// Down for `down`, then up for `up`, over and over within the window.
@@ -95,6 +102,8 @@ extension Scenario {
             switch kind {
             case .loss(let ratio): what = "loss \(Self.percent(ratio))"
             case .partition(let direction): what = "partition " + String(direction.rawValue.map { $0 == "_" ? " " : $0 })
+            case .latency(let delay, let jitter):
+                what = "latency " + DurationText.format(delay) + (jitter > .zero ? " ± " + DurationText.format(jitter) : "")
             }
             return "\(link.rawValue) \(what), \(Self.percent(share)) of devices"
         }
