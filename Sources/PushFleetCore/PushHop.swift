@@ -32,13 +32,16 @@ public struct PushHop: Codable, Sendable, Equatable {
         case unregistered
         /// Handed to its device's connection, which closed before the push went out.
         case disconnected
+        /// Held, and discarded with everything held for its device: more than FCM keeps (100),
+        /// which FCM tells the app (`onDeletedMessages`).
+        case discarded
 
         /// The push's first report: it says what the push was.
         public var isFirst: Bool { self == .refused || self == .accepted }
         /// Nothing follows: the push will never reach its device.
         public var isFinal: Bool {
             switch self {
-            case .refused, .dropped, .expired, .replaced, .holdFull, .notStored, .unregistered, .disconnected: true
+            case .refused, .dropped, .expired, .replaced, .holdFull, .notStored, .unregistered, .disconnected, .discarded: true
             case .accepted, .delayed, .held, .written: false
             }
         }

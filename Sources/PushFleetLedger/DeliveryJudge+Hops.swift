@@ -83,7 +83,7 @@ extension DeliveryJudge {
     static func rank(_ step: PushHop.Step) -> Int {
         switch step {
         case .refused: 0
-        case .dropped, .holdFull, .notStored, .expired, .replaced, .unregistered, .disconnected: 1
+        case .dropped, .holdFull, .notStored, .expired, .replaced, .unregistered, .disconnected, .discarded: 1
         case .held: 2
         case .accepted, .delayed: 3
         case .written: 4
@@ -139,13 +139,16 @@ extension DeliveryJudge {
         case .notStored: cause = .notStored
         case .expired: cause = .expired
         case .replaced: cause = .replaced
+        case .discarded: cause = .discarded
         case .unregistered: cause = .unregistered
         case .disconnected: cause = .disconnected
         case .held: cause = .held
         case .accepted, .delayed: cause = .inFlight
         }
         reached(device, .accepted)
-        return explain(cause == .replaced ? .replaced : .lost, device: device, hop: .pushService, cause: cause, byToken: byToken)
+        // Given up as the platform promises: replaced by a newer push, or FCM's discarded hold.
+        let promised = cause == .replaced || cause == .discarded
+        return explain(promised ? .replaced : .lost, device: device, hop: .pushService, cause: cause, byToken: byToken)
     }
 
     /// Which hop made a late pair late: the one that took longest.

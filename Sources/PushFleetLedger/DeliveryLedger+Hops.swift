@@ -52,6 +52,8 @@ extension DeliveryLedger {
         case expired
         /// Held, and replaced by a newer push for the device (one is kept per device).
         case replaced
+        /// Held, and discarded with the rest of the device's hold past FCM's 100 (as FCM promises, and says).
+        case discarded
         /// Held, and discarded when the device's token was unregistered.
         case unregistered
         /// Handed to the device's connection, which closed before the push went out.
@@ -83,6 +85,7 @@ extension DeliveryLedger {
             case .refused: "refused by the push service"
             case .dropped: "dropped by an injected fault"
             case .holdFull: "device offline and the hold was full"
+            case .discarded: "held for the offline device and discarded with its hold past 100 pushes (FCM's promise; the app is told)"
             case .notStored: "device offline and the push asked not to be stored"
             case .held: "still held for the offline device at the end"
             case .expired: "held for the offline device and expired"
@@ -116,7 +119,7 @@ extension DeliveryLedger {
             case .hubSkipped: "check the registrations and tags the backend keeps in the hub"
             case .otherToken: "the backend pushed to tokens no device has: check its registrations"
             case .dropped, .delayed: "the scenario's push-service fault"
-            case .held, .expired, .notStored, .holdFull, .replaced, .unregistered, .heldOffline: "devices were offline (disconnect or network faults, or devices that left)"
+            case .held, .expired, .notStored, .holdFull, .replaced, .discarded, .unregistered, .heldOffline: "devices were offline (disconnect or network faults, or devices that left)"
             case .notReceived, .disconnected: "see the gateway and connect errors"
             case .fetchFailed: "the backend's fetch failed for the recipient"
             case .undecryptable: "check the keys the backend encrypts Web Push with (the subscription's p256dh and auth)"

@@ -77,9 +77,9 @@ public final class PushService: Sendable {
         var unregisteredAt: Int64?
         /// A browser's Web Push subscription, kept from its minting until the service stops.
         var webPush: BrowserSubscription?
-        /// Web Push only: messages held after `pending`, oldest first. RFC 8030 holds every
-        /// message until its TTL (a Topic replaces the one with the same topic); the other
-        /// platforms hold one, as APNs does.
+        /// Web Push and FCM: messages held after `pending`, oldest first. RFC 8030 holds every
+        /// message until its TTL (a Topic replaces the one with the same topic), FCM up to 100;
+        /// APNs and WNS hold one.
         var queued: [StoredPush] = []
 
         var isDisposable: Bool { connection == nil && pending == nil && unregisteredAt == nil && webPush == nil && queued.isEmpty }
@@ -262,6 +262,9 @@ public final class PushService: Sendable {
             } else if let expiresAt, frame.platform == .webpush, let first = entry.pending {
                 holdBeside(first, StoredPush(frame: frame, expiresAt: expiresAt), in: &entry, fates: &fates, watched: watched)
                 devices[address] = entry
+            } else if let expiresAt, frame.platform == .fcm, entry.pending != nil {
+                holdQueued(StoredPush(frame: frame, expiresAt: expiresAt), in: &entry, fates: &fates, watched: watched)
+                devices[address] = entry
             } else if let expiresAt {
                 let replaced = entry.pending
                 guard replaced != nil || reserveHold() else {
@@ -321,6 +324,31 @@ public final class PushService: Sendable {
             if let replaced { fates.append((.replaced, replaced.frame)) }
             fates.append((.held, message.frame))
         }
+    }
+
+    /// Most messages FCM holds for an offline device; past it FCM discards them all and tells the
+    /// app (`onDeletedMessages`).
+    static let fcmHoldLimit = 100
+
+    /// Holds an FCM message for a device that already has one held: every one is kept, in order,
+    /// up to ``fcmHoldLimit``; the one past it discards the whole hold and is held alone.
+    private func holdQueued(_ message: StoredPush, in entry: inout DeviceEntry, fates: inout [(PushHop.Step, PushFrame)], watched: Bool) {
+        if entry.queued.count + 1 >= Self.fcmHoldLimit, let first = entry.pending {
+            let discarded = [first] + entry.queued
+            held.subtract(discarded.count, ordering: .relaxed)
+            entry.pending = nil
+            entry.queued = []
+            counters.withLock { $0.discardedHeld += discarded.count }
+            if watched { fates.append(contentsOf: discarded.map { (.discarded, $0.frame) }) }
+        }
+        guard reserveHold() else {
+            counters.withLock { $0.heldFull += 1 }
+            if watched { fates.append((.holdFull, message.frame)) }
+            return
+        }
+        if entry.pending == nil { entry.pending = message } else { entry.queued.append(message) }
+        counters.withLock { $0.stored += 1 }
+        if watched { fates.append((.held, message.frame)) }
     }
 
     /// Takes a place in the hold if there is one.

@@ -13,6 +13,8 @@ public struct PushServiceStats: Codable, Sendable, Equatable {
     /// Pushes a device never acknowledged before its connection ended, handed back to the hold
     /// (connections opened with `ack=1` only).
     public var requeued: Int = 0
+    /// Held FCM messages discarded because their device's hold passed 100 (as FCM does, telling the app).
+    public var discardedHeld: Int = 0
     /// Held pushes that expired before their device came online.
     public var expired: Int = 0
     /// Pushes for an offline device that asked not to be stored (`apns-expiration: 0`, WNS no-cache).

@@ -134,6 +134,33 @@ struct MockPushTests {
         }
     }
 
+    @Test("FCM holds every message for an offline device, in order, up to 100; the 101st discards the hold and is held alone")
+    func fcmHold() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let url = "\(system.pushService)/v1/projects/demo/messages:send"
+            let auth = [("authorization", try await TestCredentials.fcmAuthorization(pushService: system.pushService))]
+            func send(_ token: String, _ n: Int) async throws {
+                let body = #"{"message":{"token":"\#(token)","data":{"n":"\#(n)"}}}"#
+                #expect(try await TestHTTP.request(.POST, url, body: Data(body.utf8), headers: auth).status == 200)
+            }
+            let few = TestDevice.randomToken(for: .fcm)
+            for n in 1...5 { try await send(few, n) }
+            let device = try await TestDevice.connect(pushService: system.pushService, platform: .fcm, token: few)
+            let pushes = try await device.waitForPushes(5)
+            #expect(pushes.map { $0.body.contains("\"n\":\"") ? String($0.body.split(separator: "\"").dropLast().last ?? "") : "" } == ["1", "2", "3", "4", "5"])
+            #expect(pushes.allSatisfy { $0.stored })
+
+            let many = TestDevice.randomToken(for: .fcm)
+            for n in 1...101 { try await send(many, n) }
+            let flooded = try await TestDevice.connect(pushService: system.pushService, platform: .fcm, token: many)
+            let kept = try await flooded.waitForPushes(1)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(flooded.pushes.count == 1 && kept[0].body.contains("\"n\":\"101\""), "\(flooded.pushes.map(\.body))")
+            let stats = try await system.pushStats()
+            #expect(stats.discardedHeld == 100 && stats.stored == 106 && stats.storedDelivered == 6, "\(stats)")
+        }
+    }
+
     @Test("the multiplexed gateway carries many devices, each online on its own")
     func multiplexed() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
