@@ -13,10 +13,12 @@ extension ResultBuilder {
                 deadline: scenario.deadline, incidentLimit: 0, listeningEnded: listeningEnded, window: start..<end, devices: Set(plan.members[index])
             )
             let (p50, p99) = Self.hopPercentiles(verdict.deliveries.compactMap(\.hops))
-            return RunResult.NetworkFaultWindow(
+            var window = RunResult.NetworkFaultWindow(
                 fault: index + 1, label: fault.label, startSecond: Double(start - recorder.start) / 1e9, endSecond: Double(end - recorder.start) / 1e9,
                 devices: plan.members[index].count, delivery: verdict.total, hopP50Ms: p50, hopP99Ms: p99
             )
+            window.deliveryByPlatform = Dictionary(uniqueKeysWithValues: verdict.byPlatform.map { ($0.key.rawValue, $0.value) })
+            return window
         }
     }
 

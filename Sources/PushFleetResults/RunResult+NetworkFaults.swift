@@ -12,6 +12,8 @@ extension RunResult {
         public var endSecond: Double
         public var devices: Int
         public var delivery: DeliveryLedger.Counts
+        /// The same by platform: what each platform's promise made of the fault.
+        public var deliveryByPlatform: [String: DeliveryLedger.Counts] = [:]
         /// Each hop's p50 and p99 (ms) over the window's delivered and late pairs: what the
         /// fault cost, hop by hop (`backend`, `hub`, `push_service`, `device`, `fetch`).
         public var hopP50Ms: [String: Double]

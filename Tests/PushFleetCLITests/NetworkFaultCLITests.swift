@@ -14,14 +14,14 @@ struct NetworkFaultCLITests {
     static var nft: String? { ["/usr/sbin/nft", "/sbin/nft"].first { FileManager.default.isExecutableFile(atPath: $0) } }
     static var available: Bool { geteuid() == 0 && nft != nil }
 
-    /// A quarter of 100 APNs phones cut off silently for 5 s; devices ping every 500 ms and give
-    /// up after 1.5 s of silence; the gateway pings every second.
+    /// A quarter of 100 phones (APNs and FCM) cut off silently for 5 s; devices ping every 500 ms
+    /// and give up after 1.5 s of silence; the gateway pings every second.
     static let partition = """
         name: partition
         seed: 11
         fleet:
           users: 100
-          platforms: { apns: 1 }
+          platforms: { apns: 1, fcm: 1 }
           arrival: { rate: 500/s }
         lifecycle: [login, register, connect, receive, fetch_secure]
         timeouts: { connect: 3s }
@@ -112,6 +112,14 @@ struct NetworkFaultCLITests {
         let inWindow = window["delivery"] as? [String: Int] ?? [:]
         #expect((inWindow["expected"] ?? 0) > 0 && inWindow["lost"] == 0 && inWindow["duplicates"] == 0, "\(inWindow)")
         #expect((inWindow["late"] ?? 0) + (inWindow["replaced"] ?? 0) > 0, "\(inWindow)")
+        // What each platform promises: APNs hands over only the newest push held for a device
+        // (the rest replaced), FCM every one of them (none replaced).
+        let byPlatform = window["deliveryByPlatform"] as? [String: [String: Int]] ?? [:]
+        let apns = byPlatform["apns"] ?? [:]
+        let fcm = byPlatform["fcm"] ?? [:]
+        #expect((apns["replaced"] ?? 0) > 0 && apns["lost"] == 0, "\(apns)")
+        #expect((apns["late"] ?? 0) <= cut.count, "at most one held push per APNs device: \(apns)")
+        #expect((fcm["expected"] ?? 0) > 0 && fcm["replaced"] == 0 && fcm["lost"] == 0, "\(fcm)")
         #expect(["delivered", "late", "replaced", "indeterminate"].reduce(0) { $0 + (inWindow[$1] ?? 0) } == inWindow["expected"], "\(inWindow)")
         #expect(output.contains("network faults (sends that started in each window, to its devices):"), "\(output)")
         #expect(!output.contains("failing pairs fall in window"), "\(output)")
