@@ -10,8 +10,8 @@ extension NetworkFaultPlan {
         var description: String
     }
 
-    /// The plan for a run: its devices, seed and run id, and the push service's port (where
-    /// devices' own sockets go). The gateway must be on an IPv4 address: the devices' addresses are.
+    /// The plan for a run: its devices, seed and run id. The push service must be at an IPv4
+    /// address, as the devices' addresses are.
     init(scenario: Scenario, plan: FleetPlan, pushServiceURL: String) throws {
         guard let origin = Origin(pushServiceURL) else { throw UnsupportedGateway(description: "network faults: cannot read the push service's URL \(pushServiceURL)") }
         let host = origin.host == "localhost" ? "127.0.0.1" : origin.host
@@ -19,7 +19,7 @@ extension NetworkFaultPlan {
             throw UnsupportedGateway(description: "network faults need the push service at an IPv4 address (devices bind 127.x addresses); it is at \(origin.host)")
         }
         self.init(
-            faults: scenario.network.faults, devices: plan.devices.count, seed: scenario.seed, runID: plan.runID, gatewayPort: origin.port,
+            faults: scenario.network.faults, devices: plan.devices.count, seed: scenario.seed, runID: plan.runID,
             pid: getpid(), instance: Self.instances.add(1, ordering: .relaxed).newValue
         )
     }

@@ -10,7 +10,7 @@ struct NetworkFaultPlanTests {
     typealias Fault = Scenario.NetworkFault
 
     static func plan(_ faults: [Fault], devices: Int = 1000, seed: UInt64 = 7, runID: String = "run1") -> NetworkFaultPlan {
-        NetworkFaultPlan(faults: faults, devices: devices, seed: seed, runID: runID, gatewayPort: 4321, pid: 99, instance: 3)
+        NetworkFaultPlan(faults: faults, devices: devices, seed: seed, runID: runID, pid: 99, instance: 3)
     }
 
     @Test("a share picks about that many devices, the same ones for the same seed, others for another seed; every address names its device")

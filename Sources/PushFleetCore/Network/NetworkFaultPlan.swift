@@ -2,14 +2,14 @@
 /// the address each device's socket binds to, when the set of faults in force changes, and the
 /// nftables rules for each set (docs/network-faults.md). Pure: the engine applies its scripts.
 ///
-/// Every device with its own socket binds `127.B.x.y`, one address per device, so a rule picks
-/// devices by source address and the link by the gateway's port. `B` comes from the run id, so
-/// every shard of a run numbers its devices alike and one shard's rules cover them all.
+/// Every device with its own socket binds `127.B.x.y`, one address per device and used for
+/// nothing but its phone link, so a rule picks devices, and so the link, by address. `B` comes
+/// from the run id, so every shard of a run numbers its devices alike and one shard's rules
+/// cover them all.
 public struct NetworkFaultPlan: Sendable {
     public let faults: [Scenario.NetworkFault]
     /// The nftables table the run owns (`inet`): `pushfleet_<pid>_<n>`, swept once its process is gone.
     public let table: String
-    public let gatewayPort: Int
     /// The second octet of the devices' addresses.
     public let base: UInt8
     /// Device indices each fault touches, ascending.
@@ -19,10 +19,9 @@ public struct NetworkFaultPlan: Sendable {
     public static let maxDevices = 65_534
     public static let tablePrefix = "pushfleet_"
 
-    public init(faults: [Scenario.NetworkFault], devices: Int, seed: UInt64, runID: String, gatewayPort: Int, pid: Int32, instance: Int = 0) {
+    public init(faults: [Scenario.NetworkFault], devices: Int, seed: UInt64, runID: String, pid: Int32, instance: Int = 0) {
         self.faults = faults
         self.table = Self.tablePrefix + "\(pid)_\(instance)"
-        self.gatewayPort = gatewayPort
         self.base = Self.base(runID: runID)
         // One draw per device for every fault: a fault takes the devices whose draw is below its
         // share, so shares nest, and faults of the same share touch the same devices (a lossy
