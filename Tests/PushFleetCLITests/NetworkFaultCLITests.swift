@@ -24,7 +24,8 @@ struct NetworkFaultCLITests {
           platforms: { apns: 1, fcm: 1 }
           arrival: { rate: 500/s }
         lifecycle: [login, register, connect, receive, fetch_secure]
-        timeouts: { connect: 3s }
+        # Connects take seconds on a machine loaded by the suite, the release build and the fuzzers.
+        timeouts: { connect: 10s }
         traffic:
           - { kind: secure, rate: 20/s, duration: 12s }
         deadline: 2s
@@ -86,11 +87,11 @@ struct NetworkFaultCLITests {
         // Each cut-off device gives its socket up once; no other device does.
         #expect(notice["count"] as? Int == cut.count, "\(notice)")
         #expect(operation("phone.dead_link")?["count"] as? Int == cut.count)
-        // Silence is counted from the last frame heard, which may precede the cut: at most
-        // dead_after after it, plus the check's timer and a loaded machine's scheduling.
+        // Silence is counted from the last frame heard, which may precede the cut by up to a
+        // ping: dead_after after it at most, plus a loaded machine's late timers.
         let slowest = try #require(notice["maxMs"] as? Double)
-        #expect(slowest <= 1500 + 1500, "\(notice)")
-        #expect((notice["minMs"] as? Double ?? 0) >= 900, "\(notice)")
+        #expect(slowest <= 1500 + 500 + 2000, "\(notice)")
+        #expect((notice["minMs"] as? Double ?? 0) >= 300, "\(notice)")
 
         let delivery = run["delivery"] as? [String: Int] ?? [:]
         let devices = run["devices"] as? [String: Any] ?? [:]
