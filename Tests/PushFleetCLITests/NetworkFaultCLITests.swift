@@ -9,7 +9,8 @@ import Glibc
 
 /// Real packet loss and silent partitions on the phones' links, made by the kernel's packet
 /// filter on the run's own loopback addresses. These need root (or CAP_NET_ADMIN) and nft.
-@Suite("Network faults")
+/// One at a time: each is a whole run of up to 100 devices, and the suite runs beside the rest.
+@Suite("Network faults", .serialized)
 struct NetworkFaultCLITests {
     static var nft: String? { ["/usr/sbin/nft", "/sbin/nft"].first { FileManager.default.isExecutableFile(atPath: $0) } }
     static var available: Bool { geteuid() == 0 && nft != nil }

@@ -515,6 +515,8 @@ struct FleetRunTests {
                 traffic:
                   - { kind: rich, rate: 10/s, duration: 1s }
                 rich_content: \(mode)
+                # Beside CI's release build and fuzzers a connect has taken over 10 s.
+                timeouts: { login: 60s, register: 60s, connect: 60s, fetch: 60s }
                 deadline: 30s
                 grace: 1s
                 thresholds:
