@@ -72,8 +72,6 @@ public struct FleetRunner: Sendable {
     public func run(against system: SystemUnderTest, stop: StopControl = StopControl()) async throws -> RunResult {
         guard scenario.api != nil else { throw MissingAPIError() }
         let plan = plan ?? FleetPlan(scenario: scenario, runID: options.runID ?? Self.makeRunID())
-        // Where this process may, tables of runs killed outright go before any run starts.
-        if NFTables.unavailable() == nil { await NFTables.sweepStale() }
         guard scenario.network.faultsPhoneLink else {
             return await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop).play(stop: stop)
         }
@@ -87,6 +85,7 @@ public struct FleetRunner: Sendable {
                 await proxy?.close()
                 throw NetworkFaultsUnavailable(description: reason)
             }
+            await NFTables.sweepStale()
             do { try await NFTables.run(network.installScript) } catch {
                 await proxy?.close()
                 throw error

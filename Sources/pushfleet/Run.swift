@@ -53,6 +53,8 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Where this process may, the tables of runs killed outright go before a run starts.
+        if NFTables.unavailable() == nil { await NFTables.sweepStale() }
         let target = shardFlags.backend.flatMap { backend in shardFlags.pushService.map { (backend: backend, pushService: $0) } }
         let source = try ScenarioSource.load(scenario, overrides: ScenarioOverrides(seed: seed, hub: hub ? true : nil, target: target, onlyFault: onlyFault))
         if let shard = try shardFlags.resolve() {
