@@ -13,7 +13,12 @@ import Glibc
 @Suite("Network faults", .serialized)
 struct NetworkFaultCLITests {
     static var nft: String? { ["/usr/sbin/nft", "/sbin/nft"].first { FileManager.default.isExecutableFile(atPath: $0) } }
-    static var available: Bool { geteuid() == 0 && nft != nil }
+    /// Root, nft, and asked for: each test is a whole run of up to 100 devices for up to a minute,
+    /// which the rest of the suite, run all at once, should not have beside it; `.ci/run` runs
+    /// them after the suite with `PUSHFLEET_NETWORK_FAULT_TESTS=1`.
+    static var available: Bool {
+        geteuid() == 0 && nft != nil && ProcessInfo.processInfo.environment["PUSHFLEET_NETWORK_FAULT_TESTS"] == "1"
+    }
 
     /// A quarter of 100 phones (APNs and FCM) cut off silently for 5 s; devices ping every 500 ms
     /// and give up after 1.5 s of silence; the gateway pings every second.
@@ -62,7 +67,7 @@ struct NetworkFaultCLITests {
 
     @Test(
         "a silent partition: exactly its devices find their sockets dead within the keepalive, reconnect after the heal, get what was held, and the rules are gone after the run",
-        .enabled(if: available, "needs root and nftables' nft"), .timeLimit(.minutes(3))
+        .enabled(if: available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"), .timeLimit(.minutes(3))
     )
     func partitionRun() async throws {
         let directory = try CLITests.temporaryDirectory()
@@ -133,7 +138,7 @@ struct NetworkFaultCLITests {
 
     @Test(
         "devices that give dead sockets up without acknowledging pushes lose what the sockets swallowed: the run fails, names the window, and says how to replay it alone",
-        .enabled(if: available, "needs root and nftables' nft"), .timeLimit(.minutes(3))
+        .enabled(if: available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"), .timeLimit(.minutes(3))
     )
     func failingWindowNamed() async throws {
         let directory = try CLITests.temporaryDirectory()
@@ -156,7 +161,7 @@ struct NetworkFaultCLITests {
 
     @Test(
         "a lossy, slow phone link (5% loss, 200 ms ± 100 ms): every push still arrives, and the window's device hop shows the cost",
-        .enabled(if: available, "needs root and nftables' nft"), .timeLimit(.minutes(3))
+        .enabled(if: available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"), .timeLimit(.minutes(3))
     )
     func lossyLink() async throws {
         let directory = try CLITests.temporaryDirectory()
@@ -205,7 +210,7 @@ struct NetworkFaultCLITests {
 
     @Test(
         "a run killed outright leaves its table, and the next run's start removes it",
-        .enabled(if: available, "needs root and nftables' nft"), .timeLimit(.minutes(3))
+        .enabled(if: available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"), .timeLimit(.minutes(3))
     )
     func killedRunSwept() async throws {
         let directory = try CLITests.temporaryDirectory()
