@@ -3,11 +3,6 @@ import NIOWebSocket
 import PushFleetCore
 import PushFleetWire
 
-/// The upgraded connection: reads gateway frames from the socket's bytes
-/// (``WebSocketFrameReader``), answers pings and the close handshake. A fragmented text message
-/// is put together here (at most 64 fragments, ``maxGatewayFrame`` bytes) rather than by NIO's
-/// aggregator: one handler fewer on every device's socket, and a buffer only while fragments are
-/// in flight. A frame no server may send closes the socket.
 /// A device's heartbeat on its own socket, as a phone's push client keeps one: times in ns.
 package struct GatewayKeepalive: Sendable {
     package var ping: Int64
@@ -25,6 +20,11 @@ package struct GatewayKeepalive: Sendable {
     }
 }
 
+/// The upgraded connection: reads gateway frames from the socket's bytes
+/// (``WebSocketFrameReader``), answers pings and the close handshake. A fragmented text message
+/// is put together here (at most 64 fragments, ``maxGatewayFrame`` bytes) rather than by NIO's
+/// aggregator: one handler fewer on every device's socket, and a buffer only while fragments are
+/// in flight. A frame no server may send closes the socket.
 final class GatewayFrames: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer

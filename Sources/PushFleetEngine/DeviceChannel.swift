@@ -12,13 +12,13 @@ extension VirtualDevice {
     /// waits for the device between pushes.
     func openChannel(_ context: RunContext) async -> Bool {
         // With a keepalive the device also acknowledges pushes, as phones' push clients do.
-        let acks = context.spec.scenario.network.keepalive?.acks == true ? "&ack=1" : ""
-        let uri = "\(GatewayFrame.devicePath)?platform=\(address.platform.rawValue)&token=\(address.token)\(acks)"
+        let keepalive = keepalive(context)
+        let uri = "\(GatewayFrame.devicePath)?platform=\(address.platform.rawValue)&token=\(address.token)" + (keepalive?.acks == true ? "&ack=1" : "")
         do {
             let socket = try await GatewaySocket.open(
                 host: context.services.gateway.host, port: context.services.gateway.port, uri: uri, group: context.services.eventLoops,
                 source: context.services.gatewaySource(plan.index), timeout: context.spec.scenario.timeouts.connect,
-                keepalive: keepalive(context)
+                keepalive: keepalive
             ) { inbound, _ in
                 // Timed on the run's clock, the one every other instant of the run is on.
                 let receivedAt = context.now()

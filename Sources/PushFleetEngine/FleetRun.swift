@@ -165,8 +165,8 @@ struct FleetRun: Sendable {
             let proxy = context.services.phoneProxy
             if let network = context.services.network, options.shard.index == 0 || proxy != nil {
                 emitting += 1
-                group.addTask { [trafficStart = timeline.trafficStart, kernel = options.shard.index == 0] in
-                    await NetworkFaultRunner(plan: network, kernel: kernel, proxy: proxy).run(context, trafficStart: trafficStart)
+                group.addTask { [trafficStart = timeline.trafficStart, owner = options.shard.index == 0] in
+                    await NetworkFaultRunner(plan: network, owner: owner, proxy: proxy).run(context, trafficStart: trafficStart)
                     return .network
                 }
             }

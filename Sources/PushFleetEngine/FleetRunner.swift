@@ -75,21 +75,22 @@ public struct FleetRunner: Sendable {
         guard scenario.network.faultsPhoneLink else {
             return await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop).play(stop: stop)
         }
-        let network = try NetworkFaultPlan(scenario: scenario, plan: plan, pushServiceURL: system.pushService)
-        // Each process proxies its own devices' links; the kernel's rules act on links the shards
-        // share, so one shard owns them.
-        let proxy = try await scenario.network.needsProxy ? network.startProxy(pushServiceURL: system.pushService, seed: scenario.seed) : nil
+        let gateway = try NetworkFaultPlan.gateway(system.pushService)
+        let network = NetworkFaultPlan(scenario: scenario, plan: plan)
+        // The kernel's rules act on links the shards share, so one shard owns them; each process
+        // proxies its own devices' links.
         let kernel = options.shard.index == 0 && scenario.network.needsKernel
         if kernel {
-            if let reason = NFTables.unavailable() {
-                await proxy?.close()
-                throw NetworkFaultsUnavailable(description: reason)
-            }
+            if let reason = NFTables.unavailable() { throw NetworkFaultsUnavailable(description: reason) }
             await NFTables.sweepStale()
-            do { try await NFTables.run(network.installScript) } catch {
-                await proxy?.close()
-                throw error
-            }
+            try await NFTables.run(network.installScript)
+        }
+        let proxy: PhoneLinkProxy?
+        do {
+            proxy = try await scenario.network.needsProxy ? network.startProxy(gateway: gateway, seed: scenario.seed) : nil
+        } catch {
+            if kernel { try? await NFTables.run(network.removeScript) }
+            throw error
         }
         let result = await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop, network: network, phoneProxy: proxy)
             .play(stop: stop)

@@ -7,8 +7,8 @@ import PushFleetMetrics
 /// launcher's to install and remove (``FleetRunner``), so that it goes even when the run is cut short.
 struct NetworkFaultRunner: Sendable {
     let plan: NetworkFaultPlan
-    /// Whether this process applies the kernel's rules and marks the changes.
-    let kernel: Bool
+    /// Whether this process marks the changes and applies the kernel's rules (when there are any).
+    let owner: Bool
     let proxy: PhoneLinkProxy?
 
     func run(_ context: RunContext, trafficStart: Int64) async {
@@ -16,16 +16,18 @@ struct NetworkFaultRunner: Sendable {
             guard await context.sleep(until: trafficStart + change.at.nanoseconds) else { return }
             let at = context.now()
             proxy?.setActive(change.active)
-            guard kernel else { continue }
+            guard owner else { continue }
             do {
-                if plan.faults.contains(where: { if case .latency = $0.kind { false } else { true } }) {
-                    try await NFTables.run(plan.applyScript(active: change.active))
-                }
+                if plan.faults.contains(where: \.dropsPackets) { try await NFTables.run(plan.applyScript(active: change.active)) }
                 for index in change.began { context.emit(.marker("network: \(plan.faults[index].label) begins", at: at)) }
                 for index in change.ended { context.emit(.marker("network: \(plan.faults[index].label) ends", at: at)) }
             } catch {
+                // A run whose faults did not happen as the scenario says tested something else:
+                // it stops, marked so, rather than pass.
                 context.emit(.error(.failed("network.faults", "nft_refused"), at: at))
                 context.emit(.marker("network: faults could not be changed: \(error)", at: at))
+                _ = context.signals.stop.escalate(reason: "network faults could not be changed: \(error)")
+                return
             }
         }
     }

@@ -27,9 +27,8 @@ final class PhoneLinkProxy: Sendable {
     /// ``setActive(_:)``).
     static func start(group: any EventLoopGroup, upstream: SocketAddress, plan: NetworkFaultPlan, seed: UInt64) async throws -> PhoneLinkProxy {
         let state = InForce(seed: seed)
-        let delay: @Sendable (SocketAddress?) -> Int64 = { source in
-            guard let ip = source?.ipAddress, let device = plan.device(at: ip) else { return 0 }
-            return state.value.withLock { state in
+        let delay: @Sendable (Int) -> Int64 = { device in
+            state.value.withLock { state in
                 state.active.isEmpty ? 0 : plan.delay(device: device, active: state.active, draw: &state.draw)
             }
         }
@@ -39,14 +38,16 @@ final class PhoneLinkProxy: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { device in
-                let source = device.remoteAddress
+                // Which device this is, worked out once: every chunk of it asks for its delay.
+                let index = device.remoteAddress?.ipAddress.flatMap(plan.device(at:))
+                let held: @Sendable () -> Int64 = { index.map(delay) ?? 0 }
                 return ClientBootstrap(group: device.eventLoop)
                     .channelOption(.socketOption(.tcp_nodelay), value: 1)
                     .connect(to: upstream)
                     .flatMap { gateway in
                         do {
-                            try device.pipeline.syncOperations.addHandler(Relay(peer: gateway, delay: { delay(source) }))
-                            try gateway.pipeline.syncOperations.addHandler(Relay(peer: device, delay: { delay(source) }))
+                            try device.pipeline.syncOperations.addHandler(Relay(peer: gateway, delay: held))
+                            try gateway.pipeline.syncOperations.addHandler(Relay(peer: device, delay: held))
                         } catch {
                             return device.eventLoop.makeFailedFuture(error)
                         }

@@ -181,7 +181,8 @@ struct DeliveryJudge {
                 continue
             }
             let (explanation, push) = explainLost(pair)
-            // Held and replaced by a newer push, as the platform promises: its own outcome.
+            // Held and given up as the platform promises (a newer push, FCM's discarded hold):
+            // replaced, its own outcome.
             let outcome = explanation.outcome
             count(pair.device, outcome == .replaced ? \.replaced : \.lost)
             incident(outcome, send: pair.send, device: pair.device, time: nil, explanation.cause.phrase, explanation: explanation, push: push)

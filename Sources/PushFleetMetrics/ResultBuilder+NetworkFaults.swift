@@ -12,7 +12,7 @@ extension ResultBuilder {
             let verdict = ledger.verdict(
                 deadline: scenario.deadline, incidentLimit: 0, listeningEnded: listeningEnded, window: start..<end, devices: Set(plan.members[index])
             )
-            let (p50, p99) = Self.hopPercentiles(verdict.deliveries.compactMap(\.hops))
+            let (p50, p99) = Self.hopPercentiles(verdict.deliveries)
             var window = RunResult.NetworkFaultWindow(
                 fault: index + 1, label: fault.label, startSecond: Double(start - recorder.start) / 1e9, endSecond: Double(end - recorder.start) / 1e9,
                 devices: plan.members[index].count, delivery: verdict.total, hopP50Ms: p50, hopP99Ms: p99
@@ -22,19 +22,16 @@ extension ResultBuilder {
         }
     }
 
-    /// Nearest-rank p50 and p99 of each hop, in ms.
-    static func hopPercentiles(_ hops: [DeliveryLedger.HopTimes]) -> (p50: [String: Double], p99: [String: Double]) {
-        let values: [(String, [Int64])] = [
-            ("backend", hops.map(\.backend)), ("hub", hops.compactMap(\.hub)), ("push_service", hops.map(\.pushService)),
-            ("device", hops.map(\.device)), ("fetch", hops.compactMap(\.fetch)),
-        ]
+    /// Each hop's p50 and p99 in ms, from the same histograms as the run's hop table.
+    static func hopPercentiles(_ deliveries: [DeliveryLedger.Delivery]) -> (p50: [String: Double], p99: [String: Double]) {
+        let histograms = hopHistograms(deliveries)
         var p50: [String: Double] = [:]
         var p99: [String: Double] = [:]
-        for (name, samples) in values where !samples.isEmpty {
-            let sorted = samples.sorted()
-            func rank(_ q: Double) -> Double { Double(sorted[min(sorted.count - 1, max(0, Int((q * Double(sorted.count)).rounded(.up)) - 1))]) / 1e6 }
-            p50[name] = (rank(0.5) * 100).rounded() / 100
-            p99[name] = (rank(0.99) * 100).rounded() / 100
+        for hop in MetricName.hops {
+            guard let histogram = histograms[hop] else { continue }
+            let name = String(hop.dropFirst("hop.".count))
+            p50[name] = (Double(histogram.percentile(50)) / 1e4).rounded() / 100
+            p99[name] = (Double(histogram.percentile(99)) / 1e4).rounded() / 100
         }
         return (p50, p99)
     }

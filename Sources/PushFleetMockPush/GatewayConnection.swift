@@ -30,6 +30,9 @@ final class GatewayConnection: Sendable {
     /// Pushes handed to an acknowledging connection and not yet acknowledged, with when each
     /// stops being worth holding (nil: never held).
     private let unacked = Mutex<[UInt64: (frame: PushFrame, expiresAt: Int64?)]>([:])
+    /// Unacknowledged pushes kept per connection at most: a device that asked for acknowledgement
+    /// and never gives it cannot grow the service without bound; past it the oldest is let go.
+    static let maxUnacknowledged = 1024
     let outbound: AsyncStream<Outbound>
     private let continuation: AsyncStream<Outbound>.Continuation
     /// Devices this connection holds online; the registry is the authority, this is its index.
@@ -53,7 +56,10 @@ final class GatewayConnection: Sendable {
     func send(_ push: PushFrame, tracked: Bool, expiresAt: Int64?) {
         if acks, let number = push.push {
             // Kept until acknowledged, which covers a push never written as well.
-            unacked.withLock { $0[number] = (push, expiresAt) }
+            unacked.withLock { unacked in
+                unacked[number] = (push, expiresAt)
+                if unacked.count > Self.maxUnacknowledged, let oldest = unacked.keys.min() { unacked[oldest] = nil }
+            }
         } else if tracked, let number = push.push {
             unsent.withLock { $0[number] = push }
         }

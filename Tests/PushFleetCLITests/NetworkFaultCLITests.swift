@@ -49,6 +49,11 @@ struct NetworkFaultCLITests {
           sends.late_start_ratio: []
         """
 
+    /// The run's run.json under `out/`.
+    static func runJSON(_ directory: URL) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("out/run.json"))) as? [String: Any] ?? [:]
+    }
+
     static func tables() async throws -> [String] {
         guard let nft = nft else { return [] }
         let listing = try await offPool { () -> String in
@@ -83,7 +88,7 @@ struct NetworkFaultCLITests {
         #expect(status == 0, "\(output)")
         #expect(try await Self.tables().allSatisfy { !$0.hasPrefix("pushfleet_\(pid)_") }, "the run's table is removed")
 
-        let run = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("out/run.json"))) as? [String: Any] ?? [:]
+        let run = try Self.runJSON(directory)
         let fault = Scenario.NetworkFault(link: .phone, kind: .partition(.both), at: .seconds(3), duration: .seconds(5), share: 0.25)
         let cut = NetworkFaultPlan(faults: [fault], devices: 100, seed: 11, runID: "any", pid: 1).members[0]
         #expect((10...40).contains(cut.count), "\(cut.count)")
@@ -148,7 +153,7 @@ struct NetworkFaultCLITests {
         try yaml.write(to: directory.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
         let outcome = try await CLITests.run(["run", "p.yaml", "--out", "out", "--quiet"], in: directory)
         #expect(outcome.status == 99, "a threshold failed: \(outcome.output)")
-        let run = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("out/run.json"))) as? [String: Any] ?? [:]
+        let run = try Self.runJSON(directory)
         let window = (run["networkFaults"] as? [[String: Any]])?.first?["delivery"] as? [String: Int] ?? [:]
         #expect((window["lost"] ?? 0) > 0, "\(window)")
         #expect(outcome.output.contains("failing pairs fall in window #1 ("), "\(outcome.output)")
@@ -190,7 +195,7 @@ struct NetworkFaultCLITests {
         try yaml.write(to: directory.appendingPathComponent("l.yaml"), atomically: true, encoding: .utf8)
         let outcome = try await CLITests.run(["run", "l.yaml", "--out", "out", "--quiet"], in: directory)
         #expect(outcome.status == 0, "\(outcome.output)")
-        let run = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("out/run.json"))) as? [String: Any] ?? [:]
+        let run = try Self.runJSON(directory)
         let delivery = run["delivery"] as? [String: Int] ?? [:]
         #expect(delivery["delivered"] == delivery["expected"] && (delivery["expected"] ?? 0) > 0, "\(delivery)")
         let windows = run["networkFaults"] as? [[String: Any]] ?? []
@@ -206,6 +211,42 @@ struct NetworkFaultCLITests {
         #expect(markers.contains("network: phone loss 5%, 100% of devices begins"), "\(markers)")
         #expect(!markers.contains { $0.contains("could not be changed") }, "\(markers)")
         #expect((run["errors"] as? [[String: Any]] ?? []).isEmpty, "\(run["errors"] ?? "")")
+    }
+
+    @Test(
+        "a fault the kernel refuses mid-run (its table removed from outside) stops the run, marked so: it never passes as if the fault had happened",
+        .enabled(if: available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"), .timeLimit(.minutes(3))
+    )
+    func refusedFaultStops() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        try Self.partition.write(to: directory.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
+        let (process, pipe) = try CLITests.launch(["run", "p.yaml", "--out", "out", "--quiet"], in: directory)
+        let prefix = "pushfleet_\(process.processIdentifier)_"
+        var table: String?
+        for _ in 0..<200 where table == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            table = try await Self.tables().first { $0.hasPrefix(prefix) }
+        }
+        let name = try #require(table, "the run installed its table")
+        _ = try await offPool { () -> Int32 in
+            let nft = Process()
+            nft.executableURL = URL(fileURLWithPath: Self.nft!)
+            nft.arguments = ["delete", "table", "inet", name]
+            try nft.run()
+            nft.waitUntilExit()
+            return nft.terminationStatus
+        }
+        let (data, status) = try await offPool {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (data, process.terminationStatus)
+        }
+        let output = String(decoding: data, as: UTF8.self)
+        #expect(status == 1, "aborted: \(output)")
+        #expect(output.contains("network faults could not be changed"), "\(output)")
+        let run = try Self.runJSON(directory)
+        #expect((run["info"] as? [String: Any])?["aborted"] as? Bool == true)
+        #expect((run["errors"] as? [[String: Any]] ?? []).contains { $0["errorClass"] as? String == "network.faults:nft_refused" })
     }
 
     @Test(

@@ -134,6 +134,43 @@ struct MockPushTests {
         }
     }
 
+    @Test(
+        "a device that asks to acknowledge: what it never acknowledged goes back to the hold when it goes (APNs: the newest); bad acks change nothing; a device that never acknowledges is bounded"
+    )
+    func acknowledgements() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let token = TestDevice.randomToken(for: .apns)
+            let device = try await TestDevice.connect(pushService: system.pushService, platform: .apns, token: token, query: "&ack=1")
+            for n in 1...3 { #expect(try await system.apnsPush(token: token, body: #"{"aps":{"alert":"n\#(n)"}}"#).status == 200) }
+            let pushes = try await device.waitForPushes(3)
+            // Hostile and stray acks: unknown numbers, none, another shape; the connection stays.
+            try await device.send(GatewayCommand(op: .ack, pushes: [0, .max, 987_654_321]))
+            try await device.send(GatewayCommand(op: .ack))
+            try await device.sendRaw(#"{"op":"ack","pushes":"all"}"#)
+            try await device.send(GatewayCommand(op: .ack, pushes: [try #require(pushes[0].push)]))
+            try await device.waitFor { $0.notices.contains { $0.type == .error } }
+            #expect(!device.closed)
+            device.close()
+            try await Task.sleep(for: .milliseconds(300))
+            var stats = try await system.pushStats()
+            #expect(stats.requeued == 2 && stats.storedReplaced == 1, "\(stats)")
+            let back = try await TestDevice.connect(pushService: system.pushService, platform: .apns, token: token)
+            let held = try await back.waitForPushes(1)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(back.pushes.count == 1 && held[0].stored && held[0].body.contains("n3"), "\(back.pushes.map(\.body))")
+
+            // A device that asked and never acknowledges holds at most maxUnacknowledged pushes.
+            let silent = TestDevice.randomToken(for: .apns)
+            let mute = try await TestDevice.connect(pushService: system.pushService, platform: .apns, token: silent, query: "&ack=1")
+            for _ in 0..<1030 { _ = try await system.apnsPush(token: silent) }
+            _ = try await mute.waitForPushes(1030)
+            mute.close()
+            try await Task.sleep(for: .milliseconds(300))
+            stats = try await system.pushStats()
+            #expect(stats.requeued == 2 + 1024, "\(stats)")
+        }
+    }
+
     @Test("FCM holds every message for an offline device, in order, up to 100; the 101st discards the hold and is held alone")
     func fcmHold() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in

@@ -34,12 +34,12 @@ package final class TestDevice: Sendable {
     /// Connects one device on `/device` and waits until the gateway confirms it online (over
     /// TLS for an `https://` push service, trusting what `tls` trusts).
     package static func connect(
-        pushService: String, platform: Platform, token: String? = nil, tls: TLSConfiguration? = nil
+        pushService: String, platform: Platform, token: String? = nil, tls: TLSConfiguration? = nil, query: String = ""
     ) async throws -> TestDevice {
         let address = DeviceAddress(platform: platform, token: token ?? randomToken(for: platform))
         let device = TestDevice(address: address)
         let url = pushService.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(of: "https://", with: "wss://")
-            + "/device?platform=\(platform.rawValue)&token=\(address.token)"
+            + "/device?platform=\(platform.rawValue)&token=\(address.token)" + query
         device.start(url: url, tls: tls)
         try await device.waitFor { $0.notices.contains { $0.type == .subscribed } }
         return device

@@ -16,9 +16,9 @@ extension Scenario {
         /// Whether the run faults the phone link at all.
         public var faultsPhoneLink: Bool { faults.contains { $0.link == .phone } }
         /// Whether a fault drops packets, which needs the kernel's packet filter.
-        public var needsKernel: Bool { faults.contains { if case .latency = $0.kind { false } else { true } } }
+        public var needsKernel: Bool { faults.contains(where: \.dropsPackets) }
         /// Whether a fault delays, which the run's proxy on the link does.
-        public var needsProxy: Bool { faults.contains { if case .latency = $0.kind { true } else { false } } }
+        public var needsProxy: Bool { faults.contains { !$0.dropsPackets } }
     }
 
     /// A device's own dead-link check, as a real client's heartbeat: a WebSocket ping every
@@ -94,6 +94,11 @@ extension Scenario {
             self.duration = duration
             self.share = share
             self.flap = flap
+        }
+
+        /// Whether the kernel's rules make this fault (loss, partition); else the run's proxy does.
+        public var dropsPackets: Bool {
+            if case .latency = kind { false } else { true }
         }
 
         /// A short description for markers and reports: "partition both, 20% of phones".
