@@ -72,11 +72,11 @@ public struct FleetRunner: Sendable {
     public func run(against system: SystemUnderTest, stop: StopControl = StopControl()) async throws -> RunResult {
         guard scenario.api != nil else { throw MissingAPIError() }
         let plan = plan ?? FleetPlan(scenario: scenario, runID: options.runID ?? Self.makeRunID())
-        guard scenario.network.faultsPhoneLink else {
+        guard scenario.network.hasFaults else {
             return await FleetRun(scenario: scenario, plan: plan, system: system, options: options, stop: stop).play(stop: stop)
         }
         let gateway = try NetworkFaultPlan.gateway(system.pushService)
-        let network = NetworkFaultPlan(scenario: scenario, plan: plan)
+        let network = NetworkFaultPlan(scenario: scenario, plan: plan, endpoints: try NetworkFaultPlan.endpoints(of: system, faults: scenario.network.faults))
         // The kernel's rules act on links the shards share, so one shard owns them; each process
         // proxies its own devices' links.
         let kernel = options.shard.index == 0 && scenario.network.needsKernel

@@ -25,7 +25,8 @@ final class PhoneLinkProxy: Sendable {
 
     /// Starts listening on loopback; chunks are held as the faults in force say (none until
     /// ``setActive(_:)``).
-    static func start(group: any EventLoopGroup, upstream: SocketAddress, plan: NetworkFaultPlan, seed: UInt64) async throws -> PhoneLinkProxy {
+    /// Its side to the gateway binds `source`, an address of the run's own in no fault's set.
+    static func start(group: any EventLoopGroup, upstream: SocketAddress, source: SocketAddress, plan: NetworkFaultPlan, seed: UInt64) async throws -> PhoneLinkProxy {
         let state = InForce(seed: seed)
         let delay: @Sendable (Int) -> Int64 = { device in
             state.value.withLock { state in
@@ -43,6 +44,7 @@ final class PhoneLinkProxy: Sendable {
                 let held: @Sendable () -> Int64 = { index.map(delay) ?? 0 }
                 return ClientBootstrap(group: device.eventLoop)
                     .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .bind(to: source)
                     .connect(to: upstream)
                     .flatMap { gateway in
                         do {

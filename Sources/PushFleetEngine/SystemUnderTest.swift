@@ -11,6 +11,9 @@ public struct SystemUnderTest: Sendable {
     public var backend: String
     /// The push service's base URL (provider endpoints, device gateway, `/admin`).
     public var pushService: String
+    /// The push service's other listeners a backend may send to (h2c, TLS), as URLs: network
+    /// faults on the backend's link match them too.
+    public var pushServiceListeners: [String] = []
     /// The push service's admin token, when it has one.
     public var pushAdminToken: String?
     /// Stops the backend, keeps it down that long and starts it again; nil when the run did not
@@ -23,13 +26,14 @@ public struct SystemUnderTest: Sendable {
     public var pushWatch: (any PushServiceWatching)?
 
     public init(
-        backend: String, pushService: String, pushAdminToken: String? = nil,
+        backend: String, pushService: String, pushServiceListeners: [String] = [], pushAdminToken: String? = nil,
         restartBackend: (@Sendable (Duration) async throws -> Void)? = nil, backendLatency: (any BackendLatencyControl)? = nil,
         pushWatch: (any PushServiceWatching)? = nil
     ) {
         self.pushWatch = pushWatch
         self.backend = backend
         self.pushService = pushService
+        self.pushServiceListeners = pushServiceListeners
         self.pushAdminToken = pushAdminToken
         self.restartBackend = restartBackend
         self.backendLatency = backendLatency

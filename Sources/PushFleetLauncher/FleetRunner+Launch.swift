@@ -52,6 +52,7 @@ extension FleetRunner {
                 try await run(
                     against: SystemUnderTest(
                         backend: endpoints.backend, pushService: endpoints.pushService,
+                        pushServiceListeners: [endpoints.pushServiceHTTP2, endpoints.pushServiceTLS].compactMap(\.self),
                         pushAdminToken: system.pushServer?.configuration.adminToken,
                         restartBackend: { down in try await system.restartBackend(downFor: down) }, backendLatency: latency,
                         pushWatch: system.pushServer?.service
@@ -70,9 +71,11 @@ extension FleetRunner {
             let server = MockPushServer(service: PushService(), configuration: pushConfiguration)
             return try await withServices(server.makeServices(logger: logger), logger: logger) {
                 let pushService = try await server.bound.value().httpURL
+                let tlsURL = tls == nil ? nil : "https://\(try await server.boundTLS.value().authority)"
                 return try await run(
                     against: SystemUnderTest(
-                        backend: backend, pushService: pushService, pushAdminToken: server.configuration.adminToken, pushWatch: server.service
+                        backend: backend, pushService: pushService, pushServiceListeners: tlsURL.map { [$0] } ?? [],
+                        pushAdminToken: server.configuration.adminToken, pushWatch: server.service
                     ),
                     stop: stop
                 )

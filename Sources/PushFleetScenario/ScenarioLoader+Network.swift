@@ -57,7 +57,7 @@ extension ScenarioLoader {
             ok = false
             return nil
         }
-        let link = required("link", "the link to fault (phone)").flatMap { r.choice($0, "\(path).link", Scenario.NetworkFault.Link.self) }
+        let link = required("link", "the link to fault (phone, backend_push or fleet_backend)").flatMap { r.choice($0, "\(path).link", Scenario.NetworkFault.Link.self) }
         let at = required("at", "when, from the start of traffic").flatMap { r.duration($0, "\(path).at", allowZero: true) }
         let length = required("for", "how long the fault lasts").flatMap { r.duration($0, "\(path).for") }
         var share = 1.0
@@ -84,7 +84,7 @@ extension ScenarioLoader {
         } else {
             r.report(
                 node, path,
-                "give what the link does: loss: N% (packets dropped at random), partition: both | to_device | from_device, or latency: D (with jitter: D)"
+                "give what the link does: loss: N% (packets dropped at random), partition: both | to_device | from_device (phone), both | to_push_service | from_push_service (backend_push), both | to_backend | from_backend (fleet_backend), or latency: D (with jitter: D, phone only)"
             )
         }
         if let jitterNode = map["jitter"], map["latency"] == nil { r.report(jitterNode, "\(path).jitter", "jitter goes with latency") }
@@ -97,6 +97,23 @@ extension ScenarioLoader {
             }
         }
         guard ok, let link, let at, let length, let kind else { return nil }
+        if link != .phone {
+            if map["share"] != nil && share < 1 {
+                r.report(map["share"], "\(path).share", "\(link.rawValue) is one link every device's traffic shares: a fault takes all of it (leave share out)")
+                return nil
+            }
+            if case .latency = kind {
+                r.report(map["latency"], "\(path).latency", "latency is made by the run's proxy, on the phone link only; on \(link.rawValue) give loss or partition")
+                return nil
+            }
+        }
+        if case .partition(let direction) = kind, !link.directions.contains(direction) {
+            r.report(
+                map["partition"], "\(path).partition",
+                "\(direction.rawValue) is not an end of the \(link.rawValue) link: give " + link.directions.map(\.rawValue).joined(separator: ", ")
+            )
+            return nil
+        }
         for (value, key) in [(at, "at"), (length, "for")] where value > Scenario.NetworkFault.longest {
             r.report(map[key], "\(path).\(key)", "may be at most 24h, got \(DurationText.format(value))")
             return nil
@@ -133,22 +150,29 @@ extension ScenarioLoader {
     /// What network faults need of the rest of the scenario.
     static func checkNetwork(_ scenario: Scenario, _ node: (String) -> Node?, _ r: NodeReader) {
         let network = scenario.network
-        guard network.faultsPhoneLink else { return }
+        guard network.hasFaults else { return }
+        // Every link's rules tell the devices' own sockets apart by their addresses.
         if scenario.fleet.pushChannel != .perDevice {
-            r.report(node("network"), "network.faults", "phone-link faults pick devices by their sockets' addresses: they need push_channel: per_device")
+            r.report(node("network"), "network.faults", "network faults pick devices by their sockets' addresses: they need push_channel: per_device")
         }
         if !scenario.fleet.sourceAddresses.isEmpty {
-            r.report(node("network"), "network.faults", "phone-link faults give each device an address of its own; leave fleet.source_addresses out")
+            r.report(node("network"), "network.faults", "network faults give each device an address of its own; leave fleet.source_addresses out")
         }
         let devices = scenario.fleet.users * scenario.fleet.devicesPerUser.maximum
         if devices > NetworkFaultPlan.maxDevices {
             r.report(
                 node("network"), "network.faults",
-                "phone-link faults number devices within one /16 of loopback addresses: at most \(NetworkFaultPlan.maxDevices) devices, this fleet may have \(devices)"
+                "network faults number devices within one /16 of loopback addresses: at most \(NetworkFaultPlan.maxDevices) devices, this fleet may have \(devices)"
             )
         }
         if !scenario.lifecycle.contains(.connect) {
-            r.report(node("network"), "network.faults", "phone-link faults act on devices' sockets to the gateway: the lifecycle needs connect")
+            r.report(node("network"), "network.faults", "network faults act on devices' sockets to the gateway: the lifecycle needs connect")
+        }
+        if network.faults.contains(where: { $0.link == .backendPush }), case .external(_, .url(let pns)) = scenario.target {
+            r.report(
+                node("network"), "network.faults",
+                "backend_push faults need the push service to be the run's own (target embedded, or pns: embedded), so that its own reports pass the link; \(pns) is not"
+            )
         }
     }
 }

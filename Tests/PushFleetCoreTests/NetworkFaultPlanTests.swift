@@ -122,6 +122,7 @@ struct NetworkFaultPlanTests {
         let rules = plan.applyScript(active: [0, 1, 2, 3]).split(separator: "\n").map(String.init)
         #expect(rules == [
             "flush chain inet pushfleet_99_3 links",
+            "flush chain inet pushfleet_99_3 inbound",
             "add rule inet pushfleet_99_3 links ip saddr @f0 meta l4proto tcp counter drop",
             "add rule inet pushfleet_99_3 links ip daddr @f0 meta l4proto tcp counter drop",
             "add rule inet pushfleet_99_3 links ip daddr @f1 meta l4proto tcp counter drop",
@@ -129,7 +130,7 @@ struct NetworkFaultPlanTests {
             "add rule inet pushfleet_99_3 links ip saddr @f3 meta l4proto tcp numgen random mod 10000 < 550 counter drop",
             "add rule inet pushfleet_99_3 links ip daddr @f3 meta l4proto tcp numgen random mod 10000 < 550 counter drop",
         ])
-        #expect(plan.applyScript(active: []) == "flush chain inet pushfleet_99_3 links\n")
+        #expect(plan.applyScript(active: []) == "flush chain inet pushfleet_99_3 links\nflush chain inet pushfleet_99_3 inbound\n")
         #expect(plan.removeScript == "delete table inet pushfleet_99_3\n")
     }
 

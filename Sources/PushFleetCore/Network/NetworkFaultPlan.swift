@@ -14,13 +14,35 @@ public struct NetworkFaultPlan: Sendable {
     public let base: UInt8
     /// Device indices each fault touches, ascending.
     public let members: [[Int]]
+    /// Where the links other than the phone's end.
+    public let endpoints: Endpoints
+
+    /// The run's servers, as the rules of the `backend_push` and `fleet_backend` links match
+    /// them: IPv4 addresses and ports.
+    public struct Endpoints: Sendable, Equatable {
+        /// The push service's address and every port it listens on (plain, h2c, TLS).
+        public var pushServiceHost: String
+        public var pushServicePorts: [Int]
+        public var backendHost: String
+        public var backendPort: Int
+
+        public init(pushServiceHost: String = "127.0.0.1", pushServicePorts: [Int] = [], backendHost: String = "127.0.0.1", backendPort: Int = 0) {
+            self.pushServiceHost = pushServiceHost
+            self.pushServicePorts = pushServicePorts
+            self.backendHost = backendHost
+            self.backendPort = backendPort
+        }
+    }
 
     /// Devices a plan can number: one /16 of loopback addresses.
     public static let maxDevices = 65_534
     public static let tablePrefix = "pushfleet_"
 
-    public init(faults: [Scenario.NetworkFault], devices: Int, seed: UInt64, runID: String, pid: Int32, instance: Int = 0) {
+    public init(
+        faults: [Scenario.NetworkFault], devices: Int, seed: UInt64, runID: String, pid: Int32, instance: Int = 0, endpoints: Endpoints = Endpoints()
+    ) {
         self.faults = faults
+        self.endpoints = endpoints
         self.table = Self.tablePrefix + "\(pid)_\(instance)"
         self.base = Self.base(runID: runID)
         // One draw per device for every fault: a fault takes the devices whose draw is below its
@@ -31,7 +53,7 @@ public struct NetworkFaultPlan: Sendable {
             return draw.nextUnit()
         }
         members = faults.map { fault in
-            fault.share >= 1 ? Array(0..<devices) : draws.indices.filter { draws[$0] < fault.share }
+            fault.share >= 1 || fault.link != .phone ? Array(0..<devices) : draws.indices.filter { draws[$0] < fault.share }
         }
     }
 
@@ -45,6 +67,11 @@ public struct NetworkFaultPlan: Sendable {
         let host = device + 1
         return "127.\(base).\(host >> 8 & 0xFF).\(host & 0xFF)"
     }
+
+    /// The address pushfleet's own sockets on the push service's port bind to when they are not
+    /// a device's (the phone proxy's side to the gateway): in the run's /16, so the
+    /// `backend_push` rules pass them, and in no fault's set.
+    public var fleetAddress: String { "127.\(base).255.255" }
 
     /// The device an address of this plan names, if any.
     public func device(at address: String) -> Int? {
@@ -107,10 +134,15 @@ public struct NetworkFaultPlan: Sendable {
     /// the latest down phase of a partition touching it that began by then and ended at most
     /// `slack` before it. Nil when no partition accounts for the device losing its link.
     public func partitionStart(device: Int, at offset: Duration, slack: Duration) -> Duration? {
+        partitionPhase(device: device, at: offset, slack: slack)?.start
+    }
+
+    /// The phone partition's down phase that accounts for `device` losing its link at `offset`.
+    public func partitionPhase(device: Int, at offset: Duration, slack: Duration) -> Phase? {
         phases.last { phase in
-            guard case .partition = faults[phase.fault].kind, phase.start <= offset, offset <= phase.end + slack else { return false }
+            guard faults[phase.fault].link == .phone, case .partition = faults[phase.fault].kind, phase.start <= offset, offset <= phase.end + slack else { return false }
             return members[phase.fault].binarySearchContains(device)
-        }?.start
+        }
     }
 
     /// The hold-back for a chunk of `device`'s link: the sum of the latency faults in `active`
@@ -127,11 +159,11 @@ public struct NetworkFaultPlan: Sendable {
 
     // MARK: nftables
 
-    /// Creates the table, a set of addresses per fault and an empty output chain. Starts with
-    /// the table's removal, so a table left by a process that reused this pid goes too.
+    /// Creates the table, a set of addresses per fault and two empty chains. Starts with the
+    /// table's removal, so a table left by a process that reused this pid goes too.
     public var installScript: String {
         var lines = ["table inet \(table) {}", "delete table inet \(table)", "table inet \(table) {"]
-        for (index, members) in members.enumerated() {
+        for (index, members) in members.enumerated() where faults[index].link == .phone {
             lines.append("  set f\(index) {")
             lines.append("    type ipv4_addr")
             if !members.isEmpty {
@@ -140,38 +172,71 @@ public struct NetworkFaultPlan: Sendable {
             }
             lines.append("  }")
         }
+        // Every packet a process on this machine sends passes output once, and every packet it
+        // receives passes input once, loopback or not: each direction is dropped at one hook.
         lines.append("  chain links {")
-        // Loopback traffic passes output once per packet: dropping there loses it for both ends.
         lines.append("    type filter hook output priority filter; policy accept;")
+        lines.append("  }")
+        lines.append("  chain inbound {")
+        lines.append("    type filter hook input priority filter; policy accept;")
         lines.append("  }")
         lines.append("}")
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// Replaces the chain's rules with those of the faults in `active`, in one transaction.
+    /// Replaces the chains' rules with those of the faults in `active`, in one transaction.
     public func applyScript(active: [Int]) -> String {
-        var lines = ["flush chain inet \(table) links"]
+        var lines = ["flush chain inet \(table) links", "flush chain inet \(table) inbound"]
         for index in active {
-            for rule in rules(index) { lines.append("add rule inet \(table) links \(rule)") }
+            for rule in rules(index) { lines.append("add rule inet \(table) \(rule.chain.rawValue) \(rule.match)") }
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
     public var removeScript: String { "delete table inet \(table)\n" }
 
-    /// The rules one fault adds: the device's packets match `saddr`, those to it `daddr`. Its
-    /// address carries its phone link only, so no port is named (a shard's proxy has its own).
-    public func rules(_ index: Int) -> [String] {
-        let fromDevice = "ip saddr @f\(index) meta l4proto tcp"
-        let toDevice = "ip daddr @f\(index) meta l4proto tcp"
-        switch faults[index].kind {
+    /// The hook a rule sits at: `links` (output) for packets a local process sends, `inbound`
+    /// (input) for packets it receives.
+    public enum Chain: String, Sendable {
+        case links, inbound
+    }
+
+    /// The rules one fault adds, each one direction of its link.
+    ///
+    /// - `phone`: a device's packets match `saddr` of its set, those to it `daddr`; its address
+    ///   carries its phone link only, so no port is named (a shard's proxy has its own).
+    /// - `backend_push`: packets to the push service's ports, and from them, whose other end is
+    ///   not one of the run's own addresses (devices, the proxy): the backend's, wherever it runs.
+    /// - `fleet_backend`: packets to the backend's port and from it.
+    public func rules(_ index: Int) -> [(chain: Chain, match: String)] {
+        let fault = faults[index]
+        // (forward, back): forward runs from the link's client end (device, backend, fleet).
+        let forward: (chain: Chain, match: String)
+        let back: (chain: Chain, match: String)
+        switch fault.link {
+        case .phone:
+            forward = (.links, "ip saddr @f\(index) meta l4proto tcp")
+            back = (.links, "ip daddr @f\(index) meta l4proto tcp")
+        case .backendPush:
+            let ports = endpoints.pushServicePorts.count == 1 ? "\(endpoints.pushServicePorts[0])" : "{ " + endpoints.pushServicePorts.map(String.init).joined(separator: ", ") + " }"
+            let own = "127.\(base).0.0/16"
+            forward = (.inbound, "ip daddr \(endpoints.pushServiceHost) tcp dport \(ports) ip saddr != \(own)")
+            back = (.links, "ip saddr \(endpoints.pushServiceHost) tcp sport \(ports) ip daddr != \(own)")
+        case .fleetBackend:
+            forward = (.links, "ip daddr \(endpoints.backendHost) tcp dport \(endpoints.backendPort)")
+            back = (.inbound, "ip saddr \(endpoints.backendHost) tcp sport \(endpoints.backendPort)")
+        }
+        switch fault.kind {
         case .latency: return []
         case .loss(let ratio):
             let threshold = Int((ratio * 10_000).rounded())
-            return [fromDevice, toDevice].map { "\($0) numgen random mod 10000 < \(threshold) counter drop" }
-        case .partition(.both): return [fromDevice + " counter drop", toDevice + " counter drop"]
-        case .partition(.toDevice): return [toDevice + " counter drop"]
-        case .partition(.fromDevice): return [fromDevice + " counter drop"]
+            return [forward, back].map { ($0.chain, "\($0.match) numgen random mod 10000 < \(threshold) counter drop") }
+        case .partition(let direction):
+            switch direction {
+            case .both: return [forward, back].map { ($0.chain, $0.match + " counter drop") }
+            case .fromDevice, .toPushService, .toBackend: return [(forward.chain, forward.match + " counter drop")]
+            case .toDevice, .fromPushService, .fromBackend: return [(back.chain, back.match + " counter drop")]
+            }
         }
     }
 

@@ -15,6 +15,8 @@ extension Scenario {
 
         /// Whether the run faults the phone link at all.
         public var faultsPhoneLink: Bool { faults.contains { $0.link == .phone } }
+        /// Whether the run faults any link.
+        public var hasFaults: Bool { !faults.isEmpty }
         /// Whether a fault drops packets, which needs the kernel's packet filter.
         public var needsKernel: Bool { faults.contains(where: \.dropsPackets) }
         /// Whether a fault delays, which the run's proxy on the link does.
@@ -44,6 +46,19 @@ extension Scenario {
         public enum Link: String, Sendable, Equatable, CaseIterable {
             /// Devices' own sockets to the push service's gateway.
             case phone
+            /// The backend's connections to the push service's provider endpoints.
+            case backendPush = "backend_push"
+            /// The fleet's requests to the backend (logins, registrations, sends, fetches).
+            case fleetBackend = "fleet_backend"
+
+            /// The partition directions that name this link's ends.
+            public var directions: [Direction] {
+                switch self {
+                case .phone: [.both, .toDevice, .fromDevice]
+                case .backendPush: [.both, .toPushService, .fromPushService]
+                case .fleetBackend: [.both, .toBackend, .fromBackend]
+                }
+            }
         }
 
         public enum Direction: String, Sendable, Equatable, CaseIterable {
@@ -53,6 +68,14 @@ extension Scenario {
             case toDevice = "to_device"
             /// The device's packets to the gateway are lost; the gateway's still arrive.
             case fromDevice = "from_device"
+            /// The backend's packets to the push service are lost (requests vanish).
+            case toPushService = "to_push_service"
+            /// The push service's packets to the backend are lost (answers vanish).
+            case fromPushService = "from_push_service"
+            /// The fleet's packets to the backend are lost.
+            case toBackend = "to_backend"
+            /// The backend's packets to the fleet are lost.
+            case fromBackend = "from_backend"
         }
 
         public enum Kind: Sendable, Equatable {
@@ -80,7 +103,8 @@ extension Scenario {
         public var kind: Kind
         public var at: Duration
         public var duration: Duration
-        /// Share of the link's devices it touches, drawn with the scenario's seed.
+        /// Share of the link's devices it touches, drawn with the scenario's seed; always 1 on
+        /// the links every device shares (`backend_push`, `fleet_backend`).
         public var share: Double
         public var flap: Flap?
 
@@ -110,6 +134,7 @@ extension Scenario {
             case .latency(let delay, let jitter):
                 what = "latency " + DurationText.format(delay) + (jitter > .zero ? " ± " + DurationText.format(jitter) : "")
             }
+            guard link == .phone else { return "\(link.rawValue) \(what)" }
             return "\(link.rawValue) \(what), \(Self.percent(share)) of devices"
         }
 

@@ -1,0 +1,111 @@
+import PushFleetCore
+import PushFleetScenario
+import Testing
+
+/// The links other than the phone's: the backend's to the push service and the fleet's to the
+/// backend, as the plan's rules and the scenario's checks see them.
+@Suite("Network links")
+struct NetworkLinkTests {
+    typealias Fault = Scenario.NetworkFault
+
+    static let endpoints = NetworkFaultPlan.Endpoints(pushServiceHost: "127.0.0.1", pushServicePorts: [4100, 4443], backendHost: "127.0.0.9", backendPort: 8081)
+
+    static func plan(_ faults: [Fault]) -> NetworkFaultPlan {
+        NetworkFaultPlan(faults: faults, devices: 50, seed: 7, runID: "run1", pid: 99, instance: 3, endpoints: endpoints)
+    }
+
+    @Test("backend_push drops the push service's traffic with anything but the run's own addresses, requests at input and answers at output")
+    func backendPushRules() {
+        let plan = Self.plan([
+            Fault(link: .backendPush, kind: .partition(.both), at: .zero, duration: .seconds(1)),
+            Fault(link: .backendPush, kind: .partition(.toPushService), at: .zero, duration: .seconds(1)),
+            Fault(link: .backendPush, kind: .partition(.fromPushService), at: .zero, duration: .seconds(1)),
+            Fault(link: .backendPush, kind: .loss(0.1), at: .zero, duration: .seconds(1)),
+        ])
+        let own = "127.\(plan.base).0.0/16"
+        let request = "ip daddr 127.0.0.1 tcp dport { 4100, 4443 } ip saddr != \(own)"
+        let answer = "ip saddr 127.0.0.1 tcp sport { 4100, 4443 } ip daddr != \(own)"
+        #expect(plan.rules(0).map(\.chain) == [.inbound, .links])
+        #expect(plan.rules(0).map(\.match) == [request + " counter drop", answer + " counter drop"])
+        #expect(plan.rules(1).map(\.match) == [request + " counter drop"])
+        #expect(plan.rules(2).map(\.match) == [answer + " counter drop"])
+        #expect(plan.rules(3).map(\.match) == [request, answer].map { $0 + " numgen random mod 10000 < 1000 counter drop" })
+        let script = plan.applyScript(active: [1]).split(separator: "\n")
+        #expect(script.last == "add rule inet pushfleet_99_3 inbound \(request) counter drop")
+        #expect(plan.installScript.contains("type filter hook input priority filter; policy accept;"))
+        #expect(!plan.installScript.contains("set f0"), "no set: the link is every device's")
+        #expect(plan.members.allSatisfy { $0 == Array(0..<50) }, "every device's sends cross the link")
+        #expect(plan.device(at: plan.fleetAddress) == nil, "the proxy's address is no device's")
+        #expect(plan.fleetAddress.hasPrefix("127.\(plan.base)."))
+        #expect(plan.faults[0].label == "backend_push partition both")
+    }
+
+    @Test("fleet_backend drops the fleet's packets to the backend's port at output and the backend's answers at input")
+    func fleetBackendRules() {
+        let plan = Self.plan([
+            Fault(link: .fleetBackend, kind: .partition(.toBackend), at: .zero, duration: .seconds(1)),
+            Fault(link: .fleetBackend, kind: .partition(.fromBackend), at: .zero, duration: .seconds(1)),
+        ])
+        #expect(plan.rules(0).map(\.chain) == [.links])
+        #expect(plan.rules(0).map(\.match) == ["ip daddr 127.0.0.9 tcp dport 8081 counter drop"])
+        #expect(plan.rules(1).map(\.chain) == [.inbound])
+        #expect(plan.rules(1).map(\.match) == ["ip saddr 127.0.0.9 tcp sport 8081 counter drop"])
+    }
+
+    @Test("a partition of another link is not a phone's: devices' and the gateway's notice times look for the phone's only")
+    func partitionPhaseIsThePhones() throws {
+        let plan = Self.plan([
+            Fault(link: .backendPush, kind: .partition(.both), at: .seconds(1), duration: .seconds(10)),
+            Fault(link: .phone, kind: .partition(.both), at: .seconds(5), duration: .seconds(2)),
+        ])
+        #expect(plan.partitionPhase(device: 3, at: .seconds(3), slack: .zero) == nil)
+        let phase = try #require(plan.partitionPhase(device: 3, at: .seconds(6), slack: .zero))
+        #expect(phase.fault == 1 && phase.start == .seconds(5) && phase.end == .seconds(7))
+        #expect(plan.partitionPhase(device: 3, at: .seconds(8), slack: .seconds(2))?.fault == 1)
+    }
+
+    static let base = """
+        name: n
+        fleet: { users: 10 }
+        lifecycle: [login, register, connect, receive]
+        traffic: [{ kind: plain, rate: 1/s, duration: 1s }]
+
+        """
+
+    func issues(_ text: String) -> [String] {
+        do {
+            _ = try ScenarioLoader.parse(Self.base + text, file: "n.yaml")
+            return []
+        } catch {
+            return error.issues.map(\.description)
+        }
+    }
+
+    @Test("faults on the backend's links are read; a share, a latency or another link's direction is refused with what to give")
+    func loads() throws {
+        let yaml = Self.base + """
+            network:
+              faults:
+                - { link: backend_push, at: 2s, for: 5s, partition: to_push_service }
+                - { link: fleet_backend, at: 2s, for: 5s, loss: 3% }
+            """
+        let faults = try ScenarioLoader.parse(yaml, file: "n.yaml").network.faults
+        #expect(faults == [
+            Fault(link: .backendPush, kind: .partition(.toPushService), at: .seconds(2), duration: .seconds(5)),
+            Fault(link: .fleetBackend, kind: .loss(0.03), at: .seconds(2), duration: .seconds(5)),
+        ])
+        func only(_ fault: String) -> String {
+            let found = issues("network: { faults: [\(fault)] }")
+            return found.count == 1 ? found[0] : "\(found.count) issues: \(found)"
+        }
+        #expect(only("{ link: backend_push, at: 1s, for: 2s, partition: both, share: 20% }").contains("a fault takes all of it (leave share out)"))
+        #expect(only("{ link: fleet_backend, at: 1s, for: 2s, latency: 100ms }").contains("on the phone link only"))
+        #expect(only("{ link: backend_push, at: 1s, for: 2s, partition: to_device }").contains("give both, to_push_service, from_push_service"))
+        #expect(only("{ link: phone, at: 1s, for: 2s, partition: to_backend }").contains("give both, to_device, from_device"))
+        #expect(only("{ link: fleet_backend, at: 1s, for: 2s, partition: from_push_service }").contains("give both, to_backend, from_backend"))
+        let external = "target: { backend: \"http://127.0.0.1:8081\", pns: \"http://127.0.0.1:8090\" }\n"
+        let refused = issues(external + "network: { faults: [{ link: backend_push, at: 1s, for: 2s, partition: both }] }")
+        #expect(refused.count == 1 && refused[0].contains("need the push service to be the run's own"), "\(refused)")
+        #expect(issues(external + "network: { faults: [{ link: fleet_backend, at: 1s, for: 2s, partition: both }] }").isEmpty)
+    }
+}
