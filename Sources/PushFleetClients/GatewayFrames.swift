@@ -146,6 +146,8 @@ final class GatewayFrames: ChannelInboundHandler {
         let inbound = GatewayInbound(bytes.readString(length: bytes.readableBytes) ?? "")
         if case .notice(let notice) = inbound, notice.type == .subscribed, let ready {
             self.ready = nil
+            // What it says of the last connection is the device's to measure.
+            if notice.offlineSince != nil || notice.tookOver == true { onInbound(inbound, receivedAt) }
             ready.succeed()
             return
         }

@@ -40,11 +40,15 @@ public enum MetricName {
     public static let phoneDeadLink = "phone.dead_link"
     /// From the start of the partition that cut a device off to its giving the socket up.
     public static let phoneDeadLinkNotice = "phone.dead_link_notice"
+    /// From the start of the partition that cut a device off to the gateway's closing its
+    /// socket, as the gateway's next `subscribed` says; failed when the gateway had not closed
+    /// it by the heal.
+    public static let gatewayDeadLinkNotice = "gateway.dead_link_notice"
 
     /// Latency metrics, in report order.
     public static let operations =
         [login, registerPost, registerPut, connect, webPushSubscribe, setup, send, delivery, fetchSecure, fetchRich, endToEnd] + hops
-        + [phoneDeadLink, phoneDeadLinkNotice]
+        + [phoneDeadLink, phoneDeadLinkNotice, gatewayDeadLinkNotice]
     /// Operations measured against an open-model schedule, which also get an uncorrected histogram.
     public static let openModel: Set<String> = [send, delivery, endToEnd]
 

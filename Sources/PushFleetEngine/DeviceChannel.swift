@@ -27,7 +27,8 @@ extension VirtualDevice {
                     context.signals.pushArrived(at: receivedAt)
                     context.services.deviceWork.submit(.push(self, frame, receivedAt))
                 case .garbage: context.emit(.error(.gatewayBadFrame, at: receivedAt))
-                case .notice: break
+                case .notice(let notice):
+                    if notice.type == .subscribed { self.gatewayNotice(notice, context, at: receivedAt) }
                 }
             }
             adopt(socket, context)
@@ -60,6 +61,35 @@ extension VirtualDevice {
             }
         }
     }
+}
+
+extension VirtualDevice {
+    /// The gateway's side of a dead link: when it closed the device's socket that a partition
+    /// cut, as its `subscribed` on the next connection says (docs/network-faults.md).
+    func gatewayNotice(_ notice: GatewayNotice, _ context: RunContext, at now: Int64) {
+        let trafficStart = context.signals.trafficStart.load(ordering: .relaxed)
+        guard let network = context.services.network, trafficStart > 0,
+            let phase = network.partitionPhase(device: plan.index, at: .nanoseconds(now - trafficStart), slack: Self.comebackWithin)
+        else { return }
+        let start = trafficStart + phase.start.nanoseconds
+        if let since = notice.offlineSince {
+            let closed = context.time.onRunClock(wall: since)
+            // Closed before the partition: not the dead link's doing.
+            guard closed >= start else { return }
+            if closed <= trafficStart + phase.end.nanoseconds {
+                context.emit(.operation(metric: MetricName.gatewayDeadLinkNotice, nanoseconds: closed - start, failed: false, at: now))
+                return
+            }
+        } else if notice.tookOver != true {
+            return
+        }
+        // The socket outlived the partition: the gateway learnt of its end only after the heal
+        // (the device's close getting through), or not at all (taken over).
+        context.emit(.operation(metric: MetricName.gatewayDeadLinkNotice, nanoseconds: now - start, failed: true, at: now))
+    }
+
+    /// How long after a partition's heal a device's return still counts as coming back from it.
+    static let comebackWithin = Duration.seconds(60)
 }
 
 /// Work that per-device sockets' NIO callbacks hand to the fleet's tasks: pushes to handle and

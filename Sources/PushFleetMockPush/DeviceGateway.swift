@@ -92,9 +92,14 @@ struct DeviceGateway {
     ) async {
         let connection = service.openConnection(mode: mode, acks: acks)
         if case .single(let address) = mode {
-            // Held pushes go out first; the notice then confirms the device is online.
-            service.attach([address], to: connection)
-            connection.send(service.encode(GatewayNotice(type: .subscribed, devices: [address])))
+            // Held pushes go out first; the notice then confirms the device is online, and says
+            // when its last connection was found gone (how long a dead link took to notice).
+            let previous = service.attach([address], to: connection)
+            connection.send(
+                service.encode(
+                    GatewayNotice(type: .subscribed, devices: [address], offlineSince: previous.offlineSince, tookOver: previous.tookOver ? true : nil)
+                )
+            )
         }
         // On shutdown the service closes every device connection, as a real service going away would.
         await withGracefulShutdownHandler {

@@ -12,9 +12,10 @@ extension PushService {
     }
 
     func closeConnection(_ connection: GatewayConnection) {
-        detach(Array(connection.takeAll()), from: connection)
-        connection.finish()
         let instant = now()
+        let closed: Int64? = if case .single = connection.mode { instant } else { nil }
+        detach(Array(connection.takeAll()), from: connection, closedAt: closed)
+        connection.finish()
         for frame in connection.takeUnsent() { report(.disconnected, of: frame, at: instant) }
         // What the device never acknowledged is the service's again: held as any push for an
         // offline device (the platform's rules: APNs keeps the newest only), or sent on the
@@ -27,9 +28,20 @@ extension PushService {
         counters.withLock { $0.connections -= 1 }
     }
 
+    /// What a device's previous connection came to, as its next `subscribed` tells it.
+    struct Previous: Sendable, Equatable {
+        /// When its own connection ended (ns since the epoch).
+        var offlineSince: Int64?
+        /// It was still open: this connection took it over.
+        var tookOver = false
+    }
+
     /// Takes the devices online on `connection`, sending each one's held push first.
     /// A device online elsewhere is taken over; its old connection is told (or closed).
-    func attach(_ addresses: [DeviceAddress], to connection: GatewayConnection) {
+    /// Returns what the last device's previous connection came to.
+    @discardableResult
+    func attach(_ addresses: [DeviceAddress], to connection: GatewayConnection) -> Previous {
+        var previous = Previous()
         var displaced: [(GatewayConnection, DeviceAddress)] = []
         var expired: [PushFrame] = []
         let instant = now()
@@ -39,6 +51,8 @@ extension PushService {
                 if let old = entry.connection, old !== connection {
                     displaced.append((old, address))
                 }
+                previous = Previous(offlineSince: entry.offlineSince, tookOver: entry.connection.map { $0 !== connection } ?? false)
+                entry.offlineSince = nil
                 let wasOnline = entry.connection != nil
                 entry.connection = connection
                 // An unsubscribed Web Push endpoint stays gone: the browser subscribes anew.
@@ -69,15 +83,18 @@ extension PushService {
         }
         takeOffline(displaced, reason: "replaced")
         for frame in expired { report(.expired, of: frame, at: instant) }
+        return previous
     }
 
-    /// Takes the devices offline if `connection` still holds them.
-    func detach(_ addresses: [DeviceAddress], from connection: GatewayConnection) {
+    /// Takes the devices offline if `connection` still holds them; `closedAt`, when the
+    /// connection was a device's own and ended then.
+    func detach(_ addresses: [DeviceAddress], from connection: GatewayConnection, closedAt: Int64? = nil) {
         for address in addresses {
             connection.remove(address)
             shard(for: address).devices.withLock { devices in
                 guard var entry = devices[address], entry.connection === connection else { return }
                 entry.connection = nil
+                entry.offlineSince = closedAt
                 devices[address] = entry.isDisposable ? nil : entry
                 counters.withLock { $0.online -= 1 }
             }

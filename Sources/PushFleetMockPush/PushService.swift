@@ -81,8 +81,13 @@ public final class PushService: Sendable {
         /// message until its TTL (a Topic replaces the one with the same topic), FCM up to 100;
         /// APNs and WNS hold one.
         var queued: [StoredPush] = []
+        /// When the device's own connection (`/device`) ended and took it offline (ns since the
+        /// epoch), until it connects again: its next `subscribed` says so.
+        var offlineSince: Int64?
 
-        var isDisposable: Bool { connection == nil && pending == nil && unregisteredAt == nil && webPush == nil && queued.isEmpty }
+        var isDisposable: Bool {
+            connection == nil && pending == nil && unregisteredAt == nil && webPush == nil && queued.isEmpty && offlineSince == nil
+        }
     }
 
     struct StoredPush {

@@ -114,11 +114,20 @@ public struct GatewayNotice: Codable, Sendable, Equatable {
     public var type: Kind
     public var devices: [DeviceAddress]
     public var reason: String?
+    /// On a single device's `subscribed`: when the gateway took the device's previous
+    /// connection for gone (its socket closed, or a ping went unanswered), in nanoseconds since
+    /// the Unix epoch; absent when there was none, or it was still open (`tookOver`).
+    public var offlineSince: Int64?
+    /// On a single device's `subscribed`: the device's previous connection was still open, so
+    /// this one took it over: the gateway had not found it dead.
+    public var tookOver: Bool?
 
-    public init(type: Kind, devices: [DeviceAddress] = [], reason: String? = nil) {
+    public init(type: Kind, devices: [DeviceAddress] = [], reason: String? = nil, offlineSince: Int64? = nil, tookOver: Bool? = nil) {
         self.type = type
         self.devices = devices
         self.reason = reason
+        self.offlineSince = offlineSince
+        self.tookOver = tookOver
     }
 }
 

@@ -103,6 +103,11 @@ struct NetworkFaultCLITests {
         let slowest = try #require(notice["maxMs"] as? Double)
         #expect(slowest <= 1500 + 500 + 2000, "\(notice)")
         #expect((notice["minMs"] as? Double ?? 0) >= 300, "\(notice)")
+        // The gateway's side, as each device's next subscribe tells it: every cut socket closed
+        // within the partition, an unanswered ping a period after the last answered one at most.
+        let gateway = try #require(operation("gateway.dead_link_notice"), "\(operations.map { $0["name"] ?? "" })")
+        #expect(gateway["count"] as? Int == cut.count && gateway["failures"] as? Int == 0, "\(gateway)")
+        #expect((gateway["maxMs"] as? Double ?? .infinity) <= 2 * 1000 + 2000, "\(gateway)")
 
         let delivery = run["delivery"] as? [String: Int] ?? [:]
         let devices = run["devices"] as? [String: Any] ?? [:]

@@ -171,6 +171,28 @@ struct MockPushTests {
         }
     }
 
+    @Test("a device's next subscribed says when the gateway took its last connection for gone, or that it took an open one over")
+    func previousConnection() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let token = TestDevice.randomToken(for: .fcm)
+            func subscribed(_ device: TestDevice) throws -> GatewayNotice { try #require(device.notices.first { $0.type == .subscribed }) }
+            let first = try await TestDevice.connect(pushService: system.pushService, platform: .fcm, token: token)
+            #expect(try subscribed(first).offlineSince == nil && subscribed(first).tookOver == nil, "a first connection has no past")
+            let second = try await TestDevice.connect(pushService: system.pushService, platform: .fcm, token: token)
+            #expect(try subscribed(second).tookOver == true && subscribed(second).offlineSince == nil, "the first was still open")
+            let before = Int64(Date().timeIntervalSince1970 * 1e9)
+            second.close()
+            try await Task.sleep(for: .milliseconds(300))
+            let after = Int64(Date().timeIntervalSince1970 * 1e9)
+            let third = try await TestDevice.connect(pushService: system.pushService, platform: .fcm, token: token)
+            let since = try #require(try subscribed(third).offlineSince)
+            #expect(before <= since && since <= after, "closed between \(before) and \(after), said \(since)")
+            #expect(try subscribed(third).tookOver == nil)
+            third.close()
+            first.close()
+        }
+    }
+
     @Test("FCM holds every message for an offline device, in order, up to 100; the 101st discards the hold and is held alone")
     func fcmHold() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
