@@ -114,7 +114,7 @@ extension DeliveryLedger {
                 case 400, 404, 410: "check the tokens and payloads the backend sends"
                 default: nil
                 }
-            case .notPushed: "check how the backend finds the user's devices (tags, registrations)"
+            case .notPushed: "check how the backend finds the user's devices (tags, registrations), and whether its pushes reach the push service (its errors, a fault on its link)"
             case .notToHub: "check the backend's sends to the hub"
             case .hubSkipped: "check the registrations and tags the backend keeps in the hub"
             case .otherToken: "the backend pushed to tokens no device has: check its registrations"
