@@ -156,6 +156,10 @@ struct CLITests {
         let ttl = try await Self.run(["serve", "--registration-ttl", "100000d"], in: directory)
         #expect(ttl.status == 2 && ttl.output.contains("--registration-ttl must be between 1s and 3650d"), "\(ttl.output)")
         #expect(try await Self.run(["serve", "--token-ttl", "500ms"], in: directory).status == 2)
+        for ping in ["10ms", "2h", "nonsense", "-1s"] {
+            let outcome = try await Self.run(["serve", "--gateway-ping", ping], in: directory)
+            #expect(outcome.status == 2 && outcome.output.contains("gateway-ping"), "--gateway-ping \(ping): \(outcome.output)")
+        }
         #expect(try await Self.run(["run", "--no-such-flag", "bad.yaml"], in: directory).status == 2)
         // The notification hub's flags.
         let badHub = try await Self.run(["serve", "--hub", "Endpoint=sb://x/;SharedAccessKeyName=k"], in: directory)

@@ -147,6 +147,35 @@ struct NetworkFaultCLITests {
     }
 
     @Test(
+        "a partition in a run of two shards: shard 0 owns the rules, each shard its devices, and the merge judges the window over both",
+        .enabled(if: available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"), .timeLimit(.minutes(4))
+    )
+    func shardedWindow() async throws {
+        let directory = try CLITests.temporaryDirectory()
+        try Self.partition.write(to: directory.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
+        let outcome = try await ChildProcess.run(
+            CLITests.binary, ["shards", directory.appendingPathComponent("p.yaml").path, "--local", "2", "--out", directory.appendingPathComponent("run").path, "--quiet"],
+            limit: .seconds(200)
+        )
+        #expect(outcome.status == 0, "\(outcome.text)")
+        let data = try Data(contentsOf: directory.appendingPathComponent("run/merged/run.json"))
+        let run = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        let fault = Scenario.NetworkFault(link: .phone, kind: .partition(.both), at: .seconds(3), duration: .seconds(5), share: 0.25)
+        let cut = NetworkFaultPlan(faults: [fault], devices: 100, seed: 11, runID: "any", pid: 1).members[0]
+        let windows = run["networkFaults"] as? [[String: Any]] ?? []
+        try #require(windows.count == 1, "the merge judges the window: \(run.keys.sorted())")
+        #expect(windows[0]["devices"] as? Int == cut.count, "\(windows[0])")
+        let inWindow = windows[0]["delivery"] as? [String: Int] ?? [:]
+        #expect((inWindow["expected"] ?? 0) > 0 && inWindow["lost"] == 0 && inWindow["duplicates"] == 0, "\(inWindow)")
+        #expect((inWindow["late"] ?? 0) + (inWindow["replaced"] ?? 0) > 0, "held through the partition: \(inWindow)")
+        let operations = run["operations"] as? [[String: Any]] ?? []
+        let notice = operations.first { $0["name"] as? String == "phone.dead_link_notice" }
+        #expect(notice?["count"] as? Int == cut.count, "every cut device, whichever shard held it: \(notice ?? [:])")
+        let left = try await Self.tables().compactMap(NetworkFaultPlan.pid(ofTable:)).filter { kill($0, 0) != 0 }
+        #expect(left.isEmpty, "tables of shards that ended: \(left)")
+    }
+
+    @Test(
         "devices that give dead sockets up without acknowledging pushes lose what the sockets swallowed: the run fails, names the window, and says how to replay it alone",
         .enabled(if: available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"), .timeLimit(.minutes(3))
     )

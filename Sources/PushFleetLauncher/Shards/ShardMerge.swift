@@ -138,6 +138,12 @@ public enum ShardMerge {
             eventLag: Int64((generators.map(\.eventLagMs).max() ?? 0) * 1e6), cpuCores: generators.compactMap(\.cpuCores).max(),
             cores: generators.first?.cores ?? 0, pushService: pushService
         )
+        // Each fault's window judged over every shard's sends and receipts: the devices each
+        // fault touched are the seed's, the same in every shard (docs/sharding.md).
+        if scenario.network.hasFaults, info.trafficStartSecond > 0 || info.trafficEndSecond > 0 {
+            let faults = NetworkFaultPlan(faults: scenario.network.faults, devices: plan.devices.count, seed: scenario.seed, runID: plan.runID, pid: 0)
+            builder.networkFaults = (faults, recorder.start + Int64(info.trafficStartSecond * 1e9))
+        }
         var result = builder.build(info: info)
         for shard in shards {
             guard let generator = shard.manifest.generator, generator.bound, var merged = result.generator else { continue }

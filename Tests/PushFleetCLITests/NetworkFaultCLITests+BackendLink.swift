@@ -9,11 +9,11 @@ import Glibc
 
 /// A partition of the link between a backend and the push service, against a backend written
 /// apart from the reference one (`.ci/interop/network/push_backend.py`, Python's standard
-/// library): the ledger's losses and duplicates must equal the backend's own counts.
-@Suite("Network faults on the backend's link", .serialized)
-struct NetworkFaultBackendCLITests {
-    static let script = Repository.root.appendingPathComponent(".ci/interop/network/push_backend.py")
-    static let scenarioFile = Repository.root.appendingPathComponent(".ci/interop/network/scenario.yaml")
+/// library): the ledger's losses and duplicates must equal the backend's own counts. In the
+/// network-fault suite, so that they run one at a time with its other runs.
+extension NetworkFaultCLITests {
+    static let backendScript = Repository.root.appendingPathComponent(".ci/interop/network/push_backend.py")
+    static let backendScenario = Repository.root.appendingPathComponent(".ci/interop/network/scenario.yaml")
 
     /// A port free when asked: the backend and the embedded push service are told theirs.
     static func freePort() throws -> Int {
@@ -30,7 +30,7 @@ struct NetworkFaultBackendCLITests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    struct Outcome {
+    struct BackendOutcome {
         var status: Int32
         var output: String
         var run: [String: Any]
@@ -41,11 +41,11 @@ struct NetworkFaultBackendCLITests {
 
     /// Runs the scenario against the backend in `mode`, with `fault` on its link to the push
     /// service from 4 s into traffic for 4 s.
-    static func play(mode: String, fault: String) async throws -> Outcome {
+    static func play(mode: String, fault: String) async throws -> BackendOutcome {
         let directory = try CLITests.temporaryDirectory()
         let backendPort = try freePort()
         let pushPort = try freePort()
-        var yaml = try String(contentsOf: scenarioFile, encoding: .utf8)
+        var yaml = try String(contentsOf: backendScenario, encoding: .utf8)
             .replacingOccurrences(of: "127.0.0.1:8091", with: "127.0.0.1:\(backendPort)")
             .replacingOccurrences(of: "127.0.0.1:8092", with: "127.0.0.1:\(pushPort)")
             .replacingOccurrences(of: "duration: 20s", with: "duration: 12s")
@@ -56,7 +56,7 @@ struct NetworkFaultBackendCLITests {
         let backend = Process()
         backend.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         backend.arguments = [
-            "python3", script.path, "--listen-port", "\(backendPort)", "--pns", "http://127.0.0.1:\(pushPort)", "--mode", mode, "--timeout", "0.5",
+            "python3", backendScript.path, "--listen-port", "\(backendPort)", "--pns", "http://127.0.0.1:\(pushPort)", "--mode", mode, "--timeout", "0.5",
         ]
         let log = Pipe()
         backend.standardOutput = log
@@ -85,8 +85,8 @@ struct NetworkFaultBackendCLITests {
             process.waitUntilExit()
             return (data, process.terminationStatus)
         }
-        let run = try NetworkFaultCLITests.runJSON(directory)
-        return Outcome(status: status, output: String(decoding: data, as: UTF8.self), run: run, stats: try await stats())
+        let run = try runJSON(directory)
+        return BackendOutcome(status: status, output: String(decoding: data, as: UTF8.self), run: run, stats: try await stats())
     }
 
     /// Pairs lost at the backend's hop, from the run's "why lost".
@@ -97,7 +97,7 @@ struct NetworkFaultBackendCLITests {
 
     @Test(
         "a backend that does not retry: every push it gave up on in the partition is lost at the backend's hop, exactly as many as it counts itself",
-        .enabled(if: NetworkFaultCLITests.available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"),
+        .enabled(if: available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"),
         .timeLimit(.minutes(3))
     )
     func notRetrying() async throws {
@@ -122,7 +122,7 @@ struct NetworkFaultBackendCLITests {
 
     @Test(
         "a backend that retries without idempotency while the push service's answers are lost: each push taken unanswered arrives twice, and the ledger counts exactly those duplicates",
-        .enabled(if: NetworkFaultCLITests.available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"),
+        .enabled(if: available, "needs root, nftables' nft and PUSHFLEET_NETWORK_FAULT_TESTS=1 (.ci/run sets it)"),
         .timeLimit(.minutes(3))
     )
     func retryingWithoutIdempotency() async throws {
