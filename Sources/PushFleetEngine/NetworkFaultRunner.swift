@@ -15,7 +15,7 @@ struct NetworkFaultRunner: Sendable {
         for change in plan.changes {
             guard await context.sleep(until: trafficStart + change.at.nanoseconds) else { return }
             let at = context.now()
-            proxy?.setActive(change.active)
+            proxy?.setActive(change.active, began: change.began)
             guard owner else { continue }
             do {
                 if plan.faults.contains(where: \.dropsPackets) { try await NFTables.run(plan.applyScript(active: change.active)) }

@@ -3,56 +3,76 @@ import NIOPosix
 import PushFleetCore
 import Synchronization
 
-/// A TCP proxy on the phone link that holds reads back, as a slow radio does: devices connect to
-/// it, it connects to the gateway, and each chunk either way is written on after the delay the
-/// faults in force give that device, in order (a later chunk never overtakes an earlier one).
+/// A TCP proxy on the phone link that does to each device's connection what the faults in
+/// force say, as a bad radio does: holds reads back (latency, jitter), paces them (bandwidth),
+/// passes them on in pieces (slicer), swallows them (timeout), delays a close (slow_close), and
+/// cuts connections (timeout's close, reset_peer's RST). Devices connect to it, it connects to
+/// the gateway; chunks either way keep their order (a later one never overtakes an earlier one).
 ///
-/// Toxiproxy's latency toxic is the model; pushfleet's own, so that no tool is needed and the
-/// delays follow the scenario's windows and seed. Both sides of a pair live on one event loop.
+/// Toxiproxy's toxics are the model; pushfleet's own, so that no tool is needed and the toxics
+/// follow the scenario's windows and seed. Both sides of a pair live on one event loop. The
+/// decisions are the plan's (``NetworkFaultPlan/toxics(device:active:draw:)``); this only
+/// carries them out.
 final class PhoneLinkProxy: Sendable {
     private let server: any Channel
     let port: Int
     private let state: InForce
 
-    /// The faults in force (``NetworkFaultRunner`` sets them), and the jitter's draws.
-    private final class InForce: Sendable {
-        let value: Mutex<(active: [Int], draw: SplitMix64)>
+    /// One device's connection through the proxy: its two channels.
+    struct Pair: Sendable {
+        let device: any Channel
+        let gateway: any Channel
+    }
 
-        init(seed: UInt64) {
-            value = Mutex((active: [], draw: SplitMix64(seed: seed ^ 0x1A7E_4C71)))
+    /// The faults in force (``NetworkFaultRunner`` sets them), the jitter's draws, and the
+    /// open connections by device, for the faults that cut them.
+    private final class InForce: Sendable {
+        struct Values {
+            var active: [Int] = []
+            var draw: SplitMix64
+            var open: [Int: [ObjectIdentifier: Pair]] = [:]
+        }
+
+        let plan: NetworkFaultPlan
+        let value: Mutex<Values>
+
+        init(plan: NetworkFaultPlan, seed: UInt64) {
+            self.plan = plan
+            value = Mutex(Values(draw: SplitMix64(seed: seed ^ 0x1A7E_4C71)))
+        }
+
+        func toxics(_ device: Int) -> NetworkFaultPlan.LinkToxics {
+            value.withLock { state in
+                state.active.isEmpty ? NetworkFaultPlan.LinkToxics() : plan.toxics(device: device, active: state.active, draw: &state.draw)
+            }
         }
     }
 
-    /// Starts listening on loopback; chunks are held as the faults in force say (none until
-    /// ``setActive(_:)``).
+    /// Starts listening on loopback; nothing is done to chunks until ``setActive(_:began:)``.
     /// Its side to the gateway binds `source`, an address of the run's own in no fault's set.
     static func start(group: any EventLoopGroup, upstream: SocketAddress, source: SocketAddress, plan: NetworkFaultPlan, seed: UInt64) async throws -> PhoneLinkProxy {
-        let state = InForce(seed: seed)
-        let delay: @Sendable (Int) -> Int64 = { device in
-            state.value.withLock { state in
-                state.active.isEmpty ? 0 : plan.delay(device: device, active: state.active, draw: &state.draw)
-            }
-        }
+        let state = InForce(plan: plan, seed: seed)
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { device in
-                // Which device this is, worked out once: every chunk of it asks for its delay.
+                // Which device this is, worked out once: every chunk of it asks for its toxics.
                 let index = device.remoteAddress?.ipAddress.flatMap(plan.device(at:))
-                let held: @Sendable () -> Int64 = { index.map(delay) ?? 0 }
+                let toxics: @Sendable () -> NetworkFaultPlan.LinkToxics = { index.map(state.toxics) ?? NetworkFaultPlan.LinkToxics() }
                 return ClientBootstrap(group: device.eventLoop)
                     .channelOption(.socketOption(.tcp_nodelay), value: 1)
                     .bind(to: source)
                     .connect(to: upstream)
                     .flatMap { gateway in
                         do {
-                            try device.pipeline.syncOperations.addHandler(Relay(peer: gateway, delay: held))
-                            try gateway.pipeline.syncOperations.addHandler(Relay(peer: device, delay: held))
+                            try device.pipeline.syncOperations.addHandler(Relay(peer: gateway, toxics: toxics))
+                            try gateway.pipeline.syncOperations.addHandler(Relay(peer: device, toxics: toxics))
                         } catch {
                             return device.eventLoop.makeFailedFuture(error)
                         }
+                        if let index { Self.opened(Pair(device: device, gateway: gateway), of: index, state) }
                         // Held until the gateway's side was there to take what the device sends.
                         return device.setOption(.autoRead, value: true)
                     }
@@ -71,49 +91,113 @@ final class PhoneLinkProxy: Sendable {
         self.state = state
     }
 
-    /// The faults in force from now on.
-    func setActive(_ faults: [Int]) {
-        state.value.withLock { $0.active = faults }
+    /// Registers a device's connection, and cuts it in time if a fault in force says so.
+    private static func opened(_ pair: Pair, of device: Int, _ state: InForce) {
+        let key = ObjectIdentifier(pair.device)
+        let active = state.value.withLock { values in
+            values.open[device, default: [:]][key] = pair
+            return values.active
+        }
+        pair.device.closeFuture.whenComplete { _ in
+            state.value.withLock { values in
+                values.open[device]?[key] = nil
+                if values.open[device]?.isEmpty == true { values.open[device] = nil }
+            }
+        }
+        for index in active where state.plan.touches(index, device: device) {
+            if let cut = state.plan.cut(index) { schedule(cut, pair) }
+        }
+    }
+
+    /// Closes both sides after `cut.after`, with RST both ways when `cut.reset`.
+    private static func schedule(_ cut: (after: Duration, reset: Bool), _ pair: Pair) {
+        pair.device.eventLoop.scheduleTask(in: .nanoseconds(cut.after.nanoseconds)) {
+            for channel in [pair.device, pair.gateway] {
+                if cut.reset, let socket = channel as? any SocketOptionProvider {
+                    // SO_LINGER {on, 0}: close() sends RST and drops what was queued.
+                    socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+                } else {
+                    channel.close(promise: nil)
+                }
+            }
+        }
+    }
+
+    /// The faults in force from now on; those in `began` cut the connections they touch.
+    func setActive(_ faults: [Int], began: [Int] = []) {
+        let pairs: [(Int, [Pair])] = state.value.withLock { values in
+            values.active = faults
+            return began.map { index in
+                guard state.plan.cut(index) != nil else { return (index, []) }
+                return (index, state.plan.members[index].flatMap { values.open[$0].map { Array($0.values) } ?? [] })
+            }
+        }
+        for (index, touched) in pairs {
+            guard let cut = state.plan.cut(index) else { continue }
+            for pair in touched { Self.schedule(cut, pair) }
+        }
     }
 
     func close() async {
         try? await server.close()
     }
 
-    /// One direction: what `self`'s channel reads goes to `peer`, held back as `delay` says.
+    /// One direction: what `self`'s channel reads goes to `peer`, as the toxics in force say.
     final class Relay: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
 
         private let peer: any Channel
-        private let delay: () -> Int64
-        /// When the last chunk goes out: none may leave before it.
+        private let toxics: () -> NetworkFaultPlan.LinkToxics
+        /// When the last piece goes out: none may leave before it.
         private var lastRelease = NIODeadline.uptimeNanoseconds(0)
 
-        init(peer: any Channel, delay: @escaping () -> Int64) {
+        init(peer: any Channel, toxics: @escaping () -> NetworkFaultPlan.LinkToxics) {
             self.peer = peer
-            self.delay = delay
+            self.toxics = toxics
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let bytes = unwrapInboundIn(data)
             let now = NIODeadline.now()
-            let held = delay()
+            let toxics = toxics()
+            // A timeout swallows what passes, as a link that answers nothing.
+            if toxics.blackhole { return }
             let peer = self.peer
-            if held <= 0 && lastRelease <= now {
+            if toxics.delay <= 0 && toxics.bytesPerSecond == nil && toxics.slice == nil && lastRelease <= now {
                 peer.writeAndFlush(bytes, promise: nil)
                 return
             }
-            lastRelease = max(lastRelease, now + .nanoseconds(held))
-            context.eventLoop.assumeIsolated().scheduleTask(deadline: lastRelease) { peer.writeAndFlush(bytes, promise: nil) }
+            var pieces: [ByteBuffer] = []
+            if let slice = toxics.slice {
+                var rest = bytes
+                while rest.readableBytes > 0, let piece = rest.readSlice(length: min(slice.size, rest.readableBytes)) { pieces.append(piece) }
+            } else {
+                pieces = [bytes]
+            }
+            var release = max(lastRelease, now + .nanoseconds(toxics.delay))
+            let loop = context.eventLoop.assumeIsolated()
+            for (number, piece) in pieces.enumerated() {
+                if number > 0, let slice = toxics.slice { release = release + .nanoseconds(slice.gap) }
+                // Paced: a piece leaves once the bytes before it have had their time.
+                if let rate = toxics.bytesPerSecond { release = release + .nanoseconds(Int64(piece.readableBytes) * 1_000_000_000 / Int64(rate)) }
+                if release <= now {
+                    peer.writeAndFlush(piece, promise: nil)
+                } else {
+                    loop.scheduleTask(deadline: release) { peer.writeAndFlush(piece, promise: nil) }
+                }
+            }
+            lastRelease = release
         }
 
-        /// The other side goes once what was read before the close has gone out.
+        /// The other side goes once what was read before the close has gone out, and later
+        /// still under a slow close.
         func channelInactive(context: ChannelHandlerContext) {
             let peer = self.peer
-            if lastRelease <= NIODeadline.now() {
+            let closeAt = max(lastRelease, NIODeadline.now()) + .nanoseconds(toxics().slowClose)
+            if closeAt <= NIODeadline.now() {
                 peer.close(promise: nil)
             } else {
-                context.eventLoop.assumeIsolated().scheduleTask(deadline: lastRelease) { peer.close(promise: nil) }
+                context.eventLoop.assumeIsolated().scheduleTask(deadline: closeAt) { peer.close(promise: nil) }
             }
             context.fireChannelInactive()
         }

@@ -49,7 +49,7 @@ extension ScenarioLoader {
     }
 
     private static func readNetworkFault(_ node: Node, _ path: String, _ r: NodeReader) -> Scenario.NetworkFault? {
-        guard let map = r.mapping(node, path, allowed: ["link", "at", "for", "share", "loss", "partition", "latency", "jitter", "flap"]) else { return nil }
+        guard let map = r.mapping(node, path, allowed: ["link", "at", "for", "share", "flap", "jitter"] + kindKeys) else { return nil }
         var ok = true
         func required(_ key: String, _ meaning: String) -> Node? {
             if let value = map[key] { return value }
@@ -70,7 +70,7 @@ extension ScenarioLoader {
             share = value
         }
         var kind: Scenario.NetworkFault.Kind?
-        let kinds = ["loss", "partition", "latency"].filter { map[$0] != nil }
+        let kinds = kindKeys.filter { map[$0] != nil }
         if kinds.count > 1 {
             r.report(node, path, "give one of \(kinds.joined(separator: ", ")): one fault, one kind (two faults of the same share touch the same devices)")
         } else if let lossNode = map["loss"] {
@@ -81,10 +81,12 @@ extension ScenarioLoader {
             kind = r.choice(partitionNode, "\(path).partition", Scenario.NetworkFault.Direction.self).map { .partition($0) }
         } else if let latencyNode = map["latency"] {
             kind = readLinkLatency(latencyNode, jitter: map["jitter"], path, r)
+        } else if let toxic = kinds.first {
+            kind = readToxic(toxic, map[toxic]!, path, r)
         } else {
             r.report(
                 node, path,
-                "give what the link does: loss: N% (packets dropped at random), partition: both | to_device | from_device (phone), both | to_push_service | from_push_service (backend_push), both | to_backend | from_backend (fleet_backend), or latency: D (with jitter: D, phone only)"
+                "give what the link does: loss: N% (packets dropped at random), partition: both | to_device | from_device (phone), both | to_push_service | from_push_service (backend_push), both | to_backend | from_backend (fleet_backend); on the phone link also latency: D (with jitter: D), bandwidth: N KB/s, slicer: {size, delay}, slow_close: D, timeout: D, reset_peer: D"
             )
         }
         if let jitterNode = map["jitter"], map["latency"] == nil { r.report(jitterNode, "\(path).jitter", "jitter goes with latency") }
@@ -102,8 +104,8 @@ extension ScenarioLoader {
                 r.report(map["share"], "\(path).share", "\(link.rawValue) is one link every device's traffic shares: a fault takes all of it (leave share out)")
                 return nil
             }
-            if case .latency = kind {
-                r.report(map["latency"], "\(path).latency", "latency is made by the run's proxy, on the phone link only; on \(link.rawValue) give loss or partition")
+            if kind.isToxic, let key = kinds.first {
+                r.report(map[key], "\(path).\(key)", "\(key) is made by the run's proxy, on the phone link only; on \(link.rawValue) give loss or partition")
                 return nil
             }
         }
@@ -122,6 +124,60 @@ extension ScenarioLoader {
             r.report(map["flap"], "\(path).flap", "one round (down + up) is longer than the fault's window (\(DurationText.format(length)))")
         }
         return Scenario.NetworkFault(link: link, kind: kind, at: at, duration: length, share: share, flap: flap)
+    }
+
+    /// The keys that name what a fault does; one per fault.
+    static let kindKeys = ["loss", "partition", "latency", "bandwidth", "slicer", "slow_close", "timeout", "reset_peer"]
+
+    /// The proxy's other toxics: `bandwidth: 64KB/s`, `slicer: {size: 16, delay: 1ms}`,
+    /// `slow_close: 2s`, `timeout: 5s` (0s: never closed), `reset_peer: 1s`.
+    private static func readToxic(_ key: String, _ node: Node, _ path: String, _ r: NodeReader) -> Scenario.NetworkFault.Kind? {
+        let at = "\(path).\(key)"
+        switch key {
+        case "bandwidth":
+            guard let text = r.string(node, at) else { return nil }
+            guard let rate = bytesPerSecond(text), (1...1_000_000_000).contains(rate) else {
+                r.report(node, at, "give a rate from 1B/s to 1000MB/s, as 64KB/s (B, KB = 1000 B or MB per second), got '\(text)'")
+                return nil
+            }
+            return .bandwidth(bytesPerSecond: rate)
+        case "slicer":
+            guard let map = r.mapping(node, at, allowed: ["size", "delay"]) else { return nil }
+            guard let sizeNode = map["size"], let delayNode = map["delay"] else {
+                r.report(node, at, "give size (bytes a piece, 1–65536) and delay (between pieces)")
+                return nil
+            }
+            guard let size = r.int(sizeNode, "\(at).size", in: 1...65_536), let delay = r.duration(delayNode, "\(at).delay", allowZero: true) else { return nil }
+            guard delay <= .seconds(10) else {
+                r.report(delayNode, "\(at).delay", "may be at most 10s, got \(DurationText.format(delay))")
+                return nil
+            }
+            return .slicer(size: size, delay: delay)
+        default:
+            guard let value = r.duration(node, at, allowZero: key == "timeout") else { return nil }
+            guard value <= .seconds(3600) else {
+                r.report(node, at, "may be at most 1h, got \(DurationText.format(value))")
+                return nil
+            }
+            switch key {
+            case "slow_close": return .slowClose(value)
+            case "timeout": return .timeout(value)
+            default: return .resetPeer(value)
+            }
+        }
+    }
+
+    /// `64KB/s`, `1.5MB/s`, `800B/s` (decimal units, as Toxiproxy's bandwidth toxic).
+    static func bytesPerSecond(_ text: String) -> Int? {
+        let trimmed = String(text.filter { $0 != " " })
+        guard trimmed.hasSuffix("/s") else { return nil }
+        let amount = trimmed.dropLast(2)
+        for (unit, scale) in [("MB", 1_000_000.0), ("KB", 1000.0), ("B", 1.0)] where amount.hasSuffix(unit) {
+            guard let number = Double(amount.dropLast(unit.count)), number.isFinite, number > 0 else { return nil }
+            let bytes = number * scale
+            return bytes <= 1e12 ? Int(bytes.rounded()) : nil
+        }
+        return nil
     }
 
     /// `latency: 200ms` with `jitter: 100ms`: each read held back 100–300 ms.

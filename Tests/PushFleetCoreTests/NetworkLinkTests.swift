@@ -108,4 +108,67 @@ struct NetworkLinkTests {
         #expect(refused.count == 1 && refused[0].contains("need the push service to be the run's own"), "\(refused)")
         #expect(issues(external + "network: { faults: [{ link: fleet_backend, at: 1s, for: 2s, partition: both }] }").isEmpty)
     }
+
+    @Test("the proxy's toxics for a device: delays add, the slowest bandwidth and the finest slicer win, a timeout swallows; only its devices, only in force")
+    func toxics() throws {
+        let faults = [
+            Fault(link: .phone, kind: .bandwidth(bytesPerSecond: 64_000), at: .zero, duration: .seconds(9)),
+            Fault(link: .phone, kind: .bandwidth(bytesPerSecond: 8000), at: .zero, duration: .seconds(9), share: 0.5),
+            Fault(link: .phone, kind: .slicer(size: 16, delay: .milliseconds(2)), at: .zero, duration: .seconds(9)),
+            Fault(link: .phone, kind: .slicer(size: 64, delay: .milliseconds(1)), at: .zero, duration: .seconds(9)),
+            Fault(link: .phone, kind: .slowClose(.seconds(2)), at: .zero, duration: .seconds(9)),
+            Fault(link: .phone, kind: .timeout(.seconds(3)), at: .zero, duration: .seconds(9), share: 0.5),
+            Fault(link: .phone, kind: .resetPeer(.milliseconds(500)), at: .zero, duration: .seconds(9)),
+            Fault(link: .phone, kind: .timeout(.zero), at: .zero, duration: .seconds(9)),
+        ]
+        let plan = Self.plan(faults)
+        let half = try #require(plan.members[1].first)
+        let other = try #require((0..<50).first { !plan.touches(1, device: $0) })
+        #expect(plan.members[5] == plan.members[1], "equal shares touch the same devices")
+        var draw = SplitMix64(seed: 1)
+        let all = plan.toxics(device: half, active: Array(0..<7), draw: &draw)
+        #expect(all.bytesPerSecond == 8000 && all.slice?.size == 16 && all.slice?.gap == 2_000_000 && all.slowClose == 2_000_000_000 && all.blackhole)
+        let outside = plan.toxics(device: other, active: Array(0..<7), draw: &draw)
+        #expect(outside.bytesPerSecond == 64_000 && !outside.blackhole, "faults of half the devices leave the others")
+        #expect(plan.toxics(device: half, active: [], draw: &draw) == NetworkFaultPlan.LinkToxics(), "nothing out of force")
+        #expect(plan.cut(5).map { $0.after == .seconds(3) && !$0.reset } == true)
+        #expect(plan.cut(6).map { $0.after == .milliseconds(500) && $0.reset } == true)
+        #expect(plan.cut(7) == nil && plan.cut(0) == nil, "a timeout of 0 never closes; a bandwidth cuts nothing")
+        #expect(faults.allSatisfy { $0.kind.isToxic && !$0.dropsPackets } && (0..<8).allSatisfy { plan.rules($0).isEmpty })
+        #expect(faults[0].label == "phone bandwidth 64KB/s, 100% of devices")
+        #expect(faults[2].label == "phone slicer 16 B every 2ms, 100% of devices")
+        #expect(faults[7].label == "phone timeout (never closed), 100% of devices")
+    }
+
+    @Test("toxics are read from the scenario with their units; bad ones are refused with what to give")
+    func loadsToxics() throws {
+        let yaml = Self.base + """
+            network:
+              faults:
+                - { link: phone, at: 1s, for: 2s, bandwidth: 1.5MB/s }
+                - { link: phone, at: 1s, for: 2s, bandwidth: 800 B/s }
+                - { link: phone, at: 1s, for: 2s, slicer: { size: 16, delay: 1ms } }
+                - { link: phone, at: 1s, for: 2s, slow_close: 2s }
+                - { link: phone, at: 1s, for: 2s, timeout: 0s }
+                - { link: phone, at: 1s, for: 2s, reset_peer: 500ms }
+            """
+        let kinds = try ScenarioLoader.parse(yaml, file: "n.yaml").network.faults.map(\.kind)
+        #expect(kinds == [
+            .bandwidth(bytesPerSecond: 1_500_000), .bandwidth(bytesPerSecond: 800), .slicer(size: 16, delay: .milliseconds(1)), .slowClose(.seconds(2)),
+            .timeout(.zero), .resetPeer(.milliseconds(500)),
+        ])
+        func only(_ fault: String) -> String {
+            let found = issues("network: { faults: [\(fault)] }")
+            return found.count == 1 ? found[0] : "\(found.count) issues: \(found)"
+        }
+        #expect(only("{ link: phone, at: 1s, for: 2s, bandwidth: fast }").contains("give a rate from 1B/s to 1000MB/s"))
+        #expect(only("{ link: phone, at: 1s, for: 2s, bandwidth: 0KB/s }").contains("give a rate"))
+        #expect(only("{ link: phone, at: 1s, for: 2s, bandwidth: 5GB/s }").contains("give a rate"))
+        #expect(only("{ link: phone, at: 1s, for: 2s, slicer: { size: 0, delay: 1ms } }").contains("slicer.size"))
+        #expect(only("{ link: phone, at: 1s, for: 2s, slicer: { size: 8 } }").contains("give size"))
+        #expect(only("{ link: phone, at: 1s, for: 2s, reset_peer: 0s }").contains("reset_peer"))
+        #expect(only("{ link: phone, at: 1s, for: 2s, slow_close: 2h }").contains("may be at most 1h"))
+        #expect(only("{ link: phone, at: 1s, for: 2s, timeout: 1s, reset_peer: 1s }").contains("give one of timeout, reset_peer"))
+        #expect(only("{ link: backend_push, at: 1s, for: 2s, bandwidth: 1KB/s }").contains("bandwidth is made by the run's proxy, on the phone link only"))
+    }
 }

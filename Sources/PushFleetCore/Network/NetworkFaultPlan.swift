@@ -68,6 +68,9 @@ public struct NetworkFaultPlan: Sendable {
         return "127.\(base).\(host >> 8 & 0xFF).\(host & 0xFF)"
     }
 
+    /// Whether fault `index` touches `device`.
+    public func touches(_ index: Int, device: Int) -> Bool { members[index].binarySearchContains(device) }
+
     /// The address pushfleet's own sockets on the push service's port bind to when they are not
     /// a device's (the phone proxy's side to the gateway): in the run's /16, so the
     /// `backend_push` rules pass them, and in no fault's set.
@@ -145,16 +148,62 @@ public struct NetworkFaultPlan: Sendable {
         }
     }
 
+    /// What the run's proxy does to one device's link while some faults are in force
+    /// (Toxiproxy's toxics are the model).
+    public struct LinkToxics: Sendable, Equatable {
+        /// Each chunk held back this long (ns), drawn within the latency faults' jitter.
+        public var delay: Int64 = 0
+        /// The slowest bandwidth in force, bytes a second per direction.
+        public var bytesPerSecond: Int?
+        /// Chunks passed on in pieces of `size` bytes, `gap` ns apart (the smallest in force).
+        public var slice: (size: Int, gap: Int64)?
+        /// A close reaches the other end this much later (ns).
+        public var slowClose: Int64 = 0
+        /// A timeout is in force: nothing passes.
+        public var blackhole = false
+
+        public init() {}
+
+        public static func == (a: Self, b: Self) -> Bool {
+            a.delay == b.delay && a.bytesPerSecond == b.bytesPerSecond && a.slice?.size == b.slice?.size && a.slice?.gap == b.slice?.gap
+                && a.slowClose == b.slowClose && a.blackhole == b.blackhole
+        }
+    }
+
+    /// The toxics for a chunk of `device`'s link: those of the faults in `active` that touch it.
+    public func toxics(device: Int, active: [Int], draw: inout SplitMix64) -> LinkToxics {
+        var toxics = LinkToxics()
+        for index in active where faults[index].link == .phone && members[index].binarySearchContains(device) {
+            switch faults[index].kind {
+            case .latency(let delay, let jitter):
+                let spread = jitter > .zero ? Int64((draw.nextUnit() * 2 - 1) * Double(jitter.nanoseconds)) : 0
+                toxics.delay += max(0, delay.nanoseconds + spread)
+            case .bandwidth(let rate): toxics.bytesPerSecond = min(toxics.bytesPerSecond ?? rate, rate)
+            case .slicer(let size, let gap):
+                if toxics.slice.map({ size < $0.size }) ?? true { toxics.slice = (size, gap.nanoseconds) }
+            case .slowClose(let delay): toxics.slowClose = max(toxics.slowClose, delay.nanoseconds)
+            case .timeout: toxics.blackhole = true
+            case .loss, .partition, .resetPeer: break
+            }
+        }
+        return toxics
+    }
+
     /// The hold-back for a chunk of `device`'s link: the sum of the latency faults in `active`
     /// that touch it, each drawn within its jitter (ns).
     public func delay(device: Int, active: [Int], draw: inout SplitMix64) -> Int64 {
-        var total: Int64 = 0
-        for index in active {
-            guard case .latency(let delay, let jitter) = faults[index].kind, members[index].binarySearchContains(device) else { continue }
-            let spread = jitter > .zero ? Int64((draw.nextUnit() * 2 - 1) * Double(jitter.nanoseconds)) : 0
-            total += max(0, delay.nanoseconds + spread)
+        toxics(device: device, active: active, draw: &draw).delay
+    }
+
+    /// How a fault ends the connections it touches: closed (`timeout`) or reset (`reset_peer`)
+    /// this long after it begins, or after they open while it is in force. Nil for other faults,
+    /// and for a timeout that never closes.
+    public func cut(_ index: Int) -> (after: Duration, reset: Bool)? {
+        switch faults[index].kind {
+        case .timeout(let after): after > .zero ? (after, false) : nil
+        case .resetPeer(let after): (after, true)
+        default: nil
         }
-        return total
     }
 
     // MARK: nftables
@@ -227,7 +276,7 @@ public struct NetworkFaultPlan: Sendable {
             back = (.inbound, "ip saddr \(endpoints.backendHost) tcp sport \(endpoints.backendPort)")
         }
         switch fault.kind {
-        case .latency: return []
+        case .latency, .bandwidth, .slicer, .slowClose, .timeout, .resetPeer: return []
         case .loss(let ratio):
             let threshold = Int((ratio * 10_000).rounded())
             return [forward, back].map { ($0.chain, "\($0.match) numgen random mod 10000 < \(threshold) counter drop") }

@@ -86,6 +86,24 @@ extension Scenario {
             /// Every read either way is held back this long, give or take up to `jitter` (uniform),
             /// in order: the run's proxy on the link does it (no netem needed).
             case latency(Duration, jitter: Duration)
+            /// Each direction of a connection carries at most this many bytes a second.
+            case bandwidth(bytesPerSecond: Int)
+            /// Each read is passed on in pieces of `size` bytes, `delay` apart.
+            case slicer(size: Int, delay: Duration)
+            /// A connection's close reaches the other end this much later.
+            case slowClose(Duration)
+            /// Nothing passes; the connection is closed after this long (never when zero).
+            case timeout(Duration)
+            /// The connection is reset (RST both ways) after this long.
+            case resetPeer(Duration)
+
+            /// Whether the run's proxy makes it (Toxiproxy's toxics), not the kernel.
+            public var isToxic: Bool {
+                switch self {
+                case .loss, .partition: false
+                case .latency, .bandwidth, .slicer, .slowClose, .timeout, .resetPeer: true
+                }
+            }
         }
 
         /// Down for `down`, then up for `up`, over and over within the window.
@@ -121,9 +139,7 @@ extension Scenario {
         }
 
         /// Whether the kernel's rules make this fault (loss, partition); else the run's proxy does.
-        public var dropsPackets: Bool {
-            if case .latency = kind { false } else { true }
-        }
+        public var dropsPackets: Bool { !kind.isToxic }
 
         /// A short description for markers and reports: "partition both, 20% of phones".
         public var label: String {
@@ -133,9 +149,20 @@ extension Scenario {
             case .partition(let direction): what = "partition " + String(direction.rawValue.map { $0 == "_" ? " " : $0 })
             case .latency(let delay, let jitter):
                 what = "latency " + DurationText.format(delay) + (jitter > .zero ? " ± " + DurationText.format(jitter) : "")
+            case .bandwidth(let rate): what = "bandwidth " + Self.rate(rate)
+            case .slicer(let size, let delay): what = "slicer \(size) B every " + DurationText.format(delay)
+            case .slowClose(let delay): what = "slow close " + DurationText.format(delay)
+            case .timeout(let after): what = after > .zero ? "timeout " + DurationText.format(after) : "timeout (never closed)"
+            case .resetPeer(let after): what = "reset peer after " + DurationText.format(after)
             }
             guard link == .phone else { return "\(link.rawValue) \(what)" }
             return "\(link.rawValue) \(what), \(Self.percent(share)) of devices"
+        }
+
+        static func rate(_ bytesPerSecond: Int) -> String {
+            if bytesPerSecond >= 1_000_000 && bytesPerSecond % 1_000_000 == 0 { return "\(bytesPerSecond / 1_000_000)MB/s" }
+            if bytesPerSecond >= 1000 && bytesPerSecond % 1000 == 0 { return "\(bytesPerSecond / 1000)KB/s" }
+            return "\(bytesPerSecond)B/s"
         }
 
         static func percent(_ ratio: Double) -> String {
