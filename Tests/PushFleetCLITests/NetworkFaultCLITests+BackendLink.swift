@@ -17,17 +17,9 @@ extension NetworkFaultCLITests {
 
     /// A port free when asked: the backend and the embedded push service are told theirs.
     static func freePort() throws -> Int {
-        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(holder) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, length) == 0 && getsockname(holder, $0, &length) == 0 }
-        }
-        guard bound else { throw CocoaError(.fileWriteUnknown) }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard let reserved = RawSocket.boundNotListening() else { throw CocoaError(.fileWriteUnknown) }
+        reserved.close()
+        return reserved.port
     }
 
     struct BackendOutcome {

@@ -485,13 +485,20 @@ class Handler(BaseHTTPRequestHandler):
             return self.error(401, "wrong user or password")
         self.answer(200, {"token": self.server.registry.login(user)})
 
-    def register(self):
+    def user_and_body(self):
+        """The logged-in user and the request's JSON object; None once answered otherwise."""
         user = self.user()
         if user is None:
-            return self.drain()
+            self.drain()
+            return None
         body = self.body_json()
-        if body is None:
+        return None if body is None else (user, body)
+
+    def register(self):
+        found = self.user_and_body()
+        if found is None:
             return
+        user, body = found
         platform, token = body.get("platform"), body.get("token")
         if platform not in PLATFORMS:
             return self.error(400, "platform must be apns or fcm")
@@ -517,12 +524,10 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(204)
 
     def send(self):
-        user = self.user()
-        if user is None:
-            return self.drain()
-        body = self.body_json()
-        if body is None:
+        found = self.user_and_body()
+        if found is None:
             return
+        _, body = found
         to, message = body.get("to"), body.get("message")
         if not isinstance(to, str) or not to or not isinstance(message, str):
             return self.error(400, "to and message must be strings")
