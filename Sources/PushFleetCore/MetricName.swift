@@ -44,11 +44,14 @@ public enum MetricName {
     /// socket, as the gateway's next `subscribed` says; failed when the gateway had not closed
     /// it by the heal.
     public static let gatewayDeadLinkNotice = "gateway.dead_link_notice"
+    /// Pushes the push service handed a device again (their acknowledgement lost with a dead
+    /// link), dropped by the device as already had: counted, never receipts.
+    public static let phoneRedelivered = "phone.redelivered"
 
     /// Latency metrics, in report order.
     public static let operations =
         [login, registerPost, registerPut, connect, webPushSubscribe, setup, send, delivery, fetchSecure, fetchRich, endToEnd] + hops
-        + [phoneDeadLink, phoneDeadLinkNotice, gatewayDeadLinkNotice]
+        + [phoneDeadLink, phoneDeadLinkNotice, gatewayDeadLinkNotice, phoneRedelivered]
     /// Operations measured against an open-model schedule, which also get an uncorrected histogram.
     public static let openModel: Set<String> = [send, delivery, endToEnd]
 

@@ -24,6 +24,12 @@ extension VirtualDevice {
                 let receivedAt = context.now()
                 switch inbound {
                 case .push(let frame):
+                    // A push whose acknowledgement a dead link lost comes again on the next
+                    // connection; the push client drops it, as phones' do (by message).
+                    if let recent = self.recentPushes, let number = frame.push, frame.type != PushFrame.refusedType, !recent.firstTime(number) {
+                        context.emit(.operation(metric: MetricName.phoneRedelivered, nanoseconds: 0, failed: false, at: receivedAt))
+                        return
+                    }
                     context.signals.pushArrived(at: receivedAt)
                     context.services.deviceWork.submit(.push(self, frame, receivedAt))
                 case .garbage: context.emit(.error(.gatewayBadFrame, at: receivedAt))
@@ -90,6 +96,32 @@ extension VirtualDevice {
 
     /// How long after a partition's heal a device's return still counts as coming back from it.
     static let comebackWithin = Duration.seconds(60)
+}
+
+/// The push numbers a device that acknowledges pushes received last. The push service hands
+/// back what a connection swallowed unacknowledged when it ends (docs/network-faults.md), so a
+/// push the device got whose acknowledgement was lost (a reset, a one-way partition) comes again
+/// with the same number; the device drops it, as a phone's push client drops a message id it
+/// already has, rather than count the service's redelivery against the backend as a duplicate.
+final class RecentPushes: Sendable {
+    /// How many it keeps: more than a connection has unacknowledged at its end in practice
+    /// (each push is acknowledged as it arrives).
+    static let kept = 64
+    private let state = Mutex<(ring: [UInt64], next: Int)>(([], 0))
+
+    /// True the first time `push` arrives.
+    func firstTime(_ push: UInt64) -> Bool {
+        state.withLock { state in
+            if state.ring.contains(push) { return false }
+            if state.ring.count < Self.kept {
+                state.ring.append(push)
+            } else {
+                state.ring[state.next] = push
+                state.next = (state.next + 1) % Self.kept
+            }
+            return true
+        }
+    }
 }
 
 /// Work that per-device sockets' NIO callbacks hand to the fleet's tasks: pushes to handle and

@@ -32,6 +32,8 @@ final class VirtualDevice: Sendable {
     private let retired = Atomic<Bool>(false)
     /// The multiplexed channel the device is subscribed on, while it is.
     private let sharedChannel = Mutex<MuxChannel?>(nil)
+    /// A device that acknowledges pushes: the ones it received last (nil otherwise).
+    let recentPushes: RecentPushes?
 
     init(plan: FleetPlan.Device, context: RunContext, http: BackendClient? = nil) {
         self.plan = plan
@@ -48,6 +50,7 @@ final class VirtualDevice: Sendable {
         self.browser = plan.platform == .webpush ? VirtualBrowser(service: context.spec.api.receive.webPush.service(device: plan.index)) : nil
         let steps = context.spec.deviceSteps(plan.platform)
         self.steps = steps
+        self.recentPushes = context.spec.scenario.network.keepalive?.acks == true ? RecentPushes() : nil
         self.machine = Mutex(
             DeviceLifecycle(
                 settings: steps.lifecycle, probes: plan.probe,

@@ -155,7 +155,8 @@ struct FCMEndpoint {
             retention: retention(message),
             push: number,
             hubAt: hubAt,
-            trace: request.traceparent
+            trace: request.traceparent,
+            collapseKey: Self.collapseKey(message)
         )
         switch service.accept(push) {
         case .accepted:
@@ -165,6 +166,14 @@ struct FCMEndpoint {
         case .throttled:
             return reject(.tooManyRequests, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "Quota exceeded for the device.")
         }
+    }
+
+    /// A collapsible message's key: a notification message is always collapsible, under the
+    /// app's own key (and ignores `collapse_key`); a data message is when it names one.
+    static func collapseKey(_ message: [String: Any]) -> String? {
+        if message["notification"] != nil { return "default" }
+        guard let key = (message["android"] as? [String: Any])?["collapse_key"] as? String, !key.isEmpty else { return nil }
+        return key
     }
 
     /// `message.android.ttl` ("3.5s"; "0s" means deliver now or never), else the default.

@@ -61,6 +61,8 @@ public final class PushService: Sendable {
         var webPush: WebPushHeaders? = nil
         /// The W3C `traceparent` the provider request carried (``ProviderRequest/traceparent``).
         var trace: String? = nil
+        /// FCM: a collapsible message's key (``PushFrame/collapseKey``).
+        var collapseKey: String? = nil
     }
 
     enum AcceptOutcome: Equatable {
@@ -215,6 +217,7 @@ public final class PushService: Sendable {
         frame.hubAt = push.hubAt
         frame.webPush = push.webPush
         frame.trace = push.trace
+        frame.collapseKey = push.collapseKey
         watchers.report(
             PushHop(
                 push: push.push, step: .accepted, at: acceptedAt, platform: push.address.platform.rawValue, token: push.address.token,
@@ -266,6 +269,9 @@ public final class PushService: Sendable {
                 counters.withLock { $0.delivered += 1 }
             } else if let expiresAt, frame.platform == .webpush, let first = entry.pending {
                 holdBeside(first, StoredPush(frame: frame, expiresAt: expiresAt), in: &entry, fates: &fates, watched: watched)
+                devices[address] = entry
+            } else if let expiresAt, frame.platform == .fcm, frame.collapseKey != nil, entry.pending != nil {
+                holdCollapsible(StoredPush(frame: frame, expiresAt: expiresAt), in: &entry, fates: &fates, watched: watched)
                 devices[address] = entry
             } else if let expiresAt, frame.platform == .fcm, entry.pending != nil {
                 holdQueued(StoredPush(frame: frame, expiresAt: expiresAt), in: &entry, fates: &fates, watched: watched)
@@ -354,6 +360,47 @@ public final class PushService: Sendable {
         if entry.pending == nil { entry.pending = message } else { entry.queued.append(message) }
         counters.withLock { $0.stored += 1 }
         if watched { fates.append((.held, message.frame)) }
+    }
+
+    /// Most collapse keys FCM holds messages of for one device at a time.
+    static let fcmCollapseKeys = 4
+
+    /// Holds a collapsible FCM message for a device that already has one held: it replaces the
+    /// one held with its key, in its place; a fifth key gives the oldest key's message up (FCM
+    /// keeps four keys, and says not which).
+    private func holdCollapsible(_ message: StoredPush, in entry: inout DeviceEntry, fates: inout [(PushHop.Step, PushFrame)], watched: Bool) {
+        let key = message.frame.collapseKey
+        var replaced: StoredPush?
+        if entry.pending?.frame.collapseKey == key {
+            replaced = entry.pending
+            entry.pending = message
+        } else if let index = entry.queued.firstIndex(where: { $0.frame.collapseKey == key }) {
+            replaced = entry.queued[index]
+            entry.queued[index] = message
+        } else {
+            let held = [entry.pending].compactMap(\.self) + entry.queued
+            if Set(held.compactMap(\.frame.collapseKey)).count >= Self.fcmCollapseKeys {
+                // The oldest collapsible message makes room; the new one takes its place in the hold.
+                if entry.pending?.frame.collapseKey != nil {
+                    replaced = entry.pending
+                    entry.pending = entry.queued.isEmpty ? nil : entry.queued.removeFirst()
+                } else if let index = entry.queued.firstIndex(where: { $0.frame.collapseKey != nil }) {
+                    replaced = entry.queued.remove(at: index)
+                }
+                if entry.pending == nil { entry.pending = message } else { entry.queued.append(message) }
+            } else {
+                holdQueued(message, in: &entry, fates: &fates, watched: watched)
+                return
+            }
+        }
+        counters.withLock {
+            $0.stored += 1
+            if replaced != nil { $0.storedReplaced += 1 }
+        }
+        if watched {
+            if let replaced { fates.append((.replaced, replaced.frame)) }
+            fates.append((.held, message.frame))
+        }
     }
 
     /// Takes a place in the hold if there is one.

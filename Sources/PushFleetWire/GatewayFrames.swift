@@ -51,6 +51,9 @@ public struct PushFrame: Codable, Sendable, Equatable {
     /// The W3C `traceparent` the push's provider request carried: the device's part of the push
     /// (its fetch) joins that trace. Not in any real provider's payload; the mock's own.
     public var trace: String?
+    /// FCM: the collapse key of a collapsible message (`android.collapse_key`; `default`, the
+    /// app's own, for a notification message). A held one replaces the one held with its key.
+    public var collapseKey: String?
 
     public init(
         platform: Platform,

@@ -16,13 +16,14 @@ extension PushFrame {
     }
 
     private enum Key: String, CaseIterable {
-        case type, platform, token, id, acceptedAt, pushType, body, bodyEncoding, stored, reason, push, writtenAt, hubAt, delay, trace
+        case type, platform, token, id, acceptedAt, pushType, body, bodyEncoding, stored, reason, push, writtenAt, hubAt, delay, trace, collapseKey
     }
 
     private static func read(_ reader: inout StrictJSONReader) -> PushFrame? {
         var type: String?, platform: Platform?, token: String?, id: String?, acceptedAt: Int64?, pushType: String?, body: String?
         var stored: Bool?
         var bodyEncoding: String??, reason: String??, push: UInt64??, writtenAt: Int64??, hubAt: Int64??, delay: Int64??, trace: String??
+        var collapseKey: String??
         var seen = SeenKeys()
         let read: Void? = reader.object { reader, name in
             // Not a field of a frame: sure of it only if it is a plain value.
@@ -44,6 +45,7 @@ extension PushFrame {
             case .hubAt: hubAt = reader.optional { $0.integer() }; return hubAt != nil
             case .delay: delay = reader.optional { $0.integer() }; return delay != nil
             case .trace: trace = reader.optional { $0.string() }; return trace != nil
+            case .collapseKey: collapseKey = reader.optional { $0.string() }; return collapseKey != nil
             }
             // A required field read as nil is one the reader was not sure of.
             switch key {
@@ -73,6 +75,7 @@ extension PushFrame {
         frame.hubAt = hubAt ?? nil
         frame.delay = delay ?? nil
         frame.trace = trace ?? nil
+        frame.collapseKey = collapseKey ?? nil
         return frame
     }
 }

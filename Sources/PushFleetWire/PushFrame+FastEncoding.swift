@@ -51,6 +51,10 @@ extension PushFrame {
             out += ",\"trace\":"
             JSONText.appendQuoted(trace, to: &out)
         }
+        if let collapseKey {
+            out += ",\"collapseKey\":"
+            JSONText.appendQuoted(collapseKey, to: &out)
+        }
         return out + "}"
     }
 }

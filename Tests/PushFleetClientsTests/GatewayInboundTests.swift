@@ -145,6 +145,7 @@ struct PushFrameFastDecodingTests {
                     cryptoKey: Self.randomString(&rng), urgency: rng.next() % 2 == 0 ? nil : "high", topic: nil, ttl: Int64(rng.next() % 100)
                 )
             }
+            if rng.next() % 4 == 0 { frame.collapseKey = Self.randomString(&rng) }
             var text = frame.encodedJSON
             #expect(try JSONDecoder().decode(PushFrame.self, from: Data(text.utf8)) == frame, "\(text)")
             let read = text.withUTF8 { PushFrame(fastJSON: $0) }

@@ -171,6 +171,37 @@ struct MockPushTests {
         }
     }
 
+    @Test("FCM collapses held messages by key: the newest of a key in its place, notification messages under the app's key, a fifth key gives the oldest up")
+    func fcmCollapse() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let url = "\(system.pushService)/v1/projects/demo/messages:send"
+            let auth = [("authorization", try await TestCredentials.fcmAuthorization(pushService: system.pushService))]
+            let token = TestDevice.randomToken(for: .fcm)
+            func send(_ n: Int, key: String? = nil, notification: Bool = false) async throws {
+                let android = key.map { #","android":{"collapse_key":"\#($0)"}"# } ?? ""
+                let content = notification ? #""notification":{"title":"n\#(n)"}"# : #""data":{"n":"n\#(n)"}"#
+                let body = #"{"message":{"token":"\#(token)",\#(content)\#(android)}}"#
+                #expect(try await TestHTTP.request(.POST, url, body: Data(body.utf8), headers: auth).status == 200)
+            }
+            try await send(1, key: "a")
+            try await send(2, key: "a")
+            try await send(3)
+            try await send(4, notification: true)
+            try await send(5, notification: true)
+            try await send(6, key: "b")
+            try await send(7, key: "c")
+            try await send(8, key: "d")
+            let device = try await TestDevice.connect(pushService: system.pushService, platform: .fcm, token: token)
+            let pushes = try await device.waitForPushes(5)
+            try await Task.sleep(for: .milliseconds(100))
+            let held = device.pushes.map { push in ["n3", "n5", "n6", "n7", "n8", "n1", "n2", "n4"].first { push.body.contains("\"\($0)\"") } ?? "?" }
+            #expect(held == ["n3", "n5", "n6", "n7", "n8"], "\(device.pushes.map(\.body))")
+            #expect(pushes.first { $0.body.contains("\"n5\"") }?.collapseKey == "default")
+            let stats = try await system.pushStats()
+            #expect(stats.storedReplaced == 3 && stats.stored == 8 && stats.storedDelivered == 5, "n1 by n2, n4 by n5, n2 for the fifth key: \(stats)")
+        }
+    }
+
     @Test("a device's next subscribed says when the gateway took its last connection for gone, or that it took an open one over")
     func previousConnection() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
