@@ -270,7 +270,7 @@ public final class PushService: Sendable {
             } else if let expiresAt, frame.platform == .webpush, let first = entry.pending {
                 holdBeside(first, StoredPush(frame: frame, expiresAt: expiresAt), in: &entry, fates: &fates, watched: watched)
                 devices[address] = entry
-            } else if let expiresAt, frame.platform == .fcm, frame.collapseKey != nil, entry.pending != nil {
+            } else if let expiresAt, Self.holdKey(frame) != nil, entry.pending != nil {
                 holdCollapsible(StoredPush(frame: frame, expiresAt: expiresAt), in: &entry, fates: &fates, watched: watched)
                 devices[address] = entry
             } else if let expiresAt, frame.platform == .fcm, entry.pending != nil {
@@ -365,26 +365,37 @@ public final class PushService: Sendable {
     /// Most collapse keys FCM holds messages of for one device at a time.
     static let fcmCollapseKeys = 4
 
-    /// Holds a collapsible FCM message for a device that already has one held: it replaces the
-    /// one held with its key, in its place; a fifth key gives the oldest key's message up (FCM
-    /// keeps four keys, and says not which).
+    /// What a held push replaces the held one of: FCM's collapse key; a WNS notification's type
+    /// (WNS caches one badge, one tile, one toast and, when asked, one raw notification per
+    /// channel). Nil for a push held beside the others (FCM's non-collapsible messages).
+    static func holdKey(_ frame: PushFrame) -> String? {
+        switch frame.platform {
+        case .fcm: frame.collapseKey
+        case .wns: frame.pushType
+        default: nil
+        }
+    }
+
+    /// Holds a push with a ``holdKey(_:)`` for a device that already has one held: it replaces
+    /// the one held with its key, in its place; for FCM a fifth key gives the oldest key's
+    /// message up (FCM keeps four keys, and says not which).
     private func holdCollapsible(_ message: StoredPush, in entry: inout DeviceEntry, fates: inout [(PushHop.Step, PushFrame)], watched: Bool) {
-        let key = message.frame.collapseKey
+        let key = Self.holdKey(message.frame)
         var replaced: StoredPush?
-        if entry.pending?.frame.collapseKey == key {
+        if entry.pending.map({ Self.holdKey($0.frame) == key }) == true {
             replaced = entry.pending
             entry.pending = message
-        } else if let index = entry.queued.firstIndex(where: { $0.frame.collapseKey == key }) {
+        } else if let index = entry.queued.firstIndex(where: { Self.holdKey($0.frame) == key }) {
             replaced = entry.queued[index]
             entry.queued[index] = message
         } else {
             let held = [entry.pending].compactMap(\.self) + entry.queued
-            if Set(held.compactMap(\.frame.collapseKey)).count >= Self.fcmCollapseKeys {
+            if message.frame.platform == .fcm, Set(held.compactMap { Self.holdKey($0.frame) }).count >= Self.fcmCollapseKeys {
                 // The oldest collapsible message makes room; the new one takes its place in the hold.
-                if entry.pending?.frame.collapseKey != nil {
+                if entry.pending.map({ Self.holdKey($0.frame) != nil }) == true {
                     replaced = entry.pending
                     entry.pending = entry.queued.isEmpty ? nil : entry.queued.removeFirst()
-                } else if let index = entry.queued.firstIndex(where: { $0.frame.collapseKey != nil }) {
+                } else if let index = entry.queued.firstIndex(where: { Self.holdKey($0.frame) != nil }) {
                     replaced = entry.queued.remove(at: index)
                 }
                 if entry.pending == nil { entry.pending = message } else { entry.queued.append(message) }

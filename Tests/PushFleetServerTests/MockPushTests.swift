@@ -202,6 +202,32 @@ struct MockPushTests {
         }
     }
 
+    @Test("WNS caches one notification of each type per channel for an offline device (raw only when asked), the newest of a type in its place")
+    func wnsCachePerType() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            let channel = TestDevice.randomToken(for: .wns)
+            let auth = try await TestCredentials.wnsAuthorization(pushService: system.pushService)
+            func send(_ type: String, _ body: String, cache: String? = nil) async throws {
+                var headers = [("authorization", auth), ("X-WNS-Type", type), ("content-type", type == "wns/raw" ? "application/octet-stream" : "text/xml")]
+                if let cache { headers.append(("X-WNS-Cache-Policy", cache)) }
+                #expect(try await TestHTTP.request(.POST, "\(system.pushService)/wns/\(channel)", body: Data(body.utf8), headers: headers).status == 200)
+            }
+            try await send("wns/toast", "<toast>t1</toast>")
+            try await send("wns/tile", "<tile>l1</tile>")
+            try await send("wns/toast", "<toast>t2</toast>")
+            try await send("wns/badge", "<badge value=\"1\"/>")
+            try await send("wns/raw", "r1")
+            try await send("wns/raw", "r2", cache: "cache")
+            try await send("wns/tile", "<tile>l2</tile>", cache: "no-cache")
+            let device = try await TestDevice.connect(pushService: system.pushService, platform: .wns, token: channel)
+            _ = try await device.waitForPushes(4)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(device.pushes.map(\.body) == ["<toast>t2</toast>", "<tile>l1</tile>", "<badge value=\"1\"/>", "r2"], "\(device.pushes.map(\.body))")
+            let stats = try await system.pushStats()
+            #expect(stats.storedReplaced == 1 && stats.storedDelivered == 4, "t1 by t2; r1 and l2 not cached: \(stats)")
+        }
+    }
+
     @Test("a device's next subscribed says when the gateway took its last connection for gone, or that it took an open one over")
     func previousConnection() async throws {
         try await TestSystem.run { (system: TestSystem) async throws in
