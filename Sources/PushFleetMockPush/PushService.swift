@@ -327,14 +327,7 @@ public final class PushService: Sendable {
             }
             entry.queued.append(message)
         }
-        counters.withLock {
-            $0.stored += 1
-            if replaced != nil { $0.storedReplaced += 1 }
-        }
-        if watched {
-            if let replaced { fates.append((.replaced, replaced.frame)) }
-            fates.append((.held, message.frame))
-        }
+        recordHeld(message, replacing: replaced, fates: &fates, watched: watched)
     }
 
     /// Most messages FCM holds for an offline device; past it FCM discards them all and tells the
@@ -404,6 +397,11 @@ public final class PushService: Sendable {
                 return
             }
         }
+        recordHeld(message, replacing: replaced, fates: &fates, watched: watched)
+    }
+
+    /// Counts a push held, and the one it replaced if any, and reports both to a watcher.
+    private func recordHeld(_ message: StoredPush, replacing replaced: StoredPush?, fates: inout [(PushHop.Step, PushFrame)], watched: Bool) {
         counters.withLock {
             $0.stored += 1
             if replaced != nil { $0.storedReplaced += 1 }
