@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import NIOWebSocket
 import PushFleetCore
 import PushFleetServerSupport
@@ -27,7 +28,7 @@ struct DeviceGateway {
 
     /// Decides whether an HTTP request becomes a gateway connection. Requests that do not
     /// qualify fall through to the router, which explains what was wrong.
-    func shouldUpgrade(_ head: HTTPRequest) -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+    func shouldUpgrade(_ head: HTTPRequest, channel: any Channel) -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
         guard head.method == .get, let target = head.path else { return .dontUpgrade }
         let uri = URI(target)
         switch uri.path {
@@ -35,11 +36,11 @@ struct DeviceGateway {
             guard let address = Self.address(from: uri) else { return .dontUpgrade }
             let acks = uri.queryParameters["ack"] == "1"
             return .upgrade([:]) { inbound, outbound, context in
-                await run(.single(address), acks: acks, inbound: inbound, outbound: outbound, logger: context.logger)
+                await run(.single(address), acks: acks, channel: channel, inbound: inbound, outbound: outbound, logger: context.logger)
             }
         case GatewayFrame.multiplexPath:
             return .upgrade([:]) { inbound, outbound, context in
-                await run(.multiplexed, inbound: inbound, outbound: outbound, logger: context.logger)
+                await run(.multiplexed, channel: channel, inbound: inbound, outbound: outbound, logger: context.logger)
             }
         case GatewayFrame.observePath:
             guard let run = uri.queryParameters["run"], ObserveEndpoint.isRunID(run) else { return .dontUpgrade }
@@ -86,11 +87,16 @@ struct DeviceGateway {
     private func run(
         _ mode: GatewayConnection.Mode,
         acks: Bool = false,
+        channel: any Channel,
         inbound: WebSocketInboundStream,
         outbound: WebSocketOutboundWriter,
         logger: Logger
     ) async {
-        let connection = service.openConnection(mode: mode, acks: acks)
+        let service = service
+        let writer = GatewayConnection.Writer(channel: channel, now: service.now) { frame, instant in
+            service.report(.written, of: frame, at: instant)
+        }
+        let connection = service.openConnection(mode: mode, acks: acks, writer: writer)
         if case .single(let address) = mode {
             // Held pushes go out first; the notice then confirms the device is online, and says
             // when its last connection was found gone (how long a dead link took to notice).
@@ -117,25 +123,12 @@ struct DeviceGateway {
         logger: Logger
     ) async {
         await withTaskGroup(of: Void.self) { group in
+            // Frames are written on the channel's loop (GatewayConnection); a close goes through
+            // the WebSocket handler, after what was written before it.
             group.addTask {
-                for await message in connection.outbound {
-                    do {
-                        switch message {
-                        case .text(let text):
-                            try await outbound.write(.text(text))
-                        case .push(var frame):
-                            let instant = service.now()
-                            frame.writtenAt = instant
-                            try await outbound.write(.text(frame.encodedJSON))
-                            connection.wrote(frame)
-                            service.report(.written, of: frame, at: instant)
-                        case .close(let reason):
-                            try await outbound.close(.goingAway, reason: reason)
-                            return
-                        }
-                    } catch {
-                        return
-                    }
+                for await reason in connection.closeRequests {
+                    try? await outbound.close(.goingAway, reason: reason)
+                    return
                 }
             }
             group.addTask {

@@ -1,18 +1,21 @@
 import NIOCore
+import NIOWebSocket
 import PushFleetWire
 import Synchronization
 
 /// One WebSocket connection of the device gateway, as the push service sees it.
 ///
-/// Pushes are handed to the connection through an unbounded stream and written by the
-/// connection's own task, so a provider request never waits on a device's socket.
+/// Pushes handed to the connection wait in its outbox and are written on its channel's event
+/// loop, in order, many to a flush: a provider request never waits on a device's socket, and a
+/// push costs no task of its own (docs/performance.md, "The gateway's writes").
 final class GatewayConnection: Sendable {
-    enum Outbound: Sendable {
-        case text(String)
-        /// A push, encoded when it is written (the frame then says when).
-        case push(PushFrame)
-        /// Close a single-device connection (forced disconnect).
-        case close(reason: String)
+    /// Where the connection's frames go: its WebSocket channel, past the WebSocket handler
+    /// (whole frames; the handler's own control frames go between them).
+    struct Writer: Sendable {
+        let channel: any Channel
+        let now: @Sendable () -> Int64
+        /// A push went out, at the instant its frame says.
+        let written: @Sendable (PushFrame, Int64) -> Void
     }
 
     enum Mode: Sendable {
@@ -33,22 +36,28 @@ final class GatewayConnection: Sendable {
     /// Unacknowledged pushes kept per connection at most: a device that asked for acknowledgement
     /// and never gives it cannot grow the service without bound; past it the oldest is let go.
     static let maxUnacknowledged = 1024
-    let outbound: AsyncStream<Outbound>
-    private let continuation: AsyncStream<Outbound>.Continuation
+    private let outbox = Mutex(GatewayOutbox())
+    /// Nil for a connection no channel carries (a test's): what it is handed stays in its outbox.
+    private let writer: Writer?
+    /// Closes asked for, in the outbox's order, for the connection's task to carry out through the
+    /// WebSocket handler (which owns the closing handshake).
+    let closeRequests: AsyncStream<String>
+    private let closeContinuation: AsyncStream<String>.Continuation
     /// Devices this connection holds online; the registry is the authority, this is its index.
     private let devices = Mutex<Set<DeviceAddress>>([])
     /// Pushes handed over and not yet written, while a run watches the service.
     private let unsent = Mutex<[UInt64: PushFrame]>([:])
 
-    init(id: UInt64, mode: Mode, acks: Bool = false) {
+    init(id: UInt64, mode: Mode, acks: Bool = false, writer: Writer? = nil) {
         self.id = id
         self.mode = mode
         self.acks = acks
-        (self.outbound, self.continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        self.writer = writer
+        (self.closeRequests, self.closeContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
 
     func send(_ text: String) {
-        continuation.yield(.text(text))
+        enqueue(.text(text))
     }
 
     /// Hands a push to the connection's writer; with `tracked`, one the connection closes on
@@ -63,7 +72,42 @@ final class GatewayConnection: Sendable {
         } else if tracked, let number = push.push {
             unsent.withLock { $0[number] = push }
         }
-        continuation.yield(.push(push))
+        enqueue(.push(push))
+    }
+
+    private func enqueue(_ item: GatewayOutbox.Item) {
+        guard outbox.withLock({ $0.add(item) }), let writer else { return }
+        writer.channel.eventLoop.execute { self.write(with: writer) }
+    }
+
+    /// On the channel's loop: writes what the outbox holds, flushes once, then reports the
+    /// pushes written. A channel already closed writes nothing; the connection's end reports
+    /// what it was handed and never wrote.
+    private func write(with writer: Writer) {
+        let items = outbox.withLock { $0.take() }
+        guard !items.isEmpty, writer.channel.isActive else { return }
+        var written: [PushFrame] = []
+        for item in items {
+            switch item {
+            case .text(let text):
+                writer.channel.write(Self.textFrame(text, allocator: writer.channel.allocator), promise: nil)
+            case .push(var frame):
+                frame.writtenAt = writer.now()
+                writer.channel.write(Self.textFrame(frame.encodedJSON, allocator: writer.channel.allocator), promise: nil)
+                written.append(frame)
+            case .close(let reason):
+                closeContinuation.yield(reason)
+            }
+        }
+        writer.channel.flush()
+        for frame in written {
+            wrote(frame)
+            writer.written(frame, frame.writtenAt ?? 0)
+        }
+    }
+
+    private static func textFrame(_ text: String, allocator: ByteBufferAllocator) -> WebSocketFrame {
+        WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(string: text))
     }
 
     /// The device has these pushes.
@@ -82,7 +126,7 @@ final class GatewayConnection: Sendable {
     }
 
     /// The push went out.
-    func wrote(_ push: PushFrame) {
+    private func wrote(_ push: PushFrame) {
         guard let number = push.push else { return }
         unsent.withLock { unsent in
             if !unsent.isEmpty { unsent[number] = nil }
@@ -98,11 +142,13 @@ final class GatewayConnection: Sendable {
     }
 
     func close(reason: String) {
-        continuation.yield(.close(reason: reason))
+        enqueue(.close(reason: reason))
     }
 
+    /// The connection ended: nothing more is written.
     func finish() {
-        continuation.finish()
+        _ = outbox.withLock { $0.finish() }
+        closeContinuation.finish()
     }
 
     func insert(_ address: DeviceAddress) {

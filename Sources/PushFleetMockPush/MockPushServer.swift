@@ -222,7 +222,7 @@ public struct MockPushServer: Sendable {
             ),
             // Synchronous: decided on the event loop, with no task per upgrade.
             shouldUpgrade: { @Sendable (head: HTTPRequest, channel: any Channel, logger: Logger) throws in
-                let decision = gateway.shouldUpgrade(head)
+                let decision = gateway.shouldUpgrade(head, channel: channel)
                 // A valid device upgrade past the cap has been answered 503 and is closing.
                 guard case .upgrade = decision, DeviceGateway.isDevice(head), !slots.admit(channel, logger: logger) else { return decision }
                 return .dontUpgrade

@@ -6,9 +6,9 @@ import Synchronization
 /// coming online (their held push first) and going offline, tokens unregistered, and devices
 /// taken offline by the service.
 extension PushService {
-    func openConnection(mode: GatewayConnection.Mode, acks: Bool = false) -> GatewayConnection {
+    func openConnection(mode: GatewayConnection.Mode, acks: Bool = false, writer: GatewayConnection.Writer? = nil) -> GatewayConnection {
         counters.withLock { $0.connections += 1 }
-        return GatewayConnection(id: nextConnectionID.add(1, ordering: .relaxed).oldValue, mode: mode, acks: acks)
+        return GatewayConnection(id: nextConnectionID.add(1, ordering: .relaxed).oldValue, mode: mode, acks: acks, writer: writer)
     }
 
     func closeConnection(_ connection: GatewayConnection) {
