@@ -155,16 +155,24 @@ extension ReferenceBackend {
             guard !present.isEmpty else { return .noTarget }
             return await send(through: hub, to: user, platforms: present, build)
         }
-        let results = await withTaskGroup(of: (RegistrationStore.Registration, PushSender.Result?).self) { group in
-            for target in targets {
-                group.addTask {
-                    guard let notification = build(target.platform!) else { return (target, nil) }
-                    return (target, await self.sender.send(notification, to: target.handle!))
+        let results: [(RegistrationStore.Registration, PushSender.Result?)]
+        if targets.count == 1, let target = targets.first {
+            // The common case, one device: sent from this task, without a child task to start and join.
+            var result: PushSender.Result?
+            if let notification = build(target.platform!) { result = await sender.send(notification, to: target.handle!) }
+            results = [(target, result)]
+        } else {
+            results = await withTaskGroup(of: (RegistrationStore.Registration, PushSender.Result?).self) { group in
+                for target in targets {
+                    group.addTask {
+                        guard let notification = build(target.platform!) else { return (target, nil) }
+                        return (target, await self.sender.send(notification, to: target.handle!))
+                    }
                 }
+                var results: [(RegistrationStore.Registration, PushSender.Result?)] = []
+                for await result in group { results.append(result) }
+                return results
             }
-            var results: [(RegistrationStore.Registration, PushSender.Result?)] = []
-            for await result in group { results.append(result) }
-            return results
         }
         var accepted = 0
         var failed = 0
