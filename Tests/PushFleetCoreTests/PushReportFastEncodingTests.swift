@@ -37,4 +37,35 @@ struct PushReportFastEncodingTests {
             #expect(try members(report.json) == members(theirs), "\(report.json)")
         }
     }
+
+    @Test("strings escaped byte by byte read back as themselves and are escaped as the character-wise rules escape them")
+    func escapedStrings() throws {
+        var rng = SplitMix64(seed: 0x35CA)
+        let pool: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{0}", "\u{1}", "\u{1F}", "\u{7F}", "é", "\u{2028}", "日", "😀", "{", ":"]
+        /// The rules as first written, one scalar at a time.
+        func reference(_ text: String) -> String {
+            var out = ""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out
+        }
+        for _ in 0..<2_000 {
+            var text = ""
+            for _ in 0..<Int(rng.next() % 40) { text.unicodeScalars.append(pool[Int(rng.next() % UInt64(pool.count))]) }
+            let escaped = JSONText.escape(text)
+            #expect(escaped == reference(text), "\(text.debugDescription)")
+            #expect(try JSONDecoder().decode(String.self, from: Data(JSONText.quoted(text).utf8)) == text, "\(text.debugDescription)")
+        }
+    }
 }

@@ -132,22 +132,45 @@ public enum JSONText {
     public static func escape(_ text: String) -> String {
         // The common case (names, tokens, nonces) needs nothing.
         if isPlain(text) { return text }
-        var out = ""
-        out.reserveCapacity(text.utf8.count + 8)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+        var text = text
+        return text.withUTF8(escape(bytes:))
+    }
+
+    /// Escapes UTF-8 bytes: a push's body is mostly quotes and plain runs, which are copied whole;
+    /// bytes past ASCII are copied as they are (valid UTF-8 stays valid).
+    private static func escape(bytes: UnsafeBufferPointer<UInt8>) -> String {
+        // At most six bytes out for one in (`\u001f`).
+        String(unsafeUninitializedCapacity: bytes.count * 6) { out in
+            let hex: StaticString = "0123456789abcdef"
+            var count = 0
+            func put(_ byte: UInt8) {
+                out[count] = byte
+                count += 1
             }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                    put(UInt8(ascii: "\\"))
+                    put(byte)
+                case UInt8(ascii: "\n"):
+                    put(UInt8(ascii: "\\"))
+                    put(UInt8(ascii: "n"))
+                case UInt8(ascii: "\r"):
+                    put(UInt8(ascii: "\\"))
+                    put(UInt8(ascii: "r"))
+                case UInt8(ascii: "\t"):
+                    put(UInt8(ascii: "\\"))
+                    put(UInt8(ascii: "t"))
+                case 0..<0x20:
+                    for digit in [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")] { put(digit) }
+                    put(hex.utf8Start[Int(byte >> 4)])
+                    put(hex.utf8Start[Int(byte & 0x0F)])
+                default:
+                    put(byte)
+                }
+            }
+            return count
         }
-        return out
     }
 
     /// Whether `text` needs no escaping, read over its contiguous bytes when it has them: the
