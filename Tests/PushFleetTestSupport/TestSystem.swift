@@ -125,6 +125,17 @@ package struct TestSystem: Sendable {
         try await TestHTTP.request(.GET, "\(pushService)/admin/stats", auth: admin).json(PushServiceStats.self)
     }
 
+    /// The push service's counters once `condition` holds of them (a connection's end seen, say),
+    /// or as they are at the timeout: a starved machine takes its time, a fixed sleep guesses it.
+    package func pushStats(once condition: (PushServiceStats) -> Bool, timeout: Duration = .seconds(60)) async throws -> PushServiceStats {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let stats = try await pushStats()
+            if condition(stats) || ContinuousClock.now >= deadline { return stats }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     package func backendStats() async throws -> BackendStats {
         try await TestHTTP.request(.GET, "\(backend)/stats").json(BackendStats.self)
     }
