@@ -155,23 +155,18 @@ extension ReferenceBackend {
             guard !present.isEmpty else { return .noTarget }
             return await send(through: hub, to: user, platforms: present, build)
         }
+        @Sendable func push(_ target: RegistrationStore.Registration) async -> (RegistrationStore.Registration, PushSender.Result?) {
+            guard let notification = build(target.platform!) else { return (target, nil) }
+            return (target, await sender.send(notification, to: target.handle!))
+        }
         let results: [(RegistrationStore.Registration, PushSender.Result?)]
-        if targets.count == 1, let target = targets.first {
+        if targets.count == 1 {
             // The common case, one device: sent from this task, without a child task to start and join.
-            var result: PushSender.Result?
-            if let notification = build(target.platform!) { result = await sender.send(notification, to: target.handle!) }
-            results = [(target, result)]
+            results = [await push(targets[0])]
         } else {
             results = await withTaskGroup(of: (RegistrationStore.Registration, PushSender.Result?).self) { group in
-                for target in targets {
-                    group.addTask {
-                        guard let notification = build(target.platform!) else { return (target, nil) }
-                        return (target, await self.sender.send(notification, to: target.handle!))
-                    }
-                }
-                var results: [(RegistrationStore.Registration, PushSender.Result?)] = []
-                for await result in group { results.append(result) }
-                return results
+                for target in targets { group.addTask { await push(target) } }
+                return await group.reduce(into: []) { $0.append($1) }
             }
         }
         var accepted = 0

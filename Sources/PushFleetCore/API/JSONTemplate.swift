@@ -137,10 +137,12 @@ public enum JSONText {
     }
 
     /// Escapes UTF-8 bytes: a push's body is mostly quotes and plain runs, which are copied whole;
-    /// bytes past ASCII are copied as they are (valid UTF-8 stays valid).
+    /// bytes past ASCII are copied as they are (valid UTF-8 stays valid). The length is counted
+    /// first, so the string holds no more room than its text.
     private static func escape(bytes: UnsafeBufferPointer<UInt8>) -> String {
-        // At most six bytes out for one in (`\u001f`).
-        String(unsafeUninitializedCapacity: bytes.count * 6) { out in
+        var length = 0
+        for byte in bytes { length += escapedLength(byte) }
+        return String(unsafeUninitializedCapacity: length) { out in
             let hex: StaticString = "0123456789abcdef"
             var count = 0
             func put(_ byte: UInt8) {
@@ -148,28 +150,37 @@ public enum JSONText {
                 count += 1
             }
             for byte in bytes {
-                switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                    put(UInt8(ascii: "\\"))
+                switch escapedLength(byte) {
+                case 1:
                     put(byte)
-                case UInt8(ascii: "\n"):
+                case 2:
                     put(UInt8(ascii: "\\"))
-                    put(UInt8(ascii: "n"))
-                case UInt8(ascii: "\r"):
+                    switch byte {
+                    case UInt8(ascii: "\n"): put(UInt8(ascii: "n"))
+                    case UInt8(ascii: "\r"): put(UInt8(ascii: "r"))
+                    case UInt8(ascii: "\t"): put(UInt8(ascii: "t"))
+                    default: put(byte)
+                    }
+                default:
                     put(UInt8(ascii: "\\"))
-                    put(UInt8(ascii: "r"))
-                case UInt8(ascii: "\t"):
-                    put(UInt8(ascii: "\\"))
-                    put(UInt8(ascii: "t"))
-                case 0..<0x20:
-                    for digit in [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")] { put(digit) }
+                    put(UInt8(ascii: "u"))
+                    put(UInt8(ascii: "0"))
+                    put(UInt8(ascii: "0"))
                     put(hex.utf8Start[Int(byte >> 4)])
                     put(hex.utf8Start[Int(byte & 0x0F)])
-                default:
-                    put(byte)
                 }
             }
             return count
+        }
+    }
+
+    /// Bytes a byte takes escaped: 2 for a quote, a backslash, `\n`, `\r` or `\t`; 6 for another
+    /// control character (`\u00XX`); 1 for the rest.
+    private static func escapedLength(_ byte: UInt8) -> Int {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): 2
+        case 0..<0x20: 6
+        default: 1
         }
     }
 
