@@ -5,7 +5,8 @@ import PushFleetServerSupport
 import PushFleetWire
 
 /// The reference backend's fetch of a stored notification (`GET /api/notifications/{id}`),
-/// answered on the event loop that read it (``EventLoopRoutes``): a device fetches once per
+/// answered on the event loop that read it (``EventLoopRoutes``), and its secure send, answered
+/// when its pushes are (``ReferenceBackend/secureSendLater(head:body:on:)``): a device fetches once per
 /// secure or rich push, and the router's task, trie and hops to Swift's pool cost more than the
 /// fetch. Taken only when nothing needs waiting or recording: the in-memory store open, no
 /// injected latency, no spans recorded, a caller known at once (Basic, or a token verified
@@ -20,6 +21,9 @@ struct BackendRoutes: EventLoopResponder {
     static let bodyLimit = 1024
 
     func route(for head: HTTPRequest) -> EventLoopRoute? {
+        if Self.isSecureSend(head) {
+            return EventLoopRoute(kind: 1, parameter: "", bodyLimit: backend.configuration.limits.maxBodyBytes)
+        }
         guard head.method == .get, let path = head.path, path.hasPrefix(Self.prefix) else { return nil }
         let id = path.dropFirst(Self.prefix.count)
         guard !id.isEmpty, id.utf8.allSatisfy(Self.isPlain) else { return nil }
@@ -27,8 +31,13 @@ struct BackendRoutes: EventLoopResponder {
     }
 
     func respond(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
-        guard body != nil else { return nil }
+        guard route.kind == 0, body != nil else { return nil }
         return backend.fetchAtOnce(id: String(route.parameter), authorization: head.headerFields[.authorization])
+    }
+
+    func respondLater(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> EventLoopFuture<CompleteResponse>? {
+        guard route.kind == 1, let body else { return nil }
+        return backend.secureSendLater(head: head, body: body, on: channel.eventLoop)
     }
 
     /// A byte of an id the router would take as it is: no slash, query, fragment or escape.

@@ -39,6 +39,8 @@ final class ProviderCredentials: Sendable {
     private let client: HTTPClient
     private let baseURL: @Sendable () async throws -> String
     private let cache = Mutex<[Platform: Task<Cached, any Error>]>([:])
+    /// The tokens fetched, beside their tasks: read without waiting (``authorizationNow(for:)``).
+    private let ready = Mutex<[Platform: Cached]>([:])
     private let apnsKeys: Task<JWTKeyCollection, any Error>
     /// The service account's key, one per process: an RSA key costs tens of milliseconds to make
     /// (seconds in a debug build), and every backend instance (a restart makes one) would pay it.
@@ -74,7 +76,10 @@ final class ProviderCredentials: Sendable {
         }
         do {
             let cached = try await task.value
-            if cached.renewAt > now { return cached.header }
+            if cached.renewAt > now {
+                ready.withLock { $0[platform] = cached }
+                return cached.header
+            }
             invalidate(platform, ifStill: task)
             return try await authorization(for: platform)
         } catch {
@@ -83,15 +88,25 @@ final class ProviderCredentials: Sendable {
         }
     }
 
+    /// The header a push to `platform` would get now, when it is known and not due for renewal;
+    /// nil when only ``authorization(for:)`` can tell.
+    func authorizationNow(for platform: Platform) -> String? {
+        let now = Int64(Date().timeIntervalSince1970)
+        guard let cached = ready.withLock({ $0[platform] }), cached.renewAt > now else { return nil }
+        return cached.header
+    }
+
     /// Forgets a token the push service refused, so the next push fetches a new one.
     func invalidate(_ platform: Platform) {
         _ = cache.withLock { $0.removeValue(forKey: platform) }
+        _ = ready.withLock { $0.removeValue(forKey: platform) }
     }
 
     private func invalidate(_ platform: Platform, ifStill task: Task<Cached, any Error>) {
         cache.withLock { cache in
             if cache[platform] == task { cache[platform] = nil }
         }
+        _ = ready.withLock { $0.removeValue(forKey: platform) }
     }
 
     private func fetch(_ platform: Platform) async throws -> Cached {

@@ -46,6 +46,24 @@ final class ProviderTransport: Sendable {
         return (Int(response.status.code), try await response.body.collect(upTo: 64 * 1024))
     }
 
+    /// The base URL the last request went to, when its pool is the project's own.
+    var currentPlainBase: String? {
+        pools.withLock { $0.current?.base }
+    }
+
+    /// Starts `post` at once on an idle connection of the plain pool for `base`, preferring
+    /// `loop`'s, with no task; `done` gets the status and body on the connection's loop. False
+    /// (nothing sent) when `base` has no plain pool yet or none of its connections is idle.
+    func startIfIdle(
+        _ post: ProviderPost, base: String, timeout: Duration, preferring loop: any EventLoop,
+        done: @escaping @Sendable (Result<(status: Int, body: ByteBuffer), any Error>) -> Void
+    ) throws -> Bool {
+        guard let pool = pools.withLock({ $0.current?.base == base ? $0.current?.pool : nil }) else { return false }
+        return try pool.startIfIdle(.POST, post.path, headers: post.headers, body: post.body, timeout: timeout, preferring: loop) { result in
+            done(result.map { ($0.status, $0.body) })
+        }
+    }
+
     /// The plain-HTTP pool for `base`; nil for any other scheme, or a base URL with a path.
     private func plainPool(for base: String) -> FleetHTTPClient? {
         pools.withLock { pools in

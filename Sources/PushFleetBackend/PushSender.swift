@@ -40,9 +40,14 @@ struct PushSender: Sendable {
     /// public half, which `GET /api/webpush/vapid` gives.
     let vapid: VAPIDSigner
 
-    func send(_ notification: NativeNotification, to handle: String) async -> Result {
-        var lastFailure = "no attempt"
-        for attempt in 0..<max(1, settings.maxAttempts) {
+    /// Sends with retries; `firstAttempt` and `lastFailure` carry on from attempts made
+    /// elsewhere (``startFirstAttempt(_:to:trace:preferring:done:)``).
+    func send(_ notification: NativeNotification, to handle: String, from firstAttempt: Int = 0, lastFailure: String = "no attempt") async
+        -> Result
+    {
+        var lastFailure = lastFailure
+        let attempts = max(1, settings.maxAttempts)
+        for attempt in firstAttempt..<max(firstAttempt, attempts) {
             let base: String
             var post: ProviderPost
             do {
@@ -65,40 +70,93 @@ struct PushSender: Sendable {
             // caller's context handed on as it came.
             let outgoing = TracePropagation.outgoing("POST", url: base + post.path)
             post.headers += outgoing?.headers ?? TracePropagation.headers
-            let status: Int
-            let body: ByteBuffer
+            let step: Step
             do {
-                (status, body) = try await transport.post(post, base: base, timeout: settings.requestTimeout)
+                let (status, body) = try await transport.post(post, base: base, timeout: settings.requestTimeout)
                 outgoing?.finish(status: status)
-            } catch FleetHTTPError.invalidRequest(let why) {
-                // Nothing was sent, and a repeat would not be either.
-                outgoing?.finish(status: nil, error: "invalid_request")
-                counters.update { $0.pnsFailed += 1 }
-                return .failed(reason: "request not sendable: \(why)")
+                step = settle(status, body: body, platform: notification.platform)
             } catch {
-                outgoing?.finish(status: nil, error: "unreachable")
-                lastFailure = "unreachable"
-                continue
+                outgoing?.finish(status: nil, error: Self.isUnsendable(error) ? "invalid_request" : "unreachable")
+                step = settle(error)
             }
-            switch Self.classify(status, platform: notification.platform, body: body) {
-            case .accepted:
-                counters.update { $0.pnsAccepted += 1 }
-                return .accepted
-            case .unregistered:
-                return .unregistered
-            case .retry:
-                lastFailure = "status \(status)"
-            case .renewCredentials:
-                // A refused or expired token: the next attempt presents a new one.
-                credentials.invalidate(notification.platform)
-                lastFailure = "status \(status)"
-            case .fail:
-                counters.update { $0.pnsFailed += 1 }
-                return .failed(reason: "status \(status)")
+            switch step {
+            case .done(let result): return result
+            case .again(let failure): lastFailure = failure
             }
         }
         counters.update { $0.pnsFailed += 1 }
         return .failed(reason: lastFailure)
+    }
+
+    /// What an attempt leaves to do: nothing more (its result), or another attempt.
+    enum Step: Sendable {
+        case done(Result)
+        case again(lastFailure: String)
+    }
+
+    /// The first attempt of a push, begun at once from the event loop with no task, when nothing
+    /// needs waiting for: the push service's base URL resolved by an earlier push, the platform's
+    /// token fetched, a connection idle (over the project's own pool). `done` gets what its answer
+    /// leaves to do, on the connection's loop; ``send(_:to:from:lastFailure:)`` from attempt 1 makes the
+    /// rest. False when it could not begin: nothing was sent or counted.
+    func startFirstAttempt(
+        _ notification: NativeNotification, to handle: String, trace: [(String, String)], preferring loop: any EventLoop,
+        done: @escaping @Sendable (Step) -> Void
+    ) -> Bool {
+        guard notification.platform != .webpush, let base = transport.currentPlainBase,
+            let authorization = credentials.authorizationNow(for: notification.platform),
+            var post = try? makePost(notification, handle: handle, base: base, authorization: authorization)
+        else { return false }
+        post.headers += trace
+        let platform = notification.platform
+        let started: Bool
+        do {
+            started = try transport.startIfIdle(post, base: base, timeout: settings.requestTimeout, preferring: loop) { [self] answer in
+                switch answer {
+                case .success(let (status, body)): done(settle(status, body: body, platform: platform))
+                case .failure(let error): done(settle(error))
+                }
+            }
+        } catch {
+            return false
+        }
+        if started { counters.update { $0.pnsRequests += 1 } }
+        return started
+    }
+
+    /// What an answer leaves to do, counted.
+    private func settle(_ status: Int, body: ByteBuffer, platform: Platform) -> Step {
+        switch Self.classify(status, platform: platform, body: body) {
+        case .accepted:
+            counters.update { $0.pnsAccepted += 1 }
+            return .done(.accepted)
+        case .unregistered:
+            return .done(.unregistered)
+        case .retry:
+            return .again(lastFailure: "status \(status)")
+        case .renewCredentials:
+            // A refused or expired token: the next attempt presents a new one.
+            credentials.invalidate(platform)
+            return .again(lastFailure: "status \(status)")
+        case .fail:
+            counters.update { $0.pnsFailed += 1 }
+            return .done(.failed(reason: "status \(status)"))
+        }
+    }
+
+    /// What a request that got no answer leaves to do, counted.
+    private func settle(_ error: any Error) -> Step {
+        if case FleetHTTPError.invalidRequest(let why) = error {
+            // Nothing was sent, and a repeat would not be either.
+            counters.update { $0.pnsFailed += 1 }
+            return .done(.failed(reason: "request not sendable: \(why)"))
+        }
+        return .again(lastFailure: "unreachable")
+    }
+
+    private static func isUnsendable(_ error: any Error) -> Bool {
+        if case FleetHTTPError.invalidRequest = error { return true }
+        return false
     }
 
     enum Verdict: Equatable {
@@ -137,7 +195,11 @@ struct PushSender: Sendable {
     private func makePost(_ notification: NativeNotification, handle: String, base: String) async throws -> ProviderPost {
         // Web Push is signed per request with the backend's own VAPID key.
         if notification.platform == .webpush { return try webPushPost(notification, handle: handle, base: base) }
-        let authorization = try await credentials.authorization(for: notification.platform)
+        return try makePost(notification, handle: handle, base: base, authorization: try await credentials.authorization(for: notification.platform))
+    }
+
+    /// An APNs, FCM or WNS request with its `authorization`.
+    private func makePost(_ notification: NativeNotification, handle: String, base: String, authorization: String) throws -> ProviderPost {
         var path: String
         var headers: [(String, String)]
         var body: Data

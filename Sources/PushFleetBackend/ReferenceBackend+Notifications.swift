@@ -155,6 +155,14 @@ extension ReferenceBackend {
             guard !present.isEmpty else { return .noTarget }
             return await send(through: hub, to: user, platforms: present, build)
         }
+        return await push(to: targets, store: store, build)
+    }
+
+    /// Sends to each of `targets` at once and acts on the push service's feedback: a dead
+    /// handle's registration is removed.
+    func push(
+        to targets: [RegistrationStore.Registration], store: any BackendStore, _ build: @escaping @Sendable (Platform) -> NativeNotification?
+    ) async -> SendOutcome {
         @Sendable func push(_ target: RegistrationStore.Registration) async -> (RegistrationStore.Registration, PushSender.Result?) {
             guard let notification = build(target.platform!) else { return (target, nil) }
             return (target, await sender.send(notification, to: target.handle!))
@@ -169,25 +177,32 @@ extension ReferenceBackend {
                 return await group.reduce(into: []) { $0.append($1) }
             }
         }
+        var removed = 0
+        for (target, result) in results where result == .unregistered {
+            // Dead whether this send removes it or a concurrent send to the same user did.
+            if (try? await store.removeDead(id: target.id, handle: target.handle!)) == true {
+                removed += 1
+                counters.update { $0.feedbackRemoved += 1 }
+            }
+        }
+        return Self.outcome(results.map(\.1), removed: removed)
+    }
+
+    /// The hub's outcome of a send to as many targets as `results`, of which `removed` were
+    /// removed as dead.
+    static func outcome(_ results: [PushSender.Result?], removed: Int) -> SendOutcome {
         var accepted = 0
         var failed = 0
-        var removed = 0
         var dead = 0
-        for (target, result) in results {
+        for result in results {
             switch result {
             case .accepted: accepted += 1
-            case .unregistered:
-                // Dead whether this send removes it or a concurrent send to the same user did.
-                dead += 1
-                if (try? await store.removeDead(id: target.id, handle: target.handle!)) == true {
-                    removed += 1
-                    counters.update { $0.feedbackRemoved += 1 }
-                }
+            case .unregistered: dead += 1
             case .failed, nil: failed += 1
             }
         }
-        let state = SendOutcome.State(targets: targets.count, accepted: accepted, dead: dead)
-        return SendOutcome(outcome: state, targets: targets.count, accepted: accepted, failed: failed, removed: removed)
+        let state = SendOutcome.State(targets: results.count, accepted: accepted, dead: dead)
+        return SendOutcome(outcome: state, targets: results.count, accepted: accepted, failed: failed, removed: removed)
     }
 
     /// The seeds' way: one hub send per platform to the user's tag; the hub fans out and acts on
@@ -240,6 +255,10 @@ extension ReferenceBackend {
 
     /// The seed's rule: 200 unless the hub's outcome is Abandoned (or Unknown), then 500.
     static func response(for outcome: SendOutcome) -> Response {
+        answer(for: outcome).response
+    }
+
+    static func answer(for outcome: SendOutcome) -> CompleteResponse {
         .bytes(outcome.encodedJSON.utf8, status: outcome.outcome == .abandoned ? .internalServerError : .ok, contentType: "application/json")
     }
 }

@@ -194,6 +194,12 @@ public final class ReferenceBackend: Sendable {
         guard sweep.withLock({ $0.isDue(now: now, interval: 30_000_000_000) }) else { return }
         try? await storeHandle.get().sweep(now: now)
     }
+
+    /// The same on the event loop, for the in-memory store.
+    func sweepIfDue(now: Int64, store: MemoryStore) {
+        guard sweep.withLock({ $0.isDue(now: now, interval: 30_000_000_000) }) else { return }
+        store.sweep(now: now)
+    }
 }
 
 private struct BackendService: Service {

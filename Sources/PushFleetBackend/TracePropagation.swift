@@ -23,8 +23,11 @@ enum TracePropagation {
 
     /// The headers a provider or hub request carries for the current context: the caller's
     /// context as it came, when the backend records no spans.
-    static var headers: [(String, String)] {
-        guard let context = current else { return [] }
+    static var headers: [(String, String)] { headers(for: current) }
+
+    /// The headers that hand `context` on as it came.
+    static func headers(for context: TraceContext?) -> [(String, String)] {
+        guard let context else { return [] }
         var headers = [("traceparent", context.traceParentHeaderValue)]
         if let state = context.traceStateHeaderValue { headers.append(("tracestate", state)) }
         return headers

@@ -20,11 +20,11 @@ final class Connection: Sendable {
         self.pool = pool
     }
 
-    func start(_ request: Exchange.Request, _ continuation: UnsafeContinuation<HTTPAnswer, any Error>) {
+    func start(_ request: Exchange.Request, _ reply: Exchange.Reply) {
         if loop.inEventLoop {
-            exchange.start(request, continuation, connection: self)
+            exchange.start(request, reply, connection: self)
         } else {
-            loop.execute { self.exchange.start(request, continuation, connection: self) }
+            loop.execute { self.exchange.start(request, reply, connection: self) }
         }
     }
 }
@@ -40,10 +40,23 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         var timeout: TimeAmount
     }
 
+    /// Who gets the answer: a task waiting for it, or a callback on the connection's loop.
+    enum Reply: Sendable {
+        case task(UnsafeContinuation<HTTPAnswer, any Error>)
+        case callback(@Sendable (Result<HTTPAnswer, any Error>) -> Void)
+
+        func resume(_ result: Result<HTTPAnswer, any Error>) {
+            switch self {
+            case .task(let continuation): continuation.resume(with: result)
+            case .callback(let done): done(result)
+            }
+        }
+    }
+
     private var context: ChannelHandlerContext?
     /// Until the channel goes inactive; read instead of asking the channel on every request.
     private var open = true
-    private var continuation: UnsafeContinuation<HTTPAnswer, any Error>?
+    private var continuation: Reply?
     /// The connection of the exchange in progress, held only while it is (the connection holds
     /// this handler), so that a whole answer hands it back to the pool.
     private var connection: Connection?
@@ -70,9 +83,9 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         disarm()
     }
 
-    func start(_ request: Request, _ continuation: UnsafeContinuation<HTTPAnswer, any Error>, connection: Connection) {
+    func start(_ request: Request, _ continuation: Reply, connection: Connection) {
         guard let context, open, self.continuation == nil else {
-            continuation.resume(throwing: completed > 0 ? FleetHTTPError.staleConnection : FleetHTTPError.connectionClosed)
+            continuation.resume(.failure(completed > 0 ? FleetHTTPError.staleConnection : FleetHTTPError.connectionClosed))
             return
         }
         self.continuation = continuation
@@ -134,7 +147,7 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         } else {
             context.close(promise: nil)
         }
-        continuation.resume(returning: answer)
+        continuation.resume(.success(answer))
     }
 
     /// Why an open exchange failed when the connection went: a reused connection that gave no
@@ -176,6 +189,6 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         self.continuation = nil
         connection = nil
         deadline = .distantFuture
-        continuation.resume(throwing: error)
+        continuation.resume(.failure(error))
     }
 }

@@ -139,8 +139,23 @@ package final class FleetHTTPClient: Sendable {
         }
         let request = Exchange.Request(message: message, timeout: .nanoseconds(left))
         return try await withUnsafeThrowingContinuation { continuation in
-            connection.start(request, continuation)
+            connection.start(request, .task(continuation))
         }
+    }
+
+    /// Sends a request at once on an idle connection, one of `loop` first, with no task: `done`
+    /// gets its answer on the connection's loop. False when no connection is idle: nothing was
+    /// sent, and the caller sends the request with ``execute(_:_:headers:body:timeout:)``, which
+    /// waits for one or connects. A keep-alive connection the server let go gives
+    /// `staleConnection` here, which `execute` would have tried again for a GET.
+    package func startIfIdle(
+        _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: ByteBuffer? = nil, timeout: Duration,
+        preferring loop: any EventLoop, done: @escaping @Sendable (Result<HTTPAnswer, any Error>) -> Void
+    ) throws -> Bool {
+        let message = try HTTP1Request(method: method, target: path, host: hostHeader, headers: headers, body: body)
+        guard let connection = state.withLock({ $0.machine.requestIdle(preferring: ObjectIdentifier(loop)) }) else { return false }
+        connection.start(Exchange.Request(message: message, timeout: .nanoseconds(timeout.nanoseconds)), .callback(done))
+        return true
     }
 
     package func shutdown() async {

@@ -112,6 +112,12 @@ package struct HTTPPoolStateMachine<Connection: PooledConnection> {
         return .wait(WaiterID(raw: nextWaiter))
     }
 
+    /// An idle connection, one of `loop` first, for a request that is sent at once or some other
+    /// way: nil when none is idle, and nothing is asked of the pool then.
+    package mutating func requestIdle(preferring loop: ObjectIdentifier?) -> Connection? {
+        isShutDown ? nil : takeIdle(preferring: loop)
+    }
+
     /// The request `request` told to wait, now with a continuation to resume.
     package mutating func park(_ id: WaiterID, preferring loop: ObjectIdentifier?, deadline: Int64, now: Int64) -> ParkAction {
         if let grant = grant(preferring: loop, deadline: deadline, now: now) { return .proceed(grant) }

@@ -12,6 +12,18 @@ public protocol EventLoopResponder: Sendable {
     /// The answer to a request whose body was read (nil: longer than its limit); nil leaves the
     /// request to the router.
     func respond(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse?
+
+    /// The answer of a request that waits on something outside (another server) but needs no
+    /// task of its own, as a future (on any loop, never failing); nil leaves the request to
+    /// ``respond(_:head:body:channel:)``. Asked on HTTP/1.1 connections behind the full pipeline
+    /// (``EventLoopRoutes``), which keep the connection's later requests until it is answered.
+    func respondLater(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> EventLoopFuture<CompleteResponse>?
+}
+
+extension EventLoopResponder {
+    public func respondLater(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> EventLoopFuture<CompleteResponse>? {
+        nil
+    }
 }
 
 /// What a head told about its request, kept until its body is read: the head is read once.

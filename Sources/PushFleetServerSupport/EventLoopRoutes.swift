@@ -23,8 +23,10 @@ final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        guard !state.waits(part) else { return }
         let action: EventLoopRoutesState.Inbound
-        switch unwrapInboundIn(data) {
+        switch part {
         case .head(let head):
             action = state.head(head) { head in
                 guard let claimed = responder.route(for: head) else { return nil }
@@ -44,6 +46,10 @@ final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    func read(context: ChannelHandlerContext) {
+        if state.read() { context.read() }
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) { state.routerAnswerEnded() }
         context.write(data, promise: promise)
@@ -52,6 +58,17 @@ final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
     private func answer(_ head: HTTPRequest, body: ByteBuffer?, context: ChannelHandlerContext) {
         let held = route
         route = nil
+        if let held, let later = responder.respondLater(held, head: head, body: body, channel: context.channel) {
+            state.answersLater()
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            later.hop(to: context.eventLoop).whenComplete { result in
+                let (handler, context) = bound.value
+                // The responder's futures do not fail; one that did gets a bare 500.
+                handler.write((try? result.get()) ?? CompleteResponse(status: .internalServerError), for: head, context: context)
+                handler.resume(context)
+            }
+            return
+        }
         guard let held, let answer = responder.respond(held, head: head, body: body, channel: context.channel) else {
             state.handedOver()
             context.fireChannelRead(wrapInboundOut(.head(head)))
@@ -59,6 +76,10 @@ final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
             context.fireChannelRead(wrapInboundOut(.end(nil)))
             return
         }
+        write(answer, for: head, context: context)
+    }
+
+    private func write(_ answer: CompleteResponse, for head: HTTPRequest, context: ChannelHandlerContext) {
         var fields = answer.headers
         fields[.contentLength] = String(answer.body.readableBytes)
         context.write(wrapOutboundOut(.head(HTTPResponse(status: answer.status, headerFields: fields))), promise: nil)
@@ -66,6 +87,17 @@ final class EventLoopRoutes: ChannelDuplexHandler, RemovableChannelHandler {
         let closing = Self.asksToClose(head)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         if closing { context.close(promise: nil) }
+    }
+
+    /// The answer owed was written: the parts that waited for it are read, in order (one of them
+    /// may begin another answer owed, behind which the rest wait again), and their read ended,
+    /// since the router's channel hands on what it was given only then; then a read that waited.
+    private func resume(_ context: ChannelHandlerContext) {
+        let (parts, read) = state.answeredLater()
+        guard !parts.isEmpty || read else { return }
+        for part in parts { channelRead(context: context, data: wrapInboundOut(part)) }
+        if !parts.isEmpty { context.fireChannelReadComplete() }
+        if read, state.read() { context.read() }
     }
 
     /// `Connection: close` among the request's fields, as the router's loop reads it.

@@ -1,11 +1,13 @@
 package import HTTPTypes
 package import NIOCore
+package import NIOHTTPTypes
 
 /// What ``EventLoopRoutes`` does with each request part, without a channel: a pure machine.
 ///
 /// Answers keep their requests' order: a request is answered here only when no request handed to
 /// the router is still waiting for its answer, and one answered here is answered when its last
-/// part arrives, before the next request's first.
+/// part arrives, before the next request's first. One answered later (it waits on another
+/// server) holds every part after it, and the connection's next read, until it is answered.
 package struct EventLoopRoutesState: Sendable {
     package enum Inbound: Equatable, Sendable {
         /// Keep the part: it belongs to a request answered here.
@@ -24,6 +26,12 @@ package struct EventLoopRoutesState: Sendable {
     }
 
     private var collecting: Collecting?
+    /// A request's answer is owed here, later (``answersLater()``).
+    package private(set) var answeringLater = false
+    /// Parts read while an answer is owed here, in order.
+    private var waiting: [HTTPRequestPart] = []
+    /// The pipeline asked for a read while an answer was owed here.
+    private var readWanted = false
 
     package init() {}
     /// Requests handed to the router whose answers have not ended.
@@ -73,6 +81,40 @@ package struct EventLoopRoutesState: Sendable {
     /// An answer the router wrote ended.
     package mutating func routerAnswerEnded() {
         forwarded = max(0, forwarded - 1)
+    }
+
+    /// Whether `part` must wait for the answer owed here; it is then kept, to come back from
+    /// ``answeredLater()``.
+    package mutating func waits(_ part: HTTPRequestPart) -> Bool {
+        guard answeringLater else { return false }
+        waiting.append(part)
+        return true
+    }
+
+    /// The request last answered (``Inbound/answer(head:body:)``) is answered later.
+    package mutating func answersLater() {
+        answeringLater = true
+    }
+
+    /// Whether a read the pipeline asks for goes on now. Once a part waits for the answer owed
+    /// here, reads wait too: a client that sends request after request is read no further
+    /// meanwhile. Until then they go on, as a client that waits for its answer sends nothing,
+    /// and a read stopped and restarted costs two system calls.
+    package mutating func read() -> Bool {
+        guard answeringLater, !waiting.isEmpty else { return true }
+        readWanted = true
+        return false
+    }
+
+    /// The answer owed here was written: the parts that waited, to be read again in order, and
+    /// whether a read waited.
+    package mutating func answeredLater() -> (parts: [HTTPRequestPart], read: Bool) {
+        answeringLater = false
+        defer {
+            waiting = []
+            readWanted = false
+        }
+        return (waiting, readWanted)
     }
 
     /// A request held here goes to the router after all (its answer needs asynchronous work).

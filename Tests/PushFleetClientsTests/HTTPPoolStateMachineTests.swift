@@ -53,6 +53,28 @@ struct HTTPPoolStateMachineTests {
         return (id, arm)
     }
 
+    @Test("a request sent at once takes an idle connection, its loop's first, and asks nothing of the pool when none is idle")
+    func requestIdle() throws {
+        let (pool, connections) = try Self.fullPool(2)
+        #expect(pool.machine.requestIdle(preferring: Self.loopA) == nil)
+        #expect(pool.machine.waiting == 0)
+        let onB = FakeConnection(on: Self.loopB)
+        let grown = Pool(Machine(maxConnections: 3))
+        let all = connections + [onB]
+        for _ in all { _ = grown.machine.request(preferring: nil, deadline: 100 * Self.second, now: 0) }
+        for connection in all { _ = grown.machine.opened(connection) }
+        for connection in all { _ = grown.machine.released(connection, now: 0) }
+        #expect(grown.machine.idleCount == 3)
+        #expect(grown.machine.requestIdle(preferring: Self.loopB) === onB)
+        let next = grown.machine.requestIdle(preferring: Self.loopB)
+        #expect(next != nil && next !== onB)
+        _ = grown.machine.requestIdle(preferring: nil)
+        #expect(grown.machine.requestIdle(preferring: nil) == nil && grown.machine.idleCount == 0)
+        _ = grown.machine.released(onB, now: 0)
+        _ = grown.machine.shutdown()
+        #expect(grown.machine.requestIdle(preferring: Self.loopB) == nil)
+    }
+
     @Test("a request takes an idle connection of its own loop first, opens connections up to the limit, then waits")
     func requests() throws {
         let pool = Pool(Machine(maxConnections: 2))

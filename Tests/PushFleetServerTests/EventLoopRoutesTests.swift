@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOHTTPTypes
 import PushFleetEmbedded
 import PushFleetServerSupport
 import PushFleetTestSupport
@@ -57,6 +58,32 @@ struct EventLoopRoutesTests {
         // Handed to the router after all (a token to verify): the next request follows it there.
         state.handedOver()
         #expect(state.head(Self.provider, bodyLimit: Self.limit) == .forward)
+    }
+
+    @Test("an answer owed later holds the parts after it, and the next read once one waits; they come back in order")
+    func answeredLater() {
+        var state = EventLoopRoutesState()
+        _ = state.head(Self.provider, bodyLimit: Self.limit)
+        #expect(state.end() == .answer(head: Self.provider, body: ByteBuffer()))
+        state.answersLater()
+        // A client that waits for its answer sends nothing meanwhile: reading goes on.
+        let readFirst = state.read()
+        #expect(readFirst)
+        let next: [HTTPRequestPart] = [.head(Self.other), .end(nil), .head(Self.provider)]
+        for part in next {
+            let waits = state.waits(part)
+            #expect(waits)
+        }
+        let readNow = state.read()
+        #expect(!readNow)
+        let resumed = state.answeredLater()
+        #expect(resumed.parts == next && resumed.read)
+        let waitsAfter = state.waits(.head(Self.other))
+        #expect(!waitsAfter && !state.answeringLater)
+        let readAfter = state.read()
+        #expect(readAfter)
+        let again = state.answeredLater()
+        #expect(again.parts.isEmpty && !again.read)
     }
 
     @Test("on one kept-alive connection, pipelined provider and router requests are answered in order, and Connection: close closes")

@@ -1,0 +1,101 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import PushFleetServerSupport
+import PushFleetWire
+import W3CTraceContext
+
+extension BackendRoutes {
+    static let securePath = "/api/notifications/secure"
+
+    /// `POST /api/notifications/secure`, with or without a query.
+    static func isSecureSend(_ head: HTTPRequest) -> Bool {
+        guard head.method == .post, let path = head.path, path.hasPrefix(securePath) else { return false }
+        let rest = path.utf8.dropFirst(securePath.utf8.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: "?")
+    }
+}
+
+extension ReferenceBackend {
+    /// The secure send's answer from the event loop that read it, when nothing before the push
+    /// needs waiting: the checks, the store's read and write, as the router's route makes them;
+    /// then the pushes, whose answer completes the future. Taken under the same conditions as
+    /// ``fetchAtOnce(id:authorization:)``, and with no hub to send through; anything the router
+    /// would refuse (a bad body, an unknown recipient, a full store) goes to the router, which
+    /// refuses it as before. The router's task, its trie and its response writer cost more than
+    /// the send's own work at a few thousand sends a second (docs/performance.md).
+    func secureSendLater(head: HTTPRequest, body: ByteBuffer, on loop: any EventLoop) -> EventLoopFuture<CompleteResponse>? {
+        guard !configuration.faults.isActive, configuration.spans == nil, hubSender == nil, let store = storeHandle.memory,
+            body.readableBytes <= configuration.limits.maxBodyBytes, let user = knownCaller(head.headerFields[.authorization]),
+            let recipient = try? recipient(URI(head.path ?? "").queryParameters["to_tag"], default: user),
+            let payload = try? ServerJSON.decoder.decode(String.self, from: Data(body.readableBytesView))
+        else { return nil }
+        let now = configuration.clock()
+        sweepIfDue(now: now, store: store)
+        let found = store.targets(tag: Self.userTag(recipient), now: now)
+        storeSucceeded(writes: false)
+        // Nothing is stored for a user with no device to tell: it could only be read by id.
+        guard !found.isEmpty else { return loop.makeSucceededFuture(Self.answer(for: .noTarget)) }
+        guard let stored = try? store.createNotification(sender: user, recipient: recipient, content: .secure(payload: payload), now: now)
+        else { return nil }
+        storeSucceeded(writes: true)
+        let targets = found.filter { Platform.pushable.contains($0.platform!) }
+        let trace = Self.traceContext(head)
+        let promise = loop.makePromise(of: CompleteResponse.self)
+        if targets.count == 1, pushAtOnce(targets[0], id: stored.id, trace: trace, store: store, on: loop, promise) {
+            return promise.futureResult
+        }
+        promise.completeWithTask {
+            await TracePropagation.$current.withValue(trace) {
+                var outcome = await self.push(to: targets, store: store) { platform in
+                    NativeNotification.secure(platform: platform, id: stored.id)
+                }
+                outcome.id = stored.id
+                return Self.answer(for: outcome)
+            }
+        }
+        return promise.futureResult
+    }
+
+    /// The push to one device, its first attempt made from the event loop with no task when it
+    /// can be (``PushSender/startFirstAttempt(_:to:trace:preferring:done:)``); further
+    /// attempts, when its answer asks for them, in a task. False when it could not begin.
+    private func pushAtOnce(
+        _ target: RegistrationStore.Registration, id: String, trace: TraceContext?, store: MemoryStore, on loop: any EventLoop,
+        _ promise: EventLoopPromise<CompleteResponse>
+    ) -> Bool {
+        guard let notification = NativeNotification.secure(platform: target.platform!, id: id), let handle = target.handle else { return false }
+        @Sendable func answer(_ result: PushSender.Result) -> CompleteResponse {
+            var removed = 0
+            // Dead whether this send removes it or a concurrent send to the same user did.
+            if result == .unregistered, store.removeDead(id: target.id, handle: handle) {
+                removed = 1
+                counters.update { $0.feedbackRemoved += 1 }
+            }
+            var outcome = Self.outcome([result], removed: removed)
+            outcome.id = id
+            return Self.answer(for: outcome)
+        }
+        return sender.startFirstAttempt(notification, to: handle, trace: TracePropagation.headers(for: trace), preferring: loop) { step in
+            switch step {
+            case .done(let result):
+                promise.succeed(answer(result))
+            case .again(let lastFailure):
+                promise.completeWithTask {
+                    let result = await TracePropagation.$current.withValue(trace) {
+                        await self.sender.send(notification, to: handle, from: 1, lastFailure: lastFailure)
+                    }
+                    return answer(result)
+                }
+            }
+        }
+    }
+
+    /// The caller's W3C Trace Context, as ``TraceContextMiddleware`` reads it for the router.
+    static func traceContext(_ head: HTTPRequest) -> TraceContext? {
+        guard let parent = head.headerFields[.traceparent] else { return nil }
+        let state = head.headerFields[values: .tracestate].joined(separator: ",")
+        return try? TraceContext(traceParentHeaderValue: parent, traceStateHeaderValue: state.isEmpty ? nil : state)
+    }
+}
