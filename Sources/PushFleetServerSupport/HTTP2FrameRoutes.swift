@@ -9,7 +9,7 @@ import NIOHTTP2
 /// ``HTTP2FrameRoutesState``'s; this handler only carries them out.
 ///
 /// A stream's child channel and its pipeline were most of an HTTP/2 provider request's cost
-/// (docs/performance.md, "The servers against nginx").
+/// (docs/performance-servers.md).
 final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
