@@ -206,6 +206,14 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
+        // First: a kept-alive connection sends these on every request.
+        case let stall as RequestBodyGuard.Stall:
+            switch stall {
+            case .began: stalled?.began(context.channel, now: Self.now())
+            case .ended: stalled?.ended(context.channel)
+            case .quietBegan: stalled?.began(context.channel, now: Self.now(), quiet: true)
+            case .quietEnded: stalled?.ended(context.channel, quiet: true)
+            }
         case is HandlerFinished:
             if stopping {
                 context.close(promise: nil)
@@ -225,13 +233,6 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 headPending = true
                 headQuiet = true
                 stalled?.began(context.channel, now: now, quiet: true)
-            }
-        case let stall as RequestBodyGuard.Stall:
-            switch stall {
-            case .began: stalled?.began(context.channel, now: Self.now())
-            case .ended: stalled?.ended(context.channel)
-            case .quietBegan: stalled?.began(context.channel, now: Self.now(), quiet: true)
-            case .quietEnded: stalled?.ended(context.channel, quiet: true)
             }
         case is ChannelShouldQuiesceEvent where state.awaitingHead:
             // The server is stopping and this connection never sent a request. Hummingbird's

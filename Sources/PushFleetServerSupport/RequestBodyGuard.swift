@@ -29,12 +29,20 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private var state: BodyTimeoutState
     private var timer: Scheduled<Void>?
+    /// When the body timer is due, as the state last said. It is scheduled when the read ends,
+    /// so a request read whole within one read (nearly every one) schedules and cancels none.
+    private var due: Int64?
+    /// The instant ``timer`` was scheduled for.
+    private var scheduledFor: Int64?
     private let isHTTP2: Bool
     /// Parts of a refused request are dropped.
     private var refused = false
     private var responding = false
     private var upgraded = false
     private var stalled = false
+    /// What ``FirstRequestGuard`` was last told of ``stalled``: told when the read ends, so a
+    /// request read whole within one read costs no report.
+    private var reportedStalled = false
     /// HTTP/1.1 between requests: the last answer ended and no new head came.
     private var idle = false
     /// The server is stopping: close once the answer in progress has ended.
@@ -66,6 +74,12 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
             perform(state.end(), context)
         }
         if !refused { context.fireChannelRead(data) }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        reportStall(context)
+        scheduleTimer(context)
+        context.fireChannelReadComplete()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -111,9 +125,9 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
+        cancelTimer()
         setStalled(false, context)
+        reportStall(context)
         setIdle(false, context)
     }
 
@@ -125,9 +139,13 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func setStalled(_ value: Bool, _ context: ChannelHandlerContext) {
-        guard value != stalled else { return }
         stalled = value
-        let event: Stall = value ? .began : .ended
+    }
+
+    private func reportStall(_ context: ChannelHandlerContext) {
+        guard stalled != reportedStalled else { return }
+        reportedStalled = stalled
+        let event: Stall = stalled ? .began : .ended
         // An HTTP/2 stream reports to its connection (an HTTP/1.1 connection's parent is the
         // listening socket).
         let connection = isHTTP2 ? (context.channel.parent ?? context.channel) : context.channel
@@ -137,21 +155,14 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private func perform(_ action: TimerAction, _ context: ChannelHandlerContext) {
         switch action {
         case .arm(let at):
-            timer?.cancel()
-            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            timer = context.eventLoop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, at)))) {
-                let (handler, context) = loopBound.value
-                handler.timer = nil
-                handler.perform(handler.state.timerFired(now: FirstRequestGuard.now()), context)
-            }
+            due = at
         case .disarm:
-            timer?.cancel()
-            timer = nil
+            cancelTimer()
         case .reject(let status):
-            timer?.cancel()
-            timer = nil
+            cancelTimer()
             refused = true
             setStalled(false, context)
+            reportStall(context)
             if !responding {
                 responding = true
                 var head = HTTPResponse(status: .init(code: status))
@@ -162,12 +173,34 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
             }
             context.close(promise: nil)
         case .close:
-            timer?.cancel()
-            timer = nil
+            cancelTimer()
             context.close(promise: nil)
         case .none:
             break
         }
+    }
+
+    /// Schedules the body timer for ``due`` unless it is scheduled for that instant already.
+    private func scheduleTimer(_ context: ChannelHandlerContext) {
+        guard let due, due != scheduledFor else { return }
+        timer?.cancel()
+        scheduledFor = due
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, due)))) {
+            let (handler, context) = loopBound.value
+            handler.timer = nil
+            handler.scheduledFor = nil
+            handler.due = nil
+            handler.perform(handler.state.timerFired(now: FirstRequestGuard.now()), context)
+            handler.scheduleTimer(context)
+        }
+    }
+
+    private func cancelTimer() {
+        timer?.cancel()
+        timer = nil
+        scheduledFor = nil
+        due = nil
     }
 }
 
