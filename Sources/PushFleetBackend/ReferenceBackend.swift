@@ -164,7 +164,12 @@ public final class ReferenceBackend: Sendable {
         let app = Application(
             router: makeRouter(),
             server: HTTPServerBuilder { responder in
-                GuardedChildChannel(HTTP1Channel(responder: responder, configuration: limits.http1Configuration(routes: routes)), limits: limits, cap: cap)
+                // The fetches and secure sends are answered from the bytes (HTTP1FastPath); the
+                // router's requests are lent to Hummingbird's pipeline one at a time.
+                GuardedChildChannel(
+                    HTTP1Channel(responder: responder, configuration: limits.http1Configuration(routes: routes, fastPathAhead: true)),
+                    limits: limits, cap: cap, fastRoutes: routes, lends: true
+                )
             },
             configuration: .init(
                 address: .hostname(listen.host, port: listen.port),

@@ -19,6 +19,10 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
     /// Requests answered from the connection's bytes ahead of the inner pipeline
     /// (``HTTP1FastPath``).
     let fastRoutes: (any EventLoopResponder)?
+    /// The fast path lends the requests it does not answer to the inner pipeline and takes the
+    /// connection back after each answer (an inner ``HTTP1Channel`` made with
+    /// `http1Configuration(routes:fastPathAhead: true)`).
+    let lends: Bool
 
     public init(_ inner: Inner, headerTimeout: Duration, connections: ConnectionRegistry? = nil, isTLS: Bool = false) {
         self.inner = inner
@@ -28,6 +32,7 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
         self.connections = connections
         self.isTLS = isTLS
         self.fastRoutes = nil
+        self.lends = false
     }
 
     /// - Parameters:
@@ -35,10 +40,12 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
     ///   - cap: the server's connection cap, which may close this connection for room while it
     ///     is stalled.
     ///   - fastRoutes: HTTP/1.1 requests answered straight from the connection's bytes
-    ///     (``HTTP1FastPath``), for an inner channel with no HTTP handler before its first request.
+    ///     (``HTTP1FastPath``), for an inner channel with no HTTP handler before its first request,
+    ///   - lends: or for an inner ``HTTP1Channel`` without an idle timeout of its own, to which the
+    ///     fast path lends the requests it does not answer, one at a time.
     public init(
         _ inner: Inner, limits: ServerLimits, cap: ConnectionCap?, connections: ConnectionRegistry? = nil, isTLS: Bool = false,
-        fastRoutes: (any EventLoopResponder)? = nil
+        fastRoutes: (any EventLoopResponder)? = nil, lends: Bool = false
     ) {
         self.inner = inner
         self.headerTimeout = limits.headerTimeout
@@ -47,6 +54,7 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
         self.connections = connections
         self.isTLS = isTLS
         self.fastRoutes = fastRoutes
+        self.lends = lends
     }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -55,6 +63,7 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
         let limits = limits
         let fastRoutes = fastRoutes
         let isTLS = isTLS
+        let lends = lends
         _ = connections?.register(channel, isTLS: isTLS)
         stalled?.register(channel)
         return channel.eventLoop.makeCompletedFuture {
@@ -68,7 +77,11 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
             try channel.pipeline.syncOperations.addHandler(guardHandler, position: .first)
             if let fastRoutes, let limits {
                 try channel.pipeline.syncOperations.addHandler(
-                    HTTP1FastPath(responder: fastRoutes, idleTimeout: limits.idleTimeout, stalled: stalled), position: .after(guardHandler)
+                    HTTP1FastPath(
+                        responder: fastRoutes, idleTimeout: limits.idleTimeout, stalled: stalled, lends: lends,
+                        innerIdleTimeout: lends ? limits.idleTimeout : nil
+                    ),
+                    position: .after(guardHandler)
                 )
             }
         }.flatMap {

@@ -49,9 +49,12 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var quiescing = false
 
     private let limits: ServerLimits
+    /// An ``HTTP1FastPath`` lends this connection's requests: it is told when an answer ended.
+    private let fastPathAhead: Bool
 
-    init(limits: ServerLimits, isHTTP2: Bool) {
+    init(limits: ServerLimits, isHTTP2: Bool, fastPathAhead: Bool = false) {
         self.limits = limits
+        self.fastPathAhead = fastPathAhead
         state = BodyTimeoutState(bodyTimeout: limits.bodyTimeout, minRate: limits.minBodyRate, maxSize: limits.maxBodySize)
         self.isHTTP2 = isHTTP2
     }
@@ -96,6 +99,9 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
         context.write(data, promise: promise)
+        if fastPathAhead, case .end = unwrapOutboundIn(data) {
+            context.triggerUserOutboundEvent(HTTP1FastPath.InnerAnswered(), promise: nil)
+        }
         if quiescing, idle {
             context.flush()
             context.close(promise: nil)
@@ -109,6 +115,10 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         case is TooLarge:
             perform(.reject(status: 413), context)
+            return
+        case is HTTP1FastPath.TakenBack:
+            // The fast path keeps the connection's quiet phases from here.
+            setIdle(false, context)
             return
         case is ChannelShouldQuiesceEvent where !isHTTP2 && !upgraded:
             // Hummingbird's WebSocket-upgrade channel leaves kept-alive connections open when
@@ -207,12 +217,13 @@ final class RequestBodyGuard: ChannelDuplexHandler, RemovableChannelHandler {
 extension ServerLimits {
     /// Hummingbird's HTTP/1.1 configuration for these limits; `routes` answers some requests on
     /// the event loop (``EventLoopResponder``).
-    public func http1Configuration(routes: (any EventLoopResponder)? = nil) -> HTTP1Channel.Configuration {
+    public func http1Configuration(routes: (any EventLoopResponder)? = nil, fastPathAhead: Bool = false) -> HTTP1Channel.Configuration {
         let limits = self
         return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestBodyGuard(limits: limits, isHTTP2: false)]
+            additionalChannelHandlers: [RequestBodyGuard(limits: limits, isHTTP2: false, fastPathAhead: fastPathAhead)]
                 + (routes.map { [$0.installer()] } ?? []),
-            idleTimeout: .nanoseconds(idleTimeout.saturatingNanoseconds)
+            // With ``HTTP1FastPath`` ahead, the idle timeout is its until it hands the connection over.
+            idleTimeout: fastPathAhead ? nil : .nanoseconds(idleTimeout.saturatingNanoseconds)
         )
     }
 }
