@@ -315,8 +315,9 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         pipeline.fireUserInboundEventTriggered(FirstRequestGuard.InnerBegins())
         pipeline.removeHandler(context: context, promise: nil)
         if readPending {
+            // From the channel's end: this handler's context has left the pipeline.
             readPending = false
-            context.read()
+            context.channel.read()
         }
         if let rest, rest.readableBytes > 0 { pipeline.fireChannelRead(NIOAny(rest)) }
         if readComplete { pipeline.fireChannelReadComplete() }

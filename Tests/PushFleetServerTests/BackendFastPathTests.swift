@@ -132,6 +132,15 @@ struct BackendFastPathTests {
             let apart = try await RawSocket.exchange(port: port, parts, waitFor: .seconds(60))
             #expect(Self.statuses(apart) == ["200", "200", "410", "200", "200", "200"], "\(apart.response)")
             #expect(apart.closed)
+
+            // A request it cannot frame waiting behind a lent one: handed over once the lent one
+            // is answered, and the connection goes on reading (the read that waited is made).
+            let chunked = Self.request("POST", "/api/login", extra: "Transfer-Encoding: chunked\r\n") + "0\r\n\r\n"
+            let behind = try await RawSocket.exchange(
+                port: port, [(.zero, Array((login + chunked).utf8)), (.milliseconds(300), Array(last.utf8))], waitFor: .seconds(60)
+            )
+            #expect(Self.statuses(behind) == ["200", "200", "200"], "\(behind.response)")
+            #expect(behind.closed)
         }
     }
 
