@@ -261,7 +261,9 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
             endInner(context)
             context.close(promise: nil)
         case .handOver:
-            handOver(context, readComplete: false)
+            // Outside a read (after an answer owed or lent), the read the replayed bytes belong
+            // to is ended here: NIO's async channel hands on what it was given only then.
+            handOver(context, readComplete: !inRead)
         case .passQuiesce:
             context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         case .resume:
