@@ -77,10 +77,7 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
             try channel.pipeline.syncOperations.addHandler(guardHandler, position: .first)
             if let fastRoutes, let limits {
                 try channel.pipeline.syncOperations.addHandler(
-                    HTTP1FastPath(
-                        responder: fastRoutes, idleTimeout: limits.idleTimeout, stalled: stalled, lends: lends,
-                        innerIdleTimeout: lends ? limits.idleTimeout : nil
-                    ),
+                    HTTP1FastPath(responder: fastRoutes, idleTimeout: limits.idleTimeout, stalled: stalled, lends: lends),
                     position: .after(guardHandler)
                 )
             }

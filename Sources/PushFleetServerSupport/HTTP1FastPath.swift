@@ -14,8 +14,8 @@ import NIOCore
 /// connection to the pipeline behind, and leaves. ``HTTP1FastPathState`` keeps the lifecycle.
 ///
 /// The pipeline behind keeps no idle timer of its own while this handler is in it (it would see
-/// no requests and close a busy connection): with ``innerIdleTimeout``, Hummingbird's
-/// connection-state handler is given that timeout when the connection is handed over for good.
+/// no requests and close a busy connection): when it ``lends``, Hummingbird's connection-state
+/// handler is given the idle timeout when the connection is handed over for good.
 final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -31,6 +31,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// The server's register of stalled and quiet connections, for its connection cap.
     private let stalled: StalledConnections?
     private let lends: Bool
+    /// The idle timeout Hummingbird's connection-state handler gets at a hand-over for good.
     private let innerIdleTimeout: Duration?
     private var state: HTTP1FastPathState
     /// Bytes read and not yet answered: part of a request, or requests behind one being answered.
@@ -42,11 +43,11 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// Within `channelRead`: a `channelReadComplete` follows.
     private var inRead = false
 
-    init(responder: any EventLoopResponder, idleTimeout: Duration, stalled: StalledConnections? = nil, lends: Bool = false, innerIdleTimeout: Duration? = nil) {
+    init(responder: any EventLoopResponder, idleTimeout: Duration, stalled: StalledConnections? = nil, lends: Bool = false) {
         self.responder = responder
         self.stalled = stalled
         self.lends = lends
-        self.innerIdleTimeout = innerIdleTimeout
+        self.innerIdleTimeout = lends ? idleTimeout : nil
         self.state = HTTP1FastPathState(idleTimeout: idleTimeout)
     }
 
@@ -286,9 +287,9 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         if state.mode == .answering, held == nil, state.resumedIdle() == .quietBegan {
             stalled?.began(context.channel, now: FirstRequestGuard.now(), quiet: true)
         }
-        if state.mode == .answering, held != nil, !inRead {
+        if held != nil, !inRead {
             // A request in pieces: the pipeline's timeouts take it, as at the end of a read.
-            return handOver(context, readComplete: true)
+            perform(state.readEnded(holdingPartialRequest: true), context)
         }
         if readPending, state.mode != .owing, state.mode != .closed {
             readPending = false

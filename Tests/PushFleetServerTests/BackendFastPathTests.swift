@@ -149,6 +149,29 @@ struct BackendFastPathTests {
         }
     }
 
+    @Test("hostile requests behind lent ones meet the router pipeline's guards: a declared body over the cap 413, a body that stalls 408, garbage 400")
+    func hostileBehindLent() async throws {
+        var configuration = EmbeddedSystem.Configuration()
+        configuration.backend.server = ServerLimits(idleTimeout: .seconds(60), headerTimeout: .seconds(30), bodyTimeout: .seconds(2))
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            let port = Int(system.backend.split(separator: ":").last!)!
+            let login = Self.request("POST", "/api/login")
+            let huge = "PUT /api/register/x HTTP/1.1\r\nHost: x\r\nAuthorization: \(Self.auth)\r\nContent-Length: 999999999\r\n\r\n{"
+            let over = try await RawSocket.exchange(port: port, login + huge, waitFor: .seconds(30))
+            #expect(Self.statuses(over) == ["200", "413"], "\(over.response)")
+            #expect(over.closed)
+
+            let stalls = "PUT /api/register/x HTTP/1.1\r\nHost: x\r\nAuthorization: \(Self.auth)\r\nContent-Length: 50\r\n\r\n{\"Plat"
+            let slow = try await RawSocket.exchange(port: port, login + stalls, waitFor: .seconds(30))
+            #expect(Self.statuses(slow) == ["200", "408"], "\(slow.response)")
+            #expect(slow.closed)
+
+            let garbage = try await RawSocket.exchange(port: port, login + "\u{01}\u{02} nonsense\r\n\r\n", waitFor: .seconds(30))
+            #expect(Self.statuses(garbage) == ["200", "400"], "\(garbage.response)")
+            #expect(garbage.closed)
+        }
+    }
+
     /// The idle timeout is the fast path's while it has the connection: the router's pipeline,
     /// which sees only the requests lent to it, must not close a connection busy with fetches.
     @Test("a connection busy with fetches after a lent request outlives the idle timeout, then closes when quiet")
