@@ -32,7 +32,7 @@ struct BackendRoutes: EventLoopResponder {
 
     func respond(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
         guard route.kind == 0, body != nil else { return nil }
-        return backend.fetchAtOnce(id: String(route.parameter), authorization: head.headerFields[.authorization])
+        return backend.fetchAtOnce(id: String(route.parameter), authorization: head.headerFields.value(of: .authorization))
     }
 
     func respondLater(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> EventLoopFuture<CompleteResponse>? {

@@ -26,6 +26,9 @@ public final class ReferenceBackend: Sendable {
     let counters = BackendCounters()
     let signer: TokenSigner
     let verifiedTokens = VerifiedTokens()
+    /// Basic `Authorization` values the user directory accepted, whole, each with its user: the
+    /// directory never changes, so a value accepted once is accepted again.
+    let verifiedBasic = VerifiedTokens()
     let client: HTTPClient
     let transport: ProviderTransport
     let sender: PushSender

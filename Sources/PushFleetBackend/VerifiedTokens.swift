@@ -5,7 +5,7 @@ import Synchronization
 /// life (the key never changes), so a hit is the verification's answer without its HMAC and
 /// parse, and can be given on the event loop, where jwt-kit's key collection (an actor) cannot.
 /// Bounded: when full it starts again empty, which costs a verification per token, never a wrong
-/// answer.
+/// answer. The backend keeps a second one for Basic `Authorization` values, which never expire.
 final class VerifiedTokens: Sendable {
     private struct Entry {
         var user: String

@@ -19,7 +19,7 @@ struct ProviderRequest {
 
     /// The W3C trace context the sender handed on with the push, when well formed.
     var traceparent: String? {
-        guard let text = head.headerFields[.traceparent], TraceIdentity(traceparent: text) != nil else { return nil }
+        guard let text = head.headerFields.value(of: .traceparent), TraceIdentity(traceparent: text) != nil else { return nil }
         return text
     }
 

@@ -96,6 +96,25 @@ struct BackendRoutesTests {
         }
     }
 
+    @Test("Basic credentials the directory accepted are known again by their value; refused ones are never kept")
+    func verifiedBasic() async throws {
+        let configuration = BackendConfiguration(users: UserDirectory(passwords: [("bob", "right")]))
+        let backend = ReferenceBackend(configuration: configuration, pushServiceURL: { "http://127.0.0.1:9" })
+        let header = { (credentials: String) in "Basic " + Data(credentials.utf8).base64EncodedString() }
+        #expect(backend.knownCaller(header("bob:wrong")) == nil)
+        #expect(backend.knownCaller(header("bob:")) == nil)
+        #expect(backend.verifiedBasic.count == 0)
+        #expect(backend.knownCaller(header("bob:right")) == "bob")
+        #expect(backend.verifiedBasic.count == 1)
+        #expect(backend.knownCaller(header("bob:right")) == "bob")
+        #expect(backend.knownCaller(header("bob:wrong")) == nil, "a wrong password after a right one")
+        #expect(backend.knownCaller(header("eve:right")) == nil)
+        #expect(backend.knownCaller(" " + header("bob:right") + "\t") == "bob", "another spelling is judged anew")
+        #expect(backend.verifiedBasic.count == 2)
+        #expect(backend.knownCaller(header("bob:right") + "x") == nil)
+        try await backend.client.shutdown()
+    }
+
     @Test("only a plain GET of one plain id is taken at the loop: escapes, queries, slashes, other methods and odd paths are the router's")
     func routeParsing() async throws {
         try await Self.withBackend { backend, _ in
