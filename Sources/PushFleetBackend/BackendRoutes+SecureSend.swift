@@ -27,9 +27,9 @@ extension ReferenceBackend {
     /// the send's own work at a few thousand sends a second (docs/performance.md).
     func secureSendLater(head: HTTPRequest, body: ByteBuffer, on loop: any EventLoop) -> EventLoopFuture<CompleteResponse>? {
         guard !configuration.faults.isActive, configuration.spans == nil, hubSender == nil, let store = storeHandle.memory,
-            body.readableBytes <= configuration.limits.maxBodyBytes, let user = knownCaller(head.headerFields[.authorization]),
+            body.readableBytes <= configuration.limits.maxBodyBytes, let user = knownCaller(head.headerFields.value(of: .authorization)),
             let recipient = try? recipient(URI(head.path ?? "").queryParameters["to_tag"], default: user),
-            let payload = try? ServerJSON.decoder.decode(String.self, from: Data(body.readableBytesView))
+            let payload = Self.secureText(body)
         else { return nil }
         let now = configuration.clock()
         sweepIfDue(now: now, store: store)
@@ -92,9 +92,14 @@ extension ReferenceBackend {
         }
     }
 
+    /// The secure send's body, a JSON string; nil when it is not one.
+    static func secureText(_ body: ByteBuffer) -> String? {
+        body.withUnsafeReadableBytes(PlainJSONString.read) ?? (try? ServerJSON.decoder.decode(String.self, from: Data(body.readableBytesView)))
+    }
+
     /// The caller's W3C Trace Context, as ``TraceContextMiddleware`` reads it for the router.
     static func traceContext(_ head: HTTPRequest) -> TraceContext? {
-        guard let parent = head.headerFields[.traceparent] else { return nil }
+        guard let parent = head.headerFields.value(of: .traceparent) else { return nil }
         let state = head.headerFields[values: .tracestate].joined(separator: ",")
         return try? TraceContext(traceParentHeaderValue: parent, traceStateHeaderValue: state.isEmpty ? nil : state)
     }

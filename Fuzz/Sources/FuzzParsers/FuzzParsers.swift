@@ -8,14 +8,14 @@ import PushFleetWire
 
 /// The parsers that take text from outside, straight: thousands of inputs a second where the
 /// servers' and the loader's targets reach them through HTTP or YAML. The first byte picks one
-/// (`'0'`…`'8'`); the rest is its input. Besides a crash, a finding is a value accepted out of
+/// (`'0'`…`'9'`); the rest is its input. Besides a crash, a finding is a value accepted out of
 /// the range its parser promises.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data, size > 0 else { return 0 }
     let bytes = Data(UnsafeBufferPointer(start: data + 1, count: size - 1))
     let text = String(decoding: bytes, as: UTF8.self)
-    switch Int(data[0] &- 0x30) % 9 {
+    switch Int(data[0] &- 0x30) % 10 {
     case 0: faultSettings(bytes)
     case 1: duration(text)
     case 2:
@@ -35,7 +35,8 @@ public func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     case 6:
         if let users = try? UserDirectory(fileContents: text) { _ = users.verify(user: "user", password: "user") }
     case 7: durationRoundTrip(text)
-    default: bytes.withUnsafeBytes { http1Head($0) }
+    case 8: bytes.withUnsafeBytes { http1Head($0) }
+    default: plainJSONString(bytes)
     }
     return 0
 }
@@ -59,6 +60,13 @@ func http1Head(_ bytes: UnsafeRawBufferPointer) {
     check(bytes[head.length - 4] == 0x0D && bytes[head.length - 1] == 0x0A, "head does not end with its empty line")
     check((0..<1_000_000_000).contains(head.contentLength), "content length \(head.contentLength)")
     check(head.request.path?.first == "/", "path \(String(describing: head.request.path))")
+}
+
+/// A secure send's body read from its bytes: whenever it answers, JSONDecoder gives the same.
+func plainJSONString(_ bytes: Data) {
+    guard let fast = bytes.withUnsafeBytes(PlainJSONString.read) else { return }
+    let decoded = try? JSONDecoder().decode(String.self, from: bytes)
+    check(decoded == fast, "read '\(fast)', JSONDecoder \(String(describing: decoded))")
 }
 
 func duration(_ text: String) {
