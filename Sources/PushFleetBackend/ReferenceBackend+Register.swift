@@ -15,9 +15,8 @@ extension ReferenceBackend {
     static func userTag(_ user: String) -> String {
         var tag = userTagPrefix
         for byte in user.utf8 {
-            let scalar = Unicode.Scalar(byte)
-            if byte < 0x80 && byte != UInt8(ascii: ".") && tagCharacters.contains(scalar) {
-                tag.unicodeScalars.append(scalar)
+            if byte != UInt8(ascii: ".") && isTagByte(byte) {
+                tag.unicodeScalars.append(Unicode.Scalar(byte))
             } else {
                 tag += "." + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
             }
@@ -129,13 +128,21 @@ extension ReferenceBackend {
         guard !tag.isEmpty, tag.utf8.count <= limit else {
             throw HTTPError(.badRequest, message: "tags must be 1 to \(limit) characters")
         }
-        guard tag.unicodeScalars.allSatisfy({ Self.tagCharacters.contains($0) }) else {
+        guard tag.utf8.allSatisfy(Self.isTagByte) else {
             throw HTTPError(.badRequest, message: "tag '\(tag)' may use only letters, digits and _@#.:-")
         }
     }
 
-    static let tagCharacters = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
-        .union(CharacterSet(charactersIn: "_@#.:-"))
+    /// A tag's characters: ASCII letters and digits and `_@#.:-`. Tested per byte (any byte of a
+    /// character beyond ASCII fails), not with `CharacterSet`, which is Foundation's and was ~0.5%
+    /// of `serve`'s CPU per secure push, for two tags a send.
+    static func isTagByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "_"), UInt8(ascii: "@"), UInt8(ascii: "#"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: "-"): true
+        default: false
+        }
+    }
 }
 
 extension String {

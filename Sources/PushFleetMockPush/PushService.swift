@@ -176,7 +176,8 @@ public final class PushService: Sendable {
         let decision = faults.decide(token: push.address.token, at: now())
         // One look at the device's entry answers both questions.
         let (unregisteredAt, connection) = shard(for: push.address).devices.withLock { devices in
-            (devices[push.address]?.unregisteredAt, devices[push.address]?.connection)
+            let entry = devices[push.address]
+            return (entry?.unregisteredAt, entry?.connection)
         }
         let online = connection != nil
         if decision.unregistered || unregisteredAt != nil {

@@ -72,6 +72,17 @@ struct UnitTests {
         #expect(throws: Credentials.ParseError.malformedBasic) { try Credentials(header: "Basic " + Data(":pw".utf8).base64EncodedString()) }
     }
 
+    @Test("tag characters: the byte test is ASCII letters and digits and _@#.:-, as the character set it replaced")
+    func tagBytes() {
+        let allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+            .union(CharacterSet(charactersIn: "_@#.:-"))
+        for byte in UInt8.min...UInt8.max {
+            #expect(ReferenceBackend.isTagByte(byte) == (byte < 0x80 && allowed.contains(Unicode.Scalar(byte))), "byte \(byte)")
+        }
+        #expect(ReferenceBackend.userTag("bob&x=1") == "username:bob.26x.3D1")
+        #expect(ReferenceBackend.userTag("a.é") == "username:a.2E.C3.A9")
+    }
+
     @Test("base64url: every length round-trips as Foundation spells it; padding, other alphabets and stray bits are refused")
     func base64URL() {
         var generator = SystemRandomNumberGenerator()
