@@ -17,6 +17,19 @@ struct UUIDTextTests {
         }
     }
 
+    @Test("unguessable ids, drawn from the system 4 KiB at a time, are version-4 UUIDs in the case asked for, all different across refills")
+    func unguessable() {
+        let ids = (0..<2_000).map { UUIDText.unguessable(upper: $0 % 2 == 0) }
+        #expect(Set(ids.map { $0.lowercased() }).count == ids.count)
+        #expect(!ids.contains { $0.lowercased() == "00000000-0000-4000-8000-000000000000" }, "no id from an unfilled buffer")
+        for (index, id) in ids.enumerated() {
+            #expect(UUID(uuidString: id)?.uuidString == id.uppercased())
+            #expect(id == (index % 2 == 0 ? id.uppercased() : id.lowercased()))
+            #expect(Array(id)[14] == "4")
+            #expect("89abAB".contains(Array(id)[19]))
+        }
+    }
+
     /// Foundation's scan also takes a `-` where a digit belongs (sscanf reads it as a sign, so
     /// `-5A32B6B-…` passes); APNs names the canonical form, and so does this check.
     @Test("the check accepts what UUID(uuidString:) accepts in canonical form, and nothing it refuses")
