@@ -7,7 +7,8 @@ import NIOPosix
 // What NIO alone allows on the push service's request shapes, for `scripts/nio-floor`: HTTP/1.1
 // answered by a handler after NIO's decoder and encoder, h2c answered at the connection's frames
 // (no stream channels, as the push service answers provider streams), each "200, empty body",
-// with no checks and no work. Usage: NIOFloor HTTP1_PORT H2C_PORT (loopback).
+// with no checks and no work; and h2c read frame by frame without NIO's HTTP/2 handler
+// (H2FramesByHand). Usage: NIOFloor HTTP1_PORT H2C_PORT [H2C_BY_HAND_PORT] (loopback).
 
 final class H1Answer: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
@@ -69,5 +70,13 @@ let h2 = try ServerBootstrap(group: group)
         }
     }
     .bind(host: "127.0.0.1", port: h2Port).wait()
+if CommandLine.arguments.count > 3, let byHandPort = Int(CommandLine.arguments[3]) {
+    _ = try ServerBootstrap(group: group)
+        .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+        .childChannelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(H2FramesByHand()) }
+        }
+        .bind(host: "127.0.0.1", port: byHandPort).wait()
+}
 print("nio-floor listening: h1 \(h1Port), h2c \(h2Port)")
 _ = try h1.closeFuture.and(h2.closeFuture).wait()
