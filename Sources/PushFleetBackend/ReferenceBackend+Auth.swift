@@ -14,13 +14,14 @@ extension ReferenceBackend {
     /// The caller's user name, from Basic credentials or a login token; 401 otherwise.
     func authenticate(_ request: Request) async throws -> String {
         let header = request.headers[.authorization]
-        if let user = knownCaller(header) { return user }
+        if let header, let user = verifiedBasic.user(of: header, now: 0) { return user }
         let credentials: Credentials
         do {
             credentials = try Credentials(header: header)
         } catch {
             throw Self.unauthorized(error.description)
         }
+        if let header, let user = knownCaller(credentials, header: header) { return user }
         guard case .bearer(let token) = credentials else { throw Self.unauthorized("unknown user or wrong password") }
         let now = Int64(Date().timeIntervalSince1970)
         do {
@@ -36,17 +37,23 @@ extension ReferenceBackend {
 
     /// The caller, when it can be told without waiting: Basic credentials, or a login token
     /// verified before. Nil leaves the request to ``authenticate(_:)``.
+    ///
     /// A device sends the same value on every call: a Basic one accepted before is found by the
     /// value alone, without its base64, its parse and the directory's check (~3% of `serve`'s CPU
     /// per secure push, docs/performance-delivery.md).
     func knownCaller(_ authorization: String?) -> String? {
         guard let authorization else { return nil }
         if let user = verifiedBasic.user(of: authorization, now: 0) { return user }
-        guard let credentials = try? Credentials(header: authorization) else { return nil }
+        return (try? Credentials(header: authorization)).flatMap { knownCaller($0, header: authorization) }
+    }
+
+    /// The caller of credentials already parsed from `header`, when known without waiting; a Basic
+    /// value the directory accepts is kept whole.
+    private func knownCaller(_ credentials: Credentials, header: String) -> String? {
         switch credentials {
         case .basic(let user, let password):
             guard configuration.users.verify(user: user, password: password) else { return nil }
-            verifiedBasic.insert(authorization, user: user, expires: .max)
+            verifiedBasic.insert(header, user: user, expires: .max)
             return user
         case .bearer(let token):
             return verifiedTokens.user(of: token, now: Int64(Date().timeIntervalSince1970))
