@@ -156,19 +156,17 @@ struct BackendFastPathTests {
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
             let port = Int(system.backend.split(separator: ":").last!)!
             let login = Self.request("POST", "/api/login")
-            let huge = "PUT /api/register/x HTTP/1.1\r\nHost: x\r\nAuthorization: \(Self.auth)\r\nContent-Length: 999999999\r\n\r\n{"
-            let over = try await RawSocket.exchange(port: port, login + huge, waitFor: .seconds(30))
-            #expect(Self.statuses(over) == ["200", "413"], "\(over.response)")
-            #expect(over.closed)
-
-            let stalls = "PUT /api/register/x HTTP/1.1\r\nHost: x\r\nAuthorization: \(Self.auth)\r\nContent-Length: 50\r\n\r\n{\"Plat"
-            let slow = try await RawSocket.exchange(port: port, login + stalls, waitFor: .seconds(30))
-            #expect(Self.statuses(slow) == ["200", "408"], "\(slow.response)")
-            #expect(slow.closed)
-
-            let garbage = try await RawSocket.exchange(port: port, login + "\u{01}\u{02} nonsense\r\n\r\n", waitFor: .seconds(30))
-            #expect(Self.statuses(garbage) == ["200", "400"], "\(garbage.response)")
-            #expect(garbage.closed)
+            let register = "PUT /api/register/x HTTP/1.1\r\nHost: x\r\nAuthorization: \(Self.auth)\r\n"
+            let behind: [(what: String, bytes: String, statuses: [Substring])] = [
+                ("a declared body over the cap", register + "Content-Length: 999999999\r\n\r\n{", ["200", "413"]),
+                ("a body that stalls", register + "Content-Length: 50\r\n\r\n{\"Plat", ["200", "408"]),
+                ("garbage", "\u{01}\u{02} nonsense\r\n\r\n", ["200", "400"]),
+            ]
+            for (what, bytes, statuses) in behind {
+                let outcome = try await RawSocket.exchange(port: port, login + bytes, waitFor: .seconds(30))
+                #expect(Self.statuses(outcome) == statuses, "\(what): \(outcome.response)")
+                #expect(outcome.closed, "\(what)")
+            }
         }
     }
 
