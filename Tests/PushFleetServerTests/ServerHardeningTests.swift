@@ -50,16 +50,6 @@ struct ServerHardeningTests {
         return configuration
     }
 
-    /// The shared test client's pooled connection may be the one a 500 ms idle timeout closes as
-    /// a request goes out on it (a reset, before any answer): the call is made again, once.
-    static func againOnReset<T>(_ call: () async throws -> T) async throws -> T {
-        do {
-            return try await call()
-        } catch let error as IOError where error.errnoCode == ECONNRESET {
-            return try await call()
-        }
-    }
-
     /// Closed by the server's timers, not by the client leaving: each exchange waits far longer
     /// than the 2 s timeouts (a bound that only catches a hang), and the 408s and the trickle
     /// cut short say who closed.
@@ -102,9 +92,9 @@ struct ServerHardeningTests {
         // The push port's alone: the backend's pooled connections are not this test's subject.
         configuration.pushServer.limits = ServerLimits(idleTimeout: .milliseconds(300), headerTimeout: .seconds(30), bodyTimeout: .seconds(30))
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
-            let device = try await Self.againOnReset { try await system.device("quiet", .apns) }
+            let device = try await againOnReset { try await system.device("quiet", .apns) }
             try await Task.sleep(for: .milliseconds(1500))
-            let sent = try await Self.againOnReset { try await system.sendPlain(from: "alice", to: "quiet", pns: "apns", message: "still there?") }
+            let sent = try await againOnReset { try await system.sendPlain(from: "alice", to: "quiet", pns: "apns", message: "still there?") }
             #expect(sent.status == 200)
             #expect(try await device.waitForPushes(1).count >= 1)
         }
