@@ -110,14 +110,20 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        switch state.mode {
-        // An answer owed holds the next requests' reads; a lent request's body is read on.
-        case .owing:
+        if holdsReads {
             readPending = true
-        case .lending where held != nil:
-            readPending = true
-        default:
+        } else {
             context.read()
+        }
+    }
+
+    /// While an answer is owed or a request lent, the connection reads on until bytes wait behind
+    /// it (one read's worth at most): a read stopped and started again costs two `epoll_ctl`
+    /// calls, and a client seldom sends more before its answer.
+    private var holdsReads: Bool {
+        switch state.mode {
+        case .owing, .lending: held != nil
+        default: false
         }
     }
 
@@ -136,6 +142,10 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let end = event as? ChannelEvent, end == .inputClosed {
+            if state.inputEnded() { context.fireUserInboundEventTriggered(event) }
+            return
+        }
         guard event is ChannelShouldQuiesceEvent else { return context.fireUserInboundEventTriggered(event) }
         switch state.mode {
         case .answering:
@@ -220,6 +230,8 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         case .resume: resume(context, takeBack: false)
         case let action: perform(action, context)
         }
+        // Handed over, the end went behind with the bytes replayed.
+        if state.mode != .handedOver, state.releaseInputEnd() { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
     }
 
     /// A request this handler does not answer, of `length` bytes: lent to the pipeline behind
@@ -291,7 +303,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
             // A request in pieces: the pipeline's timeouts take it, as at the end of a read.
             perform(state.readEnded(holdingPartialRequest: true), context)
         }
-        if readPending, state.mode != .owing, state.mode != .closed {
+        if readPending, state.mode != .closed, !holdsReads {
             readPending = false
             context.read()
         }
@@ -324,6 +336,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         }
         if let rest, rest.readableBytes > 0 { pipeline.fireChannelRead(NIOAny(rest)) }
         if readComplete { pipeline.fireChannelReadComplete() }
+        if state.releaseInputEnd() { pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
     }
 
     private static let logger = Logger(label: "pushfleet.http1")

@@ -37,6 +37,8 @@ package struct HTTP1FastPathState: Sendable, Equatable {
     package private(set) var quiet = false
     /// The server is stopping: close once the answer owed or lent is written.
     package private(set) var closing = false
+    /// The client ended its input while an answer was owed: passed on once it is written.
+    package private(set) var inputEndHeld = false
     let idleTimeout: Int64
     private var lastActivity: Int64 = 0
     private var timerStarted = false
@@ -173,6 +175,23 @@ package struct HTTP1FastPathState: Sendable, Equatable {
         case .handedOver, .closed:
             return .none
         }
+    }
+
+    /// The client ended its input (a half-close after its requests). The pipeline behind sees no
+    /// request of its own while an answer is owed here and would close at once: the end waits
+    /// for that answer. True when it goes on now.
+    package mutating func inputEnded() -> Bool {
+        guard mode == .owing else { return true }
+        inputEndHeld = true
+        return false
+    }
+
+    /// After an owed answer, once the requests that waited are answered, lent or handed over:
+    /// whether the end of input held goes on now.
+    package mutating func releaseInputEnd() -> Bool {
+        guard inputEndHeld, mode != .owing, mode != .closed else { return false }
+        inputEndHeld = false
+        return true
     }
 
     /// The request just answered asked to close, or the connection closed.

@@ -34,6 +34,26 @@ struct BackendFastPathTests {
         #expect(state.closing)
         #expect(state.owedAnswerWritten(now: 1) == .close)
         #expect(state.mode == .closed)
+
+        // The client's half-close waits for every answer owed, then goes on once.
+        state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        #expect(state.inputEnded() == true, "between requests it goes on at once")
+        state.owe()
+        #expect(state.inputEnded() == false)
+        #expect(state.releaseInputEnd() == false, "not while the answer is owed")
+        #expect(state.owedAnswerWritten(now: 1) == .resume)
+        state.owe()
+        #expect(state.releaseInputEnd() == false, "a request that waited owes an answer in turn")
+        #expect(state.owedAnswerWritten(now: 2) == .resume)
+        #expect(state.releaseInputEnd() == true)
+        #expect(state.releaseInputEnd() == false, "once")
+
+        // Closed meanwhile: nothing goes on.
+        state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        state.owe()
+        #expect(state.inputEnded() == false)
+        state.closed()
+        #expect(state.releaseInputEnd() == false)
     }
 
     @Test("a lent request: its body goes behind as it comes, the connection comes back after both it and the answer")
@@ -146,6 +166,28 @@ struct BackendFastPathTests {
             let together2 = try await RawSocket.exchange(port: port, login + chunked + last, waitFor: .seconds(60))
             #expect(Self.statuses(together2) == ["200", "200", "200"], "\(together2.response)")
             #expect(together2.closed)
+        }
+    }
+
+    /// The connection reads on while a secure send's answer is owed, so a client's half-close can
+    /// arrive before it: the pipeline behind, which has no request of its own, must not close first.
+    @Test("a client that half-closes after a secure send gets its answer, and the requests it pipelined theirs, in order, then the close")
+    func halfCloseWhileOwed() async throws {
+        try await TestSystem.run { (system: TestSystem) async throws in
+            _ = try await system.device("bob", .apns)
+            let port = Int(system.backend.split(separator: ":").last!)!
+            let send = Self.request("POST", "/api/notifications/secure?to_tag=bob", body: "\"half\"")
+            let health = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+            let cases: [(what: String, parts: [(delay: Duration, bytes: [UInt8])], statuses: [Substring])] = [
+                ("a send alone", [(.zero, Array(send.utf8))], ["200"]),
+                ("a send, then a send and a router request in the same write", [(.zero, Array((send + send + health).utf8))], ["200", "200", "200"]),
+                ("a send, a router request after it", [(.zero, Array(send.utf8)), (.milliseconds(1), Array(health.utf8))], ["200", "200"]),
+            ]
+            for (what, parts, statuses) in cases {
+                let exchange = try await RawSocket.exchange(port: port, parts, endingInput: true, waitFor: .seconds(60))
+                #expect(Self.statuses(exchange) == statuses, "\(what): \(exchange.response)")
+                #expect(exchange.closed, "\(what)")
+            }
         }
     }
 

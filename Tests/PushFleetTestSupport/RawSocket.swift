@@ -58,8 +58,11 @@ package enum RawSocket {
 
     /// Connects, writes each part after its delay, then reads until the server closes or `waitFor`
     /// runs out. Blocking calls run on a thread of their own.
-    package static func exchange(port: Int, _ parts: [(delay: Duration, bytes: [UInt8])], waitFor: Duration = .seconds(5)) async throws -> Exchange {
-        try await offPool { try exchangeBlocking(port: port, parts, waitFor: waitFor) }
+    /// With `endingInput`, the writing side is shut down after the last part (a half-close).
+    package static func exchange(
+        port: Int, _ parts: [(delay: Duration, bytes: [UInt8])], endingInput: Bool = false, waitFor: Duration = .seconds(5)
+    ) async throws -> Exchange {
+        try await offPool { try exchangeBlocking(port: port, parts, endingInput: endingInput, waitFor: waitFor) }
     }
 
     package static func exchange(port: Int, _ text: String, waitFor: Duration = .seconds(5)) async throws -> Exchange {
@@ -92,7 +95,9 @@ package enum RawSocket {
         return fd
     }
 
-    private static func exchangeBlocking(port: Int, _ parts: [(delay: Duration, bytes: [UInt8])], waitFor: Duration) throws -> Exchange {
+    private static func exchangeBlocking(
+        port: Int, _ parts: [(delay: Duration, bytes: [UInt8])], endingInput: Bool, waitFor: Duration
+    ) throws -> Exchange {
         let fd = try connected(port: port)
         defer { close(fd) }
         let start = Date()
@@ -105,6 +110,7 @@ package enum RawSocket {
                 break
             }
         }
+        if endingInput, !closed { shutdown(fd, Int32(SHUT_WR)) }
         var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var response: [UInt8] = []
