@@ -1,6 +1,8 @@
 import Foundation
 import HummingbirdWebSocket
 import Logging
+import NIOCore
+import NIOPosix
 import NIOWebSocket
 import PushFleetCore
 import ServiceLifecycle
@@ -146,7 +148,17 @@ final class ReportQueue: Sendable {
             } onCancel: {
                 finish()
             }
-            // Gathers a burst into one frame.
+            await Self.gather()
+        }
+    }
+
+    /// Waits 10 ms to gather a burst into one frame. On an event loop (`serve` runs its tasks on
+    /// NIO's loops) with the loop's own timer: a task's sleep goes through Dispatch's timer
+    /// thread and a worker and back, three threads woken per batch.
+    private static func gather() async {
+        if let loop = MultiThreadedEventLoopGroup.currentEventLoop {
+            _ = try? await loop.scheduleTask(in: .milliseconds(10)) {}.futureResult.get()
+        } else {
             try? await Task.sleep(for: .milliseconds(10))
         }
     }
