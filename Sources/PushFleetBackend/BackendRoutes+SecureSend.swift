@@ -28,7 +28,7 @@ extension ReferenceBackend {
     func secureSendLater(head: HTTPRequest, body: ByteBuffer, on loop: any EventLoop) -> EventLoopFuture<CompleteResponse>? {
         guard !configuration.faults.isActive, configuration.spans == nil, hubSender == nil, let store = storeHandle.memory,
             body.readableBytes <= configuration.limits.maxBodyBytes, let user = knownCaller(head.headerFields.value(of: .authorization)),
-            let recipient = try? recipient(URI(head.path ?? "").queryParameters["to_tag"], default: user),
+            let recipient = try? recipient(Self.toTag(inTarget: head.path ?? ""), default: user),
             let payload = Self.secureText(body)
         else { return nil }
         let now = configuration.clock()
@@ -90,6 +90,25 @@ extension ReferenceBackend {
                 }
             }
         }
+    }
+
+    /// The query's `to_tag`, as the router's `URI(_:).queryParameters` reads it (the first one;
+    /// a member without `=` has an empty value), read from the bytes when the target has no
+    /// escape or fragment, else by `URI`.
+    static func toTag(inTarget target: String) -> Substring? {
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        let query = target[target.index(after: mark)...]
+        guard !query.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "#") }) else {
+            return URI(target).queryParameters["to_tag"]
+        }
+        for member in query.split(separator: "&", omittingEmptySubsequences: true) {
+            guard let equals = member.utf8.firstIndex(of: UInt8(ascii: "=")) else {
+                if member == "to_tag" { return "" }
+                continue
+            }
+            if member[..<equals] == "to_tag" { return member[member.index(after: equals)...] }
+        }
+        return nil
     }
 
     /// The secure send's body, a JSON string; nil when it is not one.

@@ -202,7 +202,7 @@ struct PushSender: Sendable {
     private func makePost(_ notification: NativeNotification, handle: String, base: String, authorization: String) throws -> ProviderPost {
         var path: String
         var headers: [(String, String)]
-        var body: Data
+        var body: ByteBuffer
         switch notification.platform {
         case .apns:
             path = "/3/device/\(Self.pathSegment(handle))"
@@ -211,24 +211,24 @@ struct PushSender: Sendable {
                 ("apns-priority", notification.pushType == "alert" ? "10" : "5"),
                 ("apns-expiration", String(Int(Date().timeIntervalSince1970) + 3600)),
             ]
-            body = notification.bodyJSON
+            body = ByteBuffer(string: notification.bodyText)
         case .fcm:
             path = "/v1/projects/\(settings.fcmProject)/messages:send"
             headers = []
             var message = notification.body ?? [:]
             message["token"] = .string(handle)
-            body = Data(JSONValue.text(["message": .object(message)]).utf8)
+            body = ByteBuffer(string: JSONValue.text(["message": .object(message)]))
         case .wns:
             path = String(try Self.channelURL(handle, base: base).dropFirst(base.count))
             // Hold raw pushes for an offline device too, so the secure flow survives a reconnect.
             headers = [("X-WNS-Type", notification.pushType), ("X-WNS-Cache-Policy", "cache")]
-            body = Data((notification.text ?? "").utf8)
+            body = ByteBuffer(string: notification.text ?? "")
         case .mpns, .webpush:
             throw RequestError(description: "\(notification.platform.rawValue) is not sent to here")
         }
         headers.append(("authorization", authorization))
         headers.append(("content-type", notification.contentType))
-        return ProviderPost(path: path, headers: headers, body: ByteBuffer(bytes: body))
+        return ProviderPost(path: path, headers: headers, body: body)
     }
 
     /// A WNS handle is a channel URL on the push service, a channel URI of WNS's own form

@@ -1,4 +1,5 @@
 import Foundation
+import HummingbirdCore
 import JWTKit
 import PushFleetCore
 import PushFleetServerSupport
@@ -81,6 +82,20 @@ struct UnitTests {
         }
         #expect(ReferenceBackend.userTag("bob&x=1") == "username:bob.26x.3D1")
         #expect(ReferenceBackend.userTag("a.é") == "username:a.2E.C3.A9")
+    }
+
+    @Test("the secure send's to_tag is read from the target's bytes as the router's URI reads it, for any query")
+    func toTagAsURIReadsIt() {
+        var generator = SystemRandomNumberGenerator()
+        let pieces = ["to_tag", "to_ta", "=", "&", "bob", "%41", "%", "#", "+", "?", "é", "x=y", ""]
+        var targets = ["/api/notifications/secure", "/api/notifications/secure?", "/api/notifications/secure?to_tag", "?to_tag=&to_tag=b"]
+        for _ in 0..<5_000 {
+            let count = Int.random(in: 0...7, using: &generator)
+            targets.append("/api/notifications/secure?" + (0..<count).map { _ in pieces.randomElement(using: &generator)! }.joined())
+        }
+        for target in targets {
+            #expect(ReferenceBackend.toTag(inTarget: target) == URI(target).queryParameters["to_tag"], "\(target)")
+        }
     }
 
     @Test("base64url: every length round-trips as Foundation spells it; padding, other alphabets and stray bits are refused")
@@ -203,6 +218,11 @@ struct UnitTests {
         }
         let secure = try #require(NativeNotification.secure(platform: .apns, id: "0A1B"))
         #expect(String(decoding: secure.bodyJSON, as: UTF8.self) == #"{"aps":{"content-available":1},"secureId":"0A1B"}"#)
+        // The secure push's body made at once is the members' encoding, whatever the id.
+        for id in ["0A1B", UUIDText.unguessable(upper: false), "quote\"back\\slash\u{1}é"] {
+            let made = try #require(NativeNotification.secure(platform: .apns, id: id))
+            #expect(made.bodyText == JSONValue.text(try #require(made.body)), "\(id)")
+        }
     }
 
     @Test("stored notifications expire oldest first: a sweep drops exactly the expired ones, and each store takes a few expired ones with it")
