@@ -10,7 +10,10 @@ struct NativeNotification: Sendable, Equatable {
     var pushType: String
     /// The provider body. For FCM it is the `message` object without the token, which the
     /// sender adds per registration.
-    var body: [String: JSONValue]?
+    var body: [String: JSONValue]? {
+        // A body changed after it was encoded is encoded anew.
+        didSet { encodedBody = nil }
+    }
     var text: String?
     var contentType: String
     /// `body` as JSON, made at once where that is cheaper than from the members: the secure

@@ -223,6 +223,9 @@ struct UnitTests {
             let made = try #require(NativeNotification.secure(platform: .apns, id: id))
             #expect(made.bodyText == JSONValue.text(try #require(made.body)), "\(id)")
         }
+        var changed = try #require(NativeNotification.secure(platform: .apns, id: "0A1B"))
+        changed.body?["secureId"] = .string("2C3D")
+        #expect(changed.bodyText == #"{"aps":{"content-available":1},"secureId":"2C3D"}"#, "a body changed is not the one encoded before")
     }
 
     @Test("stored notifications expire oldest first: a sweep drops exactly the expired ones, and each store takes a few expired ones with it")
