@@ -30,6 +30,9 @@ struct ShardRunTests {
           devices_per_user: { min: 1, max: 3 }
           platforms: { apns: 2, fcm: 1, wns: 1 }
         lifecycle: [login, register, connect, receive, fetch_secure]
+        # Nor is setup's speed: a device timed out on a loaded machine in one run and not the
+        # other would make the two disagree for a reason sharding has nothing to do with.
+        timeouts: { login: 60s, register: 60s, connect: 60s, send: 60s, fetch: 60s }
         traffic:
           - { name: plain, kind: plain, rate: 12/s, duration: 2s }
           - { name: secure, kind: secure, rate: 8/s, duration: 2s }
