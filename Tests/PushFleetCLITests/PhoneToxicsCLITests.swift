@@ -38,7 +38,7 @@ struct PhoneToxicsCLITests {
     @Test(
         "bandwidth and slicer slow the device hop in their windows; reset_peer and timeout cut sockets, devices come back and renew; nothing is lost",
         // Waiting its turn behind the suite's other whole runs counts too.
-        .timeLimit(.minutes(10))
+        .timeLimit(.minutes(20))
     )
     func toxics() async throws {
         let directory = try CLITests.temporaryDirectory()
