@@ -47,13 +47,18 @@ struct GeneratorHonestyTests {
         """
 
     static func run(_ yaml: String, configure: (inout FleetRunner.Options) -> Void = { _ in }) async throws -> RunResult {
+        let (scenario, options) = try prepare(yaml, configure: configure)
+        return try await RunGate.exclusive { try await FleetRunner(scenario: scenario, options: options).run() }
+    }
+
+    /// The scenario and options `run` plays, for a caller that holds the gate itself.
+    static func prepare(_ yaml: String, configure: (inout FleetRunner.Options) -> Void) throws -> (Scenario, FleetRunner.Options) {
         let scenario = try ScenarioLoader.parse(yaml, file: "honesty.yaml")
         var logger = Logger(label: "honesty")
         logger.logLevel = .warning
         var options = FleetRunner.Options(scenarioFile: "honesty.yaml", scenarioText: yaml, version: "test", logger: logger)
         configure(&options)
-        let ready = options
-        return try await RunGate.exclusive { try await FleetRunner(scenario: scenario, options: ready).run() }
+        return (scenario, options)
     }
 
     static func failed(_ result: RunResult) -> [String] {
