@@ -179,7 +179,7 @@ struct LiveCLITests {
             // The stream is asked for before the search starts, and again until its page is up: on
             // a loaded machine a search whose first step fails ends within seconds of that, and
             // the page with it.
-            let port = try NetworkFaultCLITests.freePort()
+            let port = try RawSocket.freePort()
             let url = "http://127.0.0.1:\(port)/"
             let stream = Task {
                 try await Curl.run(["-sN", "--retry-connrefused", "--retry", "300", "--retry-delay", "1", "--retry-max-time", "300", "--max-time", "900", url + "events"])

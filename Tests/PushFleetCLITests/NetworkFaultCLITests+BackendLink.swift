@@ -15,13 +15,6 @@ extension NetworkFaultCLITests {
     static let backendScript = Repository.root.appendingPathComponent(".ci/interop/network/push_backend.py")
     static let backendScenario = Repository.root.appendingPathComponent(".ci/interop/network/scenario.yaml")
 
-    /// A port free when asked: the backend and the embedded push service are told theirs.
-    static func freePort() throws -> Int {
-        guard let reserved = RawSocket.boundNotListening() else { throw CocoaError(.fileWriteUnknown) }
-        reserved.close()
-        return reserved.port
-    }
-
     struct BackendOutcome {
         var status: Int32
         var output: String
@@ -35,8 +28,8 @@ extension NetworkFaultCLITests {
     /// service from 4 s into traffic for 4 s.
     static func play(mode: String, fault: String) async throws -> BackendOutcome {
         let directory = try CLITests.temporaryDirectory()
-        let backendPort = try freePort()
-        let pushPort = try freePort()
+        let backendPort = try RawSocket.freePort()
+        let pushPort = try RawSocket.freePort()
         var yaml = try String(contentsOf: backendScenario, encoding: .utf8)
             .replacingOccurrences(of: "127.0.0.1:8091", with: "127.0.0.1:\(backendPort)")
             .replacingOccurrences(of: "127.0.0.1:8092", with: "127.0.0.1:\(pushPort)")

@@ -106,11 +106,7 @@ struct ManualClockRunTests {
     /// Polls a condition in real time, for at most 120 s: the bound only catches a hang, as a
     /// starved machine may take seconds to carry a send over its sockets.
     static func waitUntil(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while ContinuousClock.now < deadline {
-            if condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("condition not met within 120 s")
+        try await eventually(within: .seconds(120), condition)
+        if !condition() { Issue.record("condition not met within 120 s") }
     }
 }

@@ -153,10 +153,7 @@ struct DeviceCapTests {
             let late = try await TestDevice.connect(pushService: endpoints.pushService, platform: .apns)
             #expect(late.closed == false)
             // Logged as the server takes the device in; a loaded machine may write it later.
-            let relief = ContinuousClock.now + .seconds(30)
-            while !logs.lines.contains(where: { $0.contains("below the cap of 20 again; 40 refused") }), ContinuousClock.now < relief {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            try await eventually(within: .seconds(30)) { logs.lines.contains { $0.contains("below the cap of 20 again; 40 refused") } }
             #expect(logs.lines.contains { $0.contains("below the cap of 20 again; 40 refused") }, "\(logs.lines)")
             for device in held.dropFirst(2) { device.close() }
             late.close()

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import PushFleetCore
 import PushFleetServerSupport
+import PushFleetTestSupport
 import Synchronization
 import Testing
 
@@ -64,12 +65,6 @@ struct OTLPExporterTests {
         return exporter
     }
 
-    /// Waits until `condition` holds, or `limit` has passed.
-    static func eventually(within limit: Duration, _ condition: () -> Bool) async throws {
-        let end = ContinuousClock.now.advanced(by: limit)
-        while !condition(), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
-    }
-
     @Test("a collector that refuses every batch: each is counted, none stops the others, the reason is kept")
     func refusing() async throws {
         try await Self.withCollector(.refuse) { url, posts in
@@ -89,7 +84,7 @@ struct OTLPExporterTests {
                 #expect(report.failure?.contains("no whole answer within 5s") == true, "\(behaviour): \(report)")
                 // A loaded machine may reach the handler late, or not before the exporter gave up
                 // on its connection: wait for the one batch, then long enough for a second to show.
-                try await Self.eventually(within: .seconds(90)) { posts() >= 1 }
+                try await eventually(within: .seconds(90)) { posts() >= 1 }
                 try await Task.sleep(for: .seconds(1))
                 #expect(posts() <= 1, "\(behaviour): \(report)")
             }

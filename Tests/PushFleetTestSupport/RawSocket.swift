@@ -34,6 +34,13 @@ package enum RawSocket {
         return Reserved(fd: fd, port: Int(UInt16(bigEndian: address.sin_port)))
     }
 
+    /// A loopback port free when asked, for a server told its port before it starts.
+    package static func freePort() throws -> Int {
+        guard let reserved = boundNotListening() else { throw Failure() }
+        reserved.close()
+        return reserved.port
+    }
+
     package static func send(_ text: String, port: Int) async throws {
         try await offPool { try sendBlocking(text, port: port) }
     }
