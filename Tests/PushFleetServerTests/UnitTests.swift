@@ -222,6 +222,7 @@ struct UnitTests {
         for id in ["0A1B", UUIDText.unguessable(upper: false), "quote\"back\\slash\u{1}é"] {
             let made = try #require(NativeNotification.secure(platform: .apns, id: id))
             #expect(made.bodyText == JSONValue.text(try #require(made.body)), "\(id)")
+            #expect(made.encodedBody != nil, "the secure push keeps the body it encoded at once")
         }
         var changed = try #require(NativeNotification.secure(platform: .apns, id: "0A1B"))
         changed.body?["secureId"] = .string("2C3D")
