@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOPosix
 import PushFleetBackend
 import PushFleetEmbedded
 import PushFleetHub
@@ -65,6 +66,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
     @Option(
         help: """
+            Event loops the servers run on (1 to 1024; default: one for every two cores, which leaves the rest to a fleet \
+            beside them and keeps a push's hops on fewer threads). Give a serve on a machine of its own the cores.
+            """
+    )
+    var eventLoops: Int?
+    @Option(
+        help: """
             Export the backend's and the hub's spans with OTLP/HTTP to this collector (http://HOST:4318), every second, \
             under callers that sampled their trace; the OTEL_EXPORTER_OTLP_* variables are read when it is not given.
             """
@@ -73,6 +81,9 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "TLS and provider credentials") var tls: ServeTLSOptions
 
     func validate() throws {
+        if let eventLoops, !ServerEventLoops.range.contains(eventLoops) {
+            throw ValidationError("--event-loops must be between 1 and \(ServerEventLoops.range.upperBound), got \(eventLoops)")
+        }
         _ = try parsed()
     }
 
@@ -122,6 +133,8 @@ struct Serve: AsyncParsableCommand {
                 )
             }
             lines.append("device gateway: \(endpoints.pushService.replacingOccurrences(of: "http", with: "ws"))/device")
+            // Counted from the group itself: what the loops are, not what was asked.
+            lines.append("event loops: \(MultiThreadedEventLoopGroup.singleton.makeIterator().reduce(0) { count, _ in count + 1 })")
             lines += system.connectionCaps()
             if pnsUrl == nil {
                 lines.append(

@@ -152,6 +152,10 @@ struct CLITests {
         #expect(try await Self.run(["serve", "--admin-token", "short"], in: directory).status == 2)
         #expect(try await Self.run(["serve", "--idle-timeout", "1ms"], in: directory).output.contains("idle timeout must be between 100ms and 24h"))
         #expect(try await Self.run(["serve", "--max-connections", "0"], in: directory).status == 2)
+        for loops in ["0", "1025"] {
+            let outcome = try await Self.run(["serve", "--event-loops", loops], in: directory)
+            #expect(outcome.status == 2 && outcome.output.contains("--event-loops must be between 1 and 1024, got \(loops)"), "\(outcome.output)")
+        }
         // A lifetime that would carry an expiry past Int64 stopped the server at the first registration.
         let ttl = try await Self.run(["serve", "--registration-ttl", "100000d"], in: directory)
         #expect(ttl.status == 2 && ttl.output.contains("--registration-ttl must be between 1s and 3650d"), "\(ttl.output)")
