@@ -4,9 +4,9 @@
 /// One loop for every two cores by default. A secure push crosses four connections in `serve`
 /// (the backend's send, the in-process provider request's two ends, the device's socket, then its
 /// fetch), each on the loop that accepted it; with a loop per core most pushes hop between loops,
-/// and each hop wakes a sleeping thread. On two cores, one loop spent 24% less of the servers' CPU
-/// per delivered push than two (`bench delivery`, docs/performance-servers.md) and leaves the other
-/// core to a fleet beside it. A `serve` on a machine of its own gives `--event-loops` the cores.
+/// and each hop wakes a sleeping thread. On two cores, one loop spent 16% less of the servers' CPU
+/// per delivered push than two, on average over four alternated `bench delivery` runs
+/// (docs/performance-servers.md), and leaves the other core to a fleet beside it. A `serve` on a machine of its own gives `--event-loops` the cores.
 public enum ServerEventLoops {
     public static let flag = "--event-loops"
     public static let range = 1...1024

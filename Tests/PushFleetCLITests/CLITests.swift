@@ -156,6 +156,10 @@ struct CLITests {
             let outcome = try await Self.run(["serve", "--event-loops", loops], in: directory)
             #expect(outcome.status == 2 && outcome.output.contains("--event-loops must be between 1 and 1024, got \(loops)"), "\(outcome.output)")
         }
+        for loops in ["many", "99999999999999999999"] {
+            let outcome = try await Self.run(["serve", "--event-loops", loops], in: directory)
+            #expect(outcome.status == 2 && outcome.output.contains("--event-loops"), "\(outcome.output)")
+        }
         // A lifetime that would carry an expiry past Int64 stopped the server at the first registration.
         let ttl = try await Self.run(["serve", "--registration-ttl", "100000d"], in: directory)
         #expect(ttl.status == 2 && ttl.output.contains("--registration-ttl must be between 1s and 3650d"), "\(ttl.output)")
