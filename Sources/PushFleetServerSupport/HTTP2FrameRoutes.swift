@@ -28,9 +28,12 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
     /// without frame routes): one handler fewer for every frame and every stream's events.
     private var end = HTTP2ConnectionEndState()
     private var flushPending = false
+    /// Shared with the connection's front, when it has one.
+    private let link: HTTP2FrontLink?
 
-    init(responder: any EventLoopResponder) {
+    init(responder: any EventLoopResponder, link: HTTP2FrontLink?) {
         self.responder = responder
+        self.link = link
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -70,8 +73,13 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
         case let closed as StreamClosedEvent:
             close = end.streamClosed(Int(closed.streamID))
             action = state.closed(closed.streamID)
+            if let link {
+                link.openStreams -= 1
+                if link.openStreams == 0 { link.lastStreamClosed = .now() }
+            }
         case let created as NIOHTTP2StreamCreatedEvent:
             end.streamOpened(Int(created.streamID))
+            link?.openStreams += 1
             action = state.event(created.streamID, item: .event(event))
         case let window as NIOHTTP2WindowUpdatedEvent where window.streamID != .rootStream:
             action = state.event(window.streamID, item: .event(event))
@@ -117,7 +125,9 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
             flushPending = true
         case .answer(let id, let route, let head, let body):
-            guard let answer = responder.respond(route, head: head, body: body, channel: context.channel) else {
+            // An answer decided at the connection's front is written here, under flow control.
+            let decided = link?.answers.removeValue(forKey: id)
+            guard let answer = decided ?? responder.respond(route, head: head, body: body, channel: context.channel) else {
                 replay(state.handOver(id), context)
                 return
             }
@@ -158,5 +168,5 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
 
 extension EventLoopResponder {
     /// The handler that answers these routes at an HTTP/2 connection's frames.
-    func frameRoutes() -> any ChannelHandler { HTTP2FrameRoutes(responder: self) }
+    func frameRoutes(link: HTTP2FrontLink?) -> any ChannelHandler { HTTP2FrameRoutes(responder: self, link: link) }
 }

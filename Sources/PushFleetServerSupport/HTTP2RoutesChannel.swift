@@ -44,17 +44,21 @@ public struct HTTP2RoutesChannel: HTTPChannelHandler {
         return channel.eventLoop.makeCompletedFuture {
             let (streams, continuation) = AsyncStream.makeStream(of: Stream.self)
             let pipeline = channel.pipeline.syncOperations
+            // With routes, the front answers what it can from the bytes and keeps the idle
+            // timeout, which NIO's manager would judge from the streams that reach NIO alone.
+            let link = routes.map { _ in HTTP2FrontLink() }
+            if let routes, let link { try pipeline.addHandler(HTTP2ConnectionFront(responder: routes, link: link, idleTimeout: idle)) }
             // With frame routes, request blocks are judged there (HTTP2HeaderBlockRules), once;
             // NIO's own validation would judge them again and every answer the service writes.
             try pipeline.addHandler(NIOHTTP2Handler(mode: .server, headerBlockValidation: routes == nil ? .enabled : .disabled))
             try pipeline.addHandler(
                 NIOHTTP2ServerConnectionManagementHandler(
                     eventLoop: channel.eventLoop,
-                    configuration: .init(maxIdleTime: idle, maxAge: nil, maxGraceTime: nil, keepalive: nil)
+                    configuration: .init(maxIdleTime: link == nil ? idle : nil, maxAge: nil, maxGraceTime: nil, keepalive: nil)
                 )
             )
             // The frame routes keep the connection's end themselves.
-            if let routes { try pipeline.addHandler(routes.frameRoutes()) } else { try pipeline.addHandler(HTTP2ConnectionEnd()) }
+            if let routes { try pipeline.addHandler(routes.frameRoutes(link: link)) } else { try pipeline.addHandler(HTTP2ConnectionEnd()) }
             let multiplexer = HTTP2StreamMultiplexer(mode: .server, channel: channel, inboundStreamInitializer: { stream in
                 stream.eventLoop.makeCompletedFuture {
                     let handlers = stream.pipeline.syncOperations

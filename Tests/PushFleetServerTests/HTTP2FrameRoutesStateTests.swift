@@ -205,7 +205,7 @@ struct HTTP2FrameRoutesHandlerTests {
     func answersAndForwards() throws {
         let channel = EmbeddedChannel()
         let catcher = Catcher()
-        try channel.pipeline.syncOperations.addHandler(Fast().frameRoutes())
+        try channel.pipeline.syncOperations.addHandler(Fast().frameRoutes(link: nil))
         try channel.pipeline.syncOperations.addHandler(catcher)
         // One frame at a time, as the HTTP/2 handler passes them on; the read completes when told.
         func read(_ frame: HTTP2Frame) { channel.pipeline.fireChannelRead(frame) }

@@ -1,0 +1,39 @@
+import PushFleetEmbedded
+import PushFleetMockPush
+import PushFleetServerSupport
+import PushFleetTestSupport
+import PushFleetWire
+import Testing
+
+/// The push service's HTTP/2 connections answer provider requests before NIO's handler sees
+/// them, so their idle timeout is kept there too: NIO's connection manager would count only the
+/// streams that reach NIO.
+@Suite("HTTP/2 connections answered at their front")
+struct HTTP2ConnectionFrontTests {
+    /// Pushes every 300 ms for 1.5 s against a 1 s idle timeout: the connection stays, every push
+    /// is answered; once they stop, GOAWAY (NO_ERROR, the last stream) and a close. The margins
+    /// are wide (a push would have to come 3× late to be cut off), so a slow machine does not fail it.
+    @Test("a connection whose pushes are answered at its front is not idle; once they stop it gets GOAWAY NO_ERROR after the idle timeout and is closed")
+    func idleTimeout() async throws {
+        var configuration = HTTP2FrameRoutesTests.configuration()
+        configuration.pushServer.http2Limits = ServerLimits(idleTimeout: .seconds(1))
+        let streams: [UInt32] = [1, 3, 5, 7, 9, 11]
+        var parts: [(delay: Duration, bytes: [UInt8])] = []
+        for stream in streams {
+            let push = HTTP2FrameRoutesTests.push(stream, body: HTTP2FrameRoutesTests.alert).now
+            parts.append(stream == 1 ? (.zero, HTTP2Wire.preface + push) : (.milliseconds(300), push))
+        }
+        let sent = parts
+        try await TestSystem.run(configuration) { (system: TestSystem) async throws in
+            let outcome = try await RawStream.run(port: HTTP2FrameRoutesTests.port(system.pushServiceHTTP2!), sent, wait: .seconds(60))
+            let frames = HTTP2Wire.frames(outcome.bytes)
+            #expect(HTTP2Wire.statuses(outcome.bytes) == Dictionary(uniqueKeysWithValues: streams.map { ($0, "200") }), "\(frames)")
+            let goAway = frames.last { $0.type == HTTP2Wire.goAwayType }
+            #expect(goAway?.payload == [0, 0, 0, 11, 0, 0, 0, 0], "\(frames)")
+            #expect(frames.last?.type == HTTP2Wire.goAwayType)
+            // Not before the idle timeout had passed since the last push (sent at 1.5 s at the earliest).
+            #expect(try #require(outcome.closedAfter) >= 2.4)
+            #expect(try await system.pushStats().accepted == 6)
+        }
+    }
+}
