@@ -10,9 +10,11 @@ import NIOHTTPTypesHTTP2
 /// and whose other streams each get a child channel and a task that runs the router, as
 /// Hummingbird's `HTTP2Channel` gives every stream.
 ///
-/// The connection is set up here rather than by Hummingbird so that a handler can sit before the
-/// stream multiplexer: NIO's connection handler, then its server connection manager (idle timeout,
-/// the GOAWAYs of a graceful stop), then the frame routes, which also judge every request's
+/// The connection is set up here rather than by Hummingbird so that handlers can sit before the
+/// stream multiplexer: with routes, first the connection's front (``HTTP2ConnectionFront``, which
+/// answers what it can from the bytes, before NIO, and keeps the idle timeout), then NIO's
+/// connection handler, then its server connection manager (without routes the idle timeout; the
+/// GOAWAYs of a graceful stop), then the frame routes, which also judge every request's
 /// header block and close a stopping or half-closed connection once no stream is open
 /// (``HTTP2ConnectionEndState``; ``HTTP2ConnectionEnd`` does it alone without routes), then the
 /// multiplexer.
