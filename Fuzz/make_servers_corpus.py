@@ -73,6 +73,39 @@ def h2(path, headers, body):
     return preface + h2_frame(0x1, 0x4, 1, block) + h2_frame(0x0, 0x1, 1, body.encode())
 
 
+def h2_block(path, headers, method=0x83):
+    block = bytes([method, 0x86, 0x04, len(path)]) + path.encode() + bytes([0x01, 9]) + b"127.0.0.1"
+    for name, value in headers:
+        block += hpack_literal(name, value)
+    return block
+
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(0x4, 0, 0, b"")
+
+
+def h2_split(path, headers, body):
+    block = h2_block(path, headers)
+    return (PREFACE + h2_frame(0x1, 0x8, 1, bytes([2]) + block[:7] + b"\0\0")
+            + h2_frame(0x9, 0, 1, block[7:15]) + h2_frame(0x9, 0x4, 1, block[15:])
+            + h2_frame(0x0, 0x9, 1, bytes([3]) + body.encode() + b"\0\0\0"))
+
+
+def h2_mixed():
+    push = [("authorization", "bearer p"), ("apns-topic", "t")]
+    return (PREFACE + h2_frame(0x1, 0x4, 1, h2_block(f"/3/device/{HEX}", push)) + h2_frame(0x0, 0x1, 1, ALERT.encode())
+            + h2_frame(0x1, 0x5, 3, h2_block("/health", [], method=0x82))
+            + h2_frame(0x1, 0x4, 5, h2_block(f"/3/device/{HEX}", push)) + h2_frame(0x0, 0, 5, ALERT.encode())
+            + h2_frame(0x1, 0x5, 5, hpack_literal("x-trailer", "1"))
+            + h2_frame(0x8, 0, 1, struct.pack(">I", 1024)) + h2_frame(0x3, 0, 1, struct.pack(">I", 8))
+            + h2_frame(0x6, 0, 0, b"12345678") + h2_frame(0x8, 0, 0, struct.pack(">I", 65536)))
+
+
+def h2_table_shrink():
+    push = [("authorization", "bearer p"), ("apns-topic", "t")]
+    return (PREFACE + h2_frame(0x4, 0, 0, struct.pack(">HI", 1, 0))
+            + h2_frame(0x1, 0x4, 1, bytes([0x20]) + h2_block(f"/3/device/{HEX}", push)) + h2_frame(0x0, 0x1, 1, ALERT.encode()))
+
+
 APNS = ["authorization: bearer provider", "apns-topic: com.pushfleet.app", "apns-push-type: alert",
         "apns-priority: 10", "apns-id: 123e4567-e89b-12d3-a456-426614174000", "Content-Type: application/json"]
 ALERT = '{"aps":{"alert":"From a: hi"}}'
@@ -200,6 +233,11 @@ seeds = {
     "h2-apns": b"2" + h2(f"/3/device/{HEX}", [("authorization", "bearer p"), ("apns-topic", "t"), ("apns-expiration", "10000000000")], ALERT),
     "h2-fcm": b"2" + h2("/v1/projects/p/messages:send", [("authorization", "bearer p")], '{"message":{"token":"t"}}'),
     "h2-preface-only": b"2PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+    # What the connection's front reads before NIO's handler: a block split by CONTINUATION with
+    # padding, streams answered there beside the router's, late frames, a shrunk HPACK table.
+    "h2-front-continuation": b"2" + h2_split(f"/3/device/{HEX}", [("authorization", "bearer p"), ("apns-topic", "t")], ALERT),
+    "h2-front-mixed": b"2" + h2_mixed(),
+    "h2-front-table-shrink": b"2" + h2_table_shrink(),
     "h2-http1": b"2" + http("GET", "/health"),
 }
 
