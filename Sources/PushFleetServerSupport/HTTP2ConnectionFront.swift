@@ -14,21 +14,19 @@ final class HTTP2ConnectionFront: ChannelInboundHandler, RemovableChannelHandler
 
     private let responder: any EventLoopResponder
     private let link: HTTP2FrontLink
-    private let idleTimeout: TimeAmount
     private var state = HTTP2ConnectionFrontState()
-    private var lastAnswer = NIODeadline.now()
     private var idleTask: Scheduled<Void>?
     private var closing = false
 
-    init(responder: any EventLoopResponder, link: HTTP2FrontLink, idleTimeout: TimeAmount) {
+    init(responder: any EventLoopResponder, link: HTTP2FrontLink) {
         self.responder = responder
         self.link = link
-        self.idleTimeout = idleTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         state = HTTP2ConnectionFrontState(allocator: context.channel.allocator)
-        scheduleIdleCheck(context, at: .now() + idleTimeout)
+        link.idle.active(now: .now())
+        scheduleIdleCheck(context, at: .now() + link.idle.timeout)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -64,7 +62,7 @@ final class HTTP2ConnectionFront: ChannelInboundHandler, RemovableChannelHandler
                 return
             }
         }
-        if state.answeredCount != answered { lastAnswer = .now() }
+        if state.answeredCount != answered { link.idle.active(now: .now()) }
         send(context)
     }
 
@@ -122,10 +120,7 @@ final class HTTP2ConnectionFront: ChannelInboundHandler, RemovableChannelHandler
     private func idleCheck(_ context: ChannelHandlerContext) {
         idleTask = nil
         guard !closing, context.channel.isActive else { return }
-        let now = NIODeadline.now()
-        guard link.openStreams == 0 else { return scheduleIdleCheck(context, at: now + idleTimeout) }
-        let due = max(lastAnswer, link.lastStreamClosed) + idleTimeout
-        guard now >= due else { return scheduleIdleCheck(context, at: due) }
+        if let next = link.idle.check(now: .now(), openStreams: link.openStreams) { return scheduleIdleCheck(context, at: next) }
         closing = true
         state.goAway()
         closeAfterOutput(context)

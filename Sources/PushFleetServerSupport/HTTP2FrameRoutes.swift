@@ -74,8 +74,8 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
             close = end.streamClosed(Int(closed.streamID))
             action = state.closed(closed.streamID)
             if let link {
-                link.openStreams -= 1
-                if link.openStreams == 0 { link.lastStreamClosed = .now() }
+                link.openStreams = max(0, link.openStreams - 1)
+                if link.openStreams == 0 { link.idle.active(now: .now()) }
             }
         case let created as NIOHTTP2StreamCreatedEvent:
             end.streamOpened(Int(created.streamID))

@@ -286,4 +286,19 @@ struct HTTP2ConnectionFrontStateTests {
         #expect(Self.run(&state, request).failure == nil)
         #expect(Self.bytes(&state.forward) == request)
     }
+
+    @Test("idle: due one timeout after the last activity, never while NIO has a stream open, and activity pushes it back")
+    func idle() {
+        let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        var idle = HTTP2IdleTimeout(timeout: .seconds(1), now: start)
+        #expect(idle.check(now: start + .milliseconds(500), openStreams: 0) == start + .seconds(1))
+        #expect(idle.check(now: start + .seconds(1), openStreams: 0) == nil)
+        #expect(idle.check(now: start + .seconds(5), openStreams: 1) == start + .seconds(6))
+        idle.active(now: start + .milliseconds(900))
+        #expect(idle.check(now: start + .seconds(1), openStreams: 0) == start + .milliseconds(1900))
+        // A clock read earlier than the last activity does not move it back.
+        idle.active(now: start + .milliseconds(100))
+        #expect(idle.check(now: start + .milliseconds(1899), openStreams: 0) == start + .milliseconds(1900))
+        #expect(idle.check(now: start + .milliseconds(1900), openStreams: 0) == nil)
+    }
 }
