@@ -38,6 +38,13 @@ package struct HTTP2ConnectionEndState: Sendable {
         return shouldClose
     }
 
+    /// Whether an error NIO's handler reported ends the connection: every one but a stream's
+    /// own. After a connection error NIO has written its GOAWAY, and RFC 9113 §5.4.1 has the
+    /// connection closed then; NIO leaves that to the handlers after it.
+    package static func endsConnection(_ error: any Error) -> Bool {
+        !(error is NIOHTTP2Errors.StreamError)
+    }
+
     /// A stopping server waits for every open stream. Once the client's input has ended, a
     /// stream whose request it had not finished can never finish: only streams being answered
     /// are waited for.
@@ -63,6 +70,11 @@ final class HTTP2ConnectionEnd: ChannelInboundHandler, RemovableChannelHandler {
         default: break
         }
         context.fireChannelRead(data)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.fireErrorCaught(error)
+        if HTTP2ConnectionEndState.endsConnection(error) { context.close(promise: nil) }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

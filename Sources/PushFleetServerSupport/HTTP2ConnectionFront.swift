@@ -48,6 +48,12 @@ final class HTTP2ConnectionFront: ChannelInboundHandler, RemovableChannelHandler
         while let event = state.next(claim: { responder.route(for: $0) }) {
             switch event {
             case .answer(let id, let route, let head, let body):
+                // Frames before this request go to NIO first: one NIO refuses ends the connection
+                // before anything after it is acted on (RFC 9113 §5.4.1).
+                if state.forward.readableBytes > 0 {
+                    send(context)
+                    guard context.channel.isActive, !closing else { return }
+                }
                 guard let answer = responder.respond(route, head: head, body: body, channel: context.channel) else {
                     state.handOver(id)
                     continue

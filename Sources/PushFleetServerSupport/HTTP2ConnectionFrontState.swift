@@ -23,8 +23,9 @@ import NIOHPACK
 ///   client's window. An answer with a body goes to NIO's handler with its stream, the answer
 ///   decided already (the caller keeps it for the frame routes after NIO's handler). Request bytes
 ///   consumed here are given back to the connection's window by this machine.
-/// - A client that shrinks its HPACK table (SETTINGS_HEADER_TABLE_SIZE below 4,096) expects a
-///   size update in the next block NIO's encoder writes; from then on nothing is answered here.
+/// - A client that lowers its HPACK table's size (SETTINGS_HEADER_TABLE_SIZE below what it said
+///   before, 4,096 at first) expects a size update at the start of the next block it is sent,
+///   which only NIO's encoder writes; from then on nothing is answered here.
 package struct HTTP2ConnectionFrontState {
     /// What the caller must do before reading on.
     package enum Event {
@@ -48,6 +49,8 @@ package struct HTTP2ConnectionFrontState {
     static let maxFrameSize = 16_384
     static let maxHeaderBlock = 16_384
     static let maxContinuations = 5
+    /// SETTINGS_MAX_CONCURRENT_STREAMS as NIO advertises it: more claimed streams held at once go to NIO.
+    static let maxHeld = 100
     /// Consumed request bytes given back to the connection's window once this many have gathered.
     static let refundThreshold = 16_384
 
@@ -92,6 +95,8 @@ package struct HTTP2ConnectionFrontState {
     private var highestGiven: UInt32 = 0
     private var unrefunded = 0
     private var tableShrunk = false
+    /// The client's last SETTINGS_HEADER_TABLE_SIZE.
+    private var clientTableSize: UInt32 = 4096
     /// False once the server is stopping: every new stream goes to NIO, which refuses it after its GOAWAY.
     package var claiming = true
     /// Bytes for NIO's handler, in order.
@@ -216,7 +221,7 @@ package struct HTTP2ConnectionFrontState {
             var payload = raw.getSlice(at: raw.readerIndex + 9, length: raw.readableBytes - 9)!
             guard Self.stripPadding(&payload, flags: flags) else { return fail(ErrorCode.protocolError) }
             if flags & 0x20 != 0 {
-                guard payload.readableBytes >= 5 else { return fail(ErrorCode.frameSizeError) }
+                guard payload.readableBytes >= 5 else { return fail(ErrorCode.protocolError) }
                 payload.moveReaderIndex(forwardBy: 5)
             }
             if flags & 0x4 == 0 {
@@ -242,12 +247,16 @@ package struct HTTP2ConnectionFrontState {
             if held[stream] != nil { return data(stream, flags: flags, raw: raw) }
             if isClosedHere(stream) { return fail(ErrorCode.streamClosed) }
         case 0x3:  // RST_STREAM
+            if raw.readableBytes != 13, held[stream] != nil || isClosedHere(stream) { return fail(ErrorCode.frameSizeError) }
             if let stream = held.removeValue(forKey: stream) {
                 unrefunded += stream.consumed
                 return nil
             }
             if isClosedHere(stream) { return nil }
         case 0x2, 0x8:  // PRIORITY, WINDOW_UPDATE
+            if stream != 0, raw.readableBytes != (type == 0x2 ? 14 : 13), held[stream] != nil || isClosedHere(stream) {
+                return fail(ErrorCode.frameSizeError)
+            }
             if stream != 0, held[stream] != nil {
                 held[stream]!.items.append(.raw(raw))
                 return nil
@@ -276,14 +285,15 @@ package struct HTTP2ConnectionFrontState {
             return requestEnded(stream)
         }
         if stream <= highestSeen {
-            // A block on a stream already opened: NIO's, or one answered here and closed.
-            if isClosedHere(stream) { return fail(ErrorCode.streamClosed) }
+            // A block on a stream already opened: NIO's, or one answered here and closed, which NIO
+            // would refuse as a stream ID too small.
+            if isClosedHere(stream) { return fail(ErrorCode.protocolError) }
             give(stream, fields, endStream: endStream)
             return nil
         }
         let isClient = stream % 2 == 1
         if isClient { highestSeen = stream }
-        if isClient, claiming, !tableShrunk, HTTP2HeaderBlockRules.isValidRequest(fields),
+        if isClient, claiming, !tableShrunk, held.count < Self.maxHeld, HTTP2HeaderBlockRules.isValidRequest(fields),
             let head = HTTPRequest(http2: fields), let route = claim(head)
         {
             held[stream] = Held(route: route, head: head, items: [.headers(fields, endStream: endStream)])
@@ -335,7 +345,10 @@ package struct HTTP2ConnectionFrontState {
         while payload.readableBytes >= 6 {
             let id = payload.readInteger(as: UInt16.self)!
             let value = payload.readInteger(as: UInt32.self)!
-            if id == 0x1, value < 4096 { tableShrunk = true }
+            if id == 0x1 {
+                if value < clientTableSize { tableShrunk = true }
+                clientTableSize = value
+            }
         }
     }
 

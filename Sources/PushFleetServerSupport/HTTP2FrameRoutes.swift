@@ -66,6 +66,11 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
         perform(action, data, context)
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.fireErrorCaught(error)
+        if HTTP2ConnectionEndState.endsConnection(error) { context.close(promise: nil) }
+    }
+
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         let action: HTTP2FrameRoutesState<EventLoopRoute, Item>.Inbound
         var close = false

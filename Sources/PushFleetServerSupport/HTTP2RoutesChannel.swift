@@ -49,7 +49,12 @@ public struct HTTP2RoutesChannel: HTTPChannelHandler {
             // With routes, the front answers what it can from the bytes and keeps the idle
             // timeout, which NIO's manager would judge from the streams that reach NIO alone.
             let link = routes.map { _ in HTTP2FrontLink(idleTimeout: idle, now: .now()) }
-            if let routes, let link { try pipeline.addHandler(HTTP2ConnectionFront(responder: routes, link: link)) }
+            if let routes, let link {
+                // Answers written at the front wait for the client's reads: no more is read while
+                // the socket cannot take them.
+                try pipeline.addHandler(BackPressureHandler())
+                try pipeline.addHandler(HTTP2ConnectionFront(responder: routes, link: link))
+            }
             // With frame routes, request blocks are judged there (HTTP2HeaderBlockRules), once;
             // NIO's own validation would judge them again and every answer the service writes.
             try pipeline.addHandler(NIOHTTP2Handler(mode: .server, headerBlockValidation: routes == nil ? .enabled : .disabled))

@@ -191,6 +191,12 @@ struct HTTP2ConnectionFrontStateTests {
         let connectionWindow = HTTP2Wire.frame(type: 8, flags: 0, stream: 0, [0, 0, 0x10, 0])
         #expect(Self.run(&state, window + reset + priority + connectionWindow).failure == nil)
         #expect(Self.bytes(&state.forward) == connectionWindow)
+        // Frames of the wrong length on such a stream are refused as NIO would refuse them.
+        var short = state
+        #expect(Self.run(&short, HTTP2Wire.frame(type: 3, flags: 0, stream: 3, [0, 0, 8])).failure == 0x6)
+        // A HEADERS frame opening a stream below the highest: NIO's "stream ID too small".
+        var reopened = state
+        #expect(Self.run(&reopened, Self.get(1)).failure == 0x1)
         #expect(Self.run(&state, HTTP2Wire.data(stream: 1, [1], endStream: true)).failure == 0x5)
         let goAway = HTTP2Wire.frames(Self.bytes(&state.output))
         #expect(goAway.map(\.type) == [7])
@@ -228,11 +234,17 @@ struct HTTP2ConnectionFrontStateTests {
         #expect(fails(HTTP2Wire.frame(type: 1, flags: 0x5, stream: 0, block)) == 0x1)
     }
 
-    @Test("a client that shrinks its HPACK table, and a stopping server: no request is answered here from then on")
+    @Test("a client that lowers its HPACK table's size, at once or after raising it, and a stopping server: no request is answered here from then on")
     func notClaiming() throws {
         var state = State()
         let shrink = HTTP2Wire.frame(type: 4, flags: 0, stream: 0, [0, 1, 0, 0, 0, 0])
         #expect(Self.run(&state, Self.prefaceBytes + shrink + Self.push(1)).answered.isEmpty)
+        // Raised to 8,192, then back to 4,096: NIO's encoder owes the client a size update.
+        var raised = State()
+        let to8192 = HTTP2Wire.frame(type: 4, flags: 0, stream: 0, [0, 1, 0, 0, 0x20, 0])
+        let to4096 = HTTP2Wire.frame(type: 4, flags: 0, stream: 0, [0, 1, 0, 0, 0x10, 0])
+        #expect(Self.run(&raised, Self.prefaceBytes + to8192 + Self.push(1)).answered == [1])
+        #expect(Self.run(&raised, to4096 + Self.push(3)).answered.isEmpty)
         var stopping = State()
         stopping.claiming = false
         #expect(Self.run(&stopping, Self.prefaceBytes + Self.settings + Self.push(1)).answered.isEmpty)
@@ -300,5 +312,20 @@ struct HTTP2ConnectionFrontStateTests {
         idle.active(now: start + .milliseconds(100))
         #expect(idle.check(now: start + .milliseconds(1899), openStreams: 0) == start + .milliseconds(1900))
         #expect(idle.check(now: start + .milliseconds(1900), openStreams: 0) == nil)
+    }
+
+    @Test("no more claimed streams held at once than NIO's concurrent-stream limit; the rest go to NIO, in order")
+    func heldCap() throws {
+        var state = State()
+        var all = Self.prefaceBytes + Self.settings
+        for index in 0..<150 { all += Self.push(UInt32(1 + 2 * index), end: false) }
+        Self.run(&state, all, complete: false)
+        #expect(state.heldStreams <= State.maxHeld)
+        state.readComplete()
+        #expect(state.heldStreams == 0)
+        var nio = NIOSide()
+        let given = try nio.read(Self.bytes(&state.forward)).filter { $0.type == 1 }.map(\.stream)
+        let expected: [UInt32] = (0..<150).map { (index: Int) -> UInt32 in UInt32(1 + 2 * index) }
+        #expect(given == expected)
     }
 }

@@ -37,4 +37,26 @@ struct HTTP2ConnectionFrontTests {
             #expect(try await system.pushStats().accepted == 20)
         }
     }
+
+    /// A WINDOW_UPDATE of 0 on the connection is a connection error NIO answers; a push after it
+    /// in the same write, one the front would answer, must not be acted on, and the connection
+    /// closes after the GOAWAY (RFC 9113 §5.4.1).
+    @Test("a frame NIO refuses as a connection error, then a push in the same write: GOAWAY PROTOCOL_ERROR and a close, the push neither answered nor accepted")
+    func errorBeforePush() async throws {
+        let bad = HTTP2Wire.frame(type: 8, flags: 0, stream: 0, [0, 0, 0, 0])
+        // The connection's first push goes to the router, which verifies its provider token; the
+        // next is answered at the front.
+        let first = HTTP2FrameRoutesTests.push(1, body: HTTP2FrameRoutesTests.alert).now
+        let next = HTTP2FrameRoutesTests.push(3, body: HTTP2FrameRoutesTests.alert).now
+        try await TestSystem.run(HTTP2FrameRoutesTests.configuration()) { (system: TestSystem) async throws in
+            let parts: [(delay: Duration, bytes: [UInt8])] = [(.zero, HTTP2Wire.preface + first), (.milliseconds(500), bad + next)]
+            let outcome = try await RawStream.run(port: HTTP2FrameRoutesTests.port(system.pushServiceHTTP2!), parts, wait: .seconds(60))
+            let frames = HTTP2Wire.frames(outcome.bytes)
+            #expect(HTTP2Wire.statuses(outcome.bytes) == [1: "200"], "\(frames)")
+            let goAway = frames.first { $0.type == HTTP2Wire.goAwayType }
+            #expect(goAway.map { Array($0.payload.dropFirst(4).prefix(4)) } == [0, 0, 0, 1], "\(frames)")
+            #expect(outcome.closedAfter != nil)
+            #expect(try await system.pushStats().accepted == 1)
+        }
+    }
 }
