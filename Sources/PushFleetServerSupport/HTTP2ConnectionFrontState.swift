@@ -56,17 +56,17 @@ package struct HTTP2ConnectionFrontState {
 
     private static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
-    private enum Phase {
+    enum Phase {
         case preface, frames, passthrough, failed
     }
 
     /// A frame of a held stream, replayed to NIO if the stream is handed on.
-    private enum Item {
+    enum Item {
         case headers(HPACKHeaders, endStream: Bool)
         case raw(ByteBuffer)
     }
 
-    private struct Held {
+    struct Held {
         var route: EventLoopRoute
         var head: HTTPRequest
         var body: ByteBuffer?
@@ -76,27 +76,27 @@ package struct HTTP2ConnectionFrontState {
     }
 
     /// A header block whose CONTINUATION frames are still to come.
-    private struct Block {
+    struct Block {
         var stream: UInt32
         var endStream: Bool
         var fragment: ByteBuffer
         var continuations = 0
     }
 
-    private var phase = Phase.preface
-    private var pending: ByteBuffer?
-    private var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
-    private var encoder = HPACKEncoder(allocator: ByteBufferAllocator(), useHuffmanEncoding: false)
-    private var held: [UInt32: Held] = [:]
-    private var block: Block?
+    var phase = Phase.preface
+    var pending: ByteBuffer?
+    var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+    var encoder = HPACKEncoder(allocator: ByteBufferAllocator(), useHuffmanEncoding: false)
+    var held: [UInt32: Held] = [:]
+    var block: Block?
     /// The highest client stream opened, here or at NIO.
-    private var highestSeen: UInt32 = 0
+    var highestSeen: UInt32 = 0
     /// The highest stream NIO was given: one below it that NIO never saw is a closed one to NIO.
-    private var highestGiven: UInt32 = 0
-    private var unrefunded = 0
-    private var tableShrunk = false
+    var highestGiven: UInt32 = 0
+    var unrefunded = 0
+    var tableShrunk = false
     /// The client's last SETTINGS_HEADER_TABLE_SIZE.
-    private var clientTableSize: UInt32 = 4096
+    var clientTableSize: UInt32 = 4096
     /// False once the server is stopping: every new stream goes to NIO, which refuses it after its GOAWAY.
     package var claiming = true
     /// Bytes for NIO's handler, in order.
@@ -355,77 +355,5 @@ package struct HTTP2ConnectionFrontState {
     /// A stream at or below the highest opened that is neither held nor NIO's: closed here.
     private func isClosedHere(_ stream: UInt32) -> Bool {
         stream % 2 == 1 && stream > highestGiven && stream <= highestSeen && held[stream] == nil
-    }
-
-    // MARK: - Bytes for NIO and for the client
-
-    /// A held stream's frames go on to NIO, its blocks encoded again.
-    private mutating func give(_ stream: UInt32) {
-        guard let request = held.removeValue(forKey: stream) else { return }
-        for item in request.items {
-            switch item {
-            case .headers(let fields, let endStream): give(stream, fields, endStream: endStream)
-            case .raw(var raw): forward.writeBuffer(&raw)
-            }
-        }
-    }
-
-    /// A header block for NIO: HEADERS, and CONTINUATION frames past the frame size.
-    private mutating func give(_ stream: UInt32, _ fields: HPACKHeaders, endStream: Bool) {
-        if stream % 2 == 1, stream > highestGiven { highestGiven = stream }
-        var encoded = ByteBuffer()
-        do {
-            try encoder.encode(headers: fields, to: &encoded)
-        } catch {
-            // Not reachable with a decoded block; NIO would see a table out of step.
-            phase = .failed
-            return
-        }
-        var first = true
-        repeat {
-            let size = min(encoded.readableBytes, Self.maxFrameSize)
-            var chunk = encoded.readSlice(length: size)!
-            var flags: UInt8 = encoded.readableBytes == 0 ? 0x4 : 0
-            if first, endStream { flags |= 0x1 }
-            Self.writeFrameHeader(&forward, length: size, type: first ? 0x1 : 0x9, flags: flags, stream: stream)
-            forward.writeBuffer(&chunk)
-            first = false
-        } while encoded.readableBytes > 0
-    }
-
-    private mutating func writeWindowUpdate(_ increment: UInt32) {
-        Self.writeFrameHeader(&output, length: 4, type: 0x8, flags: 0, stream: 0)
-        output.writeInteger(increment)
-    }
-
-    private mutating func fail(_ code: UInt32) -> Event {
-        phase = .failed
-        held = [:]
-        block = nil
-        Self.writeFrameHeader(&output, length: 8, type: 0x7, flags: 0, stream: 0)
-        output.writeInteger(highestSeen)
-        output.writeInteger(code)
-        return .fail(code)
-    }
-
-    /// A GOAWAY for an idle connection (NO_ERROR), naming the highest stream opened.
-    package mutating func goAway() {
-        Self.writeFrameHeader(&output, length: 8, type: 0x7, flags: 0, stream: 0)
-        output.writeInteger(highestSeen)
-        output.writeInteger(UInt32(0))
-    }
-
-    /// Removes a padded frame's padding (RFC 9113 §6.1); false when the padding is longer than the frame.
-    private static func stripPadding(_ payload: inout ByteBuffer, flags: UInt8) -> Bool {
-        guard flags & 0x8 != 0 else { return true }
-        guard let pad = payload.readInteger(as: UInt8.self), Int(pad) <= payload.readableBytes else { return false }
-        payload.moveWriterIndex(to: payload.writerIndex - Int(pad))
-        return true
-    }
-
-    static func writeFrameHeader(_ out: inout ByteBuffer, length: Int, type: UInt8, flags: UInt8, stream: UInt32) {
-        out.writeInteger(UInt32(length) << 8 | UInt32(type))
-        out.writeInteger(flags)
-        out.writeInteger(stream)
     }
 }
