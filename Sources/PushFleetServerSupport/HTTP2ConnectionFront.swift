@@ -25,8 +25,10 @@ final class HTTP2ConnectionFront: ChannelInboundHandler, RemovableChannelHandler
 
     func handlerAdded(context: ChannelHandlerContext) {
         state = HTTP2ConnectionFrontState(allocator: context.channel.allocator)
-        link.idle.active(now: .now())
-        scheduleIdleCheck(context, at: .now() + link.idle.timeout)
+        // The loop's clock: a test's embedded loop has its own.
+        let now = context.eventLoop.now
+        link.idle.active(now: now)
+        scheduleIdleCheck(context, at: now + link.idle.timeout)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -68,7 +70,7 @@ final class HTTP2ConnectionFront: ChannelInboundHandler, RemovableChannelHandler
                 return
             }
         }
-        if state.answeredCount != answered { link.idle.active(now: .now()) }
+        if state.answeredCount != answered { link.idle.active(now: context.eventLoop.now) }
         send(context)
     }
 
@@ -126,7 +128,7 @@ final class HTTP2ConnectionFront: ChannelInboundHandler, RemovableChannelHandler
     private func idleCheck(_ context: ChannelHandlerContext) {
         idleTask = nil
         guard !closing, context.channel.isActive else { return }
-        if let next = link.idle.check(now: .now(), openStreams: link.openStreams) { return scheduleIdleCheck(context, at: next) }
+        if let next = link.idle.check(now: context.eventLoop.now, openStreams: link.openStreams) { return scheduleIdleCheck(context, at: next) }
         closing = true
         state.goAway()
         closeAfterOutput(context)

@@ -80,7 +80,7 @@ final class HTTP2FrameRoutes: ChannelDuplexHandler, RemovableChannelHandler {
             action = state.closed(closed.streamID)
             if let link {
                 link.openStreams = max(0, link.openStreams - 1)
-                if link.openStreams == 0 { link.idle.active(now: .now()) }
+                if link.openStreams == 0 { link.idle.active(now: context.eventLoop.now) }
             }
         case let created as NIOHTTP2StreamCreatedEvent:
             end.streamOpened(Int(created.streamID))

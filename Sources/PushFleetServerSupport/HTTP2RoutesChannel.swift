@@ -48,7 +48,7 @@ public struct HTTP2RoutesChannel: HTTPChannelHandler {
             let pipeline = channel.pipeline.syncOperations
             // With routes, the front answers what it can from the bytes and keeps the idle
             // timeout, which NIO's manager would judge from the streams that reach NIO alone.
-            let link = routes.map { _ in HTTP2FrontLink(idleTimeout: idle, now: .now()) }
+            let link = routes.map { _ in HTTP2FrontLink(idleTimeout: idle, now: channel.eventLoop.now) }
             if let routes, let link {
                 // Answers written at the front wait for the client's reads: no more is read while
                 // the socket cannot take them.
