@@ -73,7 +73,7 @@ struct HTTP2ConnectionFrontTests {
     /// start the client's write late, does not reach it first.
     @Test("on the h2c port, a push answered at the front and then nothing: GOAWAY NO_ERROR naming the push's stream, and a close, after the idle timeout")
     func idleTimeout() async throws {
-        var configuration = Self.configuration()
+        var configuration = MockPushTests.withHTTP2()
         configuration.pushServer.http2Limits = ServerLimits(idleTimeout: .seconds(10))
         let push = HTTP2FrameRoutesTests.push(1, body: HTTP2FrameRoutesTests.alert).now
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
@@ -86,14 +86,6 @@ struct HTTP2ConnectionFrontTests {
         }
     }
 
-    /// h2c with provider tokens checked for their form only (no key configured), as `serve`
-    /// runs by default: a connection's first push is answered at the front.
-    static func configuration() -> EmbeddedSystem.Configuration {
-        var configuration = EmbeddedSystem.Configuration()
-        configuration.pushServer.http2Listen = .init(host: "127.0.0.1", port: 0)
-        return configuration
-    }
-
     /// A WINDOW_UPDATE of 0 on the connection is a connection error NIO answers; a push after it
     /// in the same write, one the front would answer, must not be acted on, and the connection
     /// closes after the GOAWAY (RFC 9113 §5.4.1).
@@ -101,7 +93,7 @@ struct HTTP2ConnectionFrontTests {
     func errorBeforePush() async throws {
         let bad = HTTP2Wire.frame(type: 8, flags: 0, stream: 0, [0, 0, 0, 0])
         let push = HTTP2FrameRoutesTests.push(1, body: HTTP2FrameRoutesTests.alert).now
-        try await TestSystem.run(Self.configuration()) { (system: TestSystem) async throws in
+        try await TestSystem.run(MockPushTests.withHTTP2()) { (system: TestSystem) async throws in
             // The same push alone, on a connection of its own, is answered at the front.
             let alone = try await RawStream.run(port: HTTP2FrameRoutesTests.port(system.pushServiceHTTP2!), [(.zero, HTTP2Wire.preface + push)], wait: .seconds(60)) { bytes in
                 HTTP2Wire.statuses(bytes)[1] != nil
