@@ -70,6 +70,7 @@ final class HTTP2ConnectionFront: ChannelInboundHandler, RemovableChannelHandler
                 return
             }
         }
+        if state.failed { return fail(context) }
         if state.answeredCount != answered { link.idle.active(now: context.eventLoop.now) }
         send(context)
     }
@@ -77,6 +78,7 @@ final class HTTP2ConnectionFront: ChannelInboundHandler, RemovableChannelHandler
     func channelReadComplete(context: ChannelHandlerContext) {
         guard !closing else { return }
         state.readComplete()
+        if state.failed { return fail(context) }
         send(context)
         context.flush()
         // An answer NIO's side did not take (its stream was refused there) is not kept.

@@ -4,12 +4,12 @@ import NIOHPACK
 /// What ``HTTP2ConnectionFrontState`` writes: frames for NIO's handler (a held stream's, a header
 /// block encoded again) and for the client (window updates, GOAWAY).
 extension HTTP2ConnectionFrontState {
-    /// A held stream's frames go on to NIO, its blocks encoded again.
-    mutating func give(_ stream: UInt32) {
-        guard let request = held.removeValue(forKey: stream) else { return }
+    /// The lowest held stream's frames go on to NIO, its blocks encoded again.
+    mutating func giveFirst() {
+        let request = held.removeFirst()
         for item in request.items {
             switch item {
-            case .headers(let fields, let endStream): give(stream, fields, endStream: endStream)
+            case .headers(let fields, let endStream): give(request.stream, fields, endStream: endStream)
             case .raw(var raw): forward.writeBuffer(&raw)
             }
         }
@@ -23,7 +23,7 @@ extension HTTP2ConnectionFrontState {
             try encoder.encode(headers: fields, to: &encoded)
         } catch {
             // Not reachable with a decoded block; NIO would see a table out of step.
-            phase = .failed
+            _ = fail(ErrorCode.internalError)
             return
         }
         var first = true
@@ -45,19 +45,17 @@ extension HTTP2ConnectionFrontState {
 
     mutating func fail(_ code: UInt32) -> Event {
         phase = .failed
-        held = [:]
+        held = []
         block = nil
-        Self.writeFrameHeader(&output, length: 8, type: 0x7, flags: 0, stream: 0)
-        output.writeInteger(highestSeen)
-        output.writeInteger(code)
+        goAway(code)
         return .fail(code)
     }
 
-    /// A GOAWAY for an idle connection (NO_ERROR), naming the highest stream opened.
-    package mutating func goAway() {
+    /// A GOAWAY naming the highest stream opened: NO_ERROR for an idle connection.
+    package mutating func goAway(_ code: UInt32 = 0) {
         Self.writeFrameHeader(&output, length: 8, type: 0x7, flags: 0, stream: 0)
         output.writeInteger(highestSeen)
-        output.writeInteger(UInt32(0))
+        output.writeInteger(code)
     }
 
     /// Removes a padded frame's padding (RFC 9113 §6.1); false when the padding is longer than the frame.

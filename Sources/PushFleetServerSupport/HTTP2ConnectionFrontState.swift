@@ -67,6 +67,7 @@ package struct HTTP2ConnectionFrontState {
     }
 
     struct Held {
+        var stream: UInt32
         var route: EventLoopRoute
         var head: HTTPRequest
         var body: ByteBuffer?
@@ -87,7 +88,9 @@ package struct HTTP2ConnectionFrontState {
     var pending: ByteBuffer?
     var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
     var encoder = HPACKEncoder(allocator: ByteBufferAllocator(), useHuffmanEncoding: false)
-    var held: [UInt32: Held] = [:]
+    /// Claimed streams whose request has not ended, lowest first: a new one is always the
+    /// highest, and they are few (``maxHeld``), so an array searched from its end.
+    var held: [Held] = []
     var block: Block?
     /// The highest client stream opened, here or at NIO.
     var highestSeen: UInt32 = 0
@@ -113,6 +116,9 @@ package struct HTTP2ConnectionFrontState {
 
     /// Streams held (claimed, their request not yet ended).
     package var heldStreams: Int { held.count }
+
+    /// Set by a connection error: the GOAWAY is in ``output``; nothing more is read.
+    package var failed: Bool { phase == .failed }
 
     /// Bytes read from the connection.
     package mutating func receive(_ bytes: ByteBuffer) {
@@ -171,7 +177,7 @@ package struct HTTP2ConnectionFrontState {
     /// cannot be written here (a body, or a block past one frame): hand the stream on with
     /// ``handOver(_:)`` and let NIO's side write the answer.
     package mutating func answered(_ id: UInt32, _ answer: CompleteResponse) -> Bool {
-        guard answer.body.readableBytes == 0, let stream = held[id] else { return false }
+        guard answer.body.readableBytes == 0, let index = heldIndex(id) else { return false }
         let start = output.writerIndex
         output.writeInteger(UInt32(0))
         output.writeInteger(UInt8(0x5))  // END_STREAM | END_HEADERS
@@ -183,25 +189,21 @@ package struct HTTP2ConnectionFrontState {
             return false
         }
         output.setInteger(UInt32(length) << 8 | 0x1, at: start)
-        held[id] = nil
-        unrefunded += stream.consumed
+        unrefunded += held.remove(at: index).consumed
         answeredCount += 1
         return true
     }
 
     /// The claimed stream goes on to NIO's handler, with every held stream below it first.
     package mutating func handOver(_ id: UInt32) {
-        let lower = held.keys.filter { $0 <= id }.sorted()
-        for stream in lower { give(stream) }
+        while let first = held.first, first.stream <= id { giveFirst() }
     }
 
     /// The read completed: streams whose request is still open go on to NIO's handler (where a
     /// slow body meets its timeout and cap), and consumed bytes are given back when enough have
     /// gathered.
     package mutating func readComplete() {
-        if !held.isEmpty {
-            for stream in held.keys.sorted() { give(stream) }
-        }
+        while !held.isEmpty { giveFirst() }
         if unrefunded >= Self.refundThreshold {
             writeWindowUpdate(UInt32(unrefunded))
             unrefunded = 0
@@ -244,21 +246,23 @@ package struct HTTP2ConnectionFrontState {
             block = nil
             return headerBlock(stream, endStream: continued.endStream, &continued.fragment, claim: claim)
         case 0x0:  // DATA
-            if held[stream] != nil { return data(stream, flags: flags, raw: raw) }
+            if let index = heldIndex(stream) { return data(index, flags: flags, raw: raw) }
             if isClosedHere(stream) { return fail(ErrorCode.streamClosed) }
         case 0x3:  // RST_STREAM
-            if raw.readableBytes != 13, held[stream] != nil || isClosedHere(stream) { return fail(ErrorCode.frameSizeError) }
-            if let stream = held.removeValue(forKey: stream) {
-                unrefunded += stream.consumed
+            let index = heldIndex(stream)
+            if raw.readableBytes != 13, index != nil || isClosedHere(stream) { return fail(ErrorCode.frameSizeError) }
+            if let index {
+                unrefunded += held.remove(at: index).consumed
                 return nil
             }
             if isClosedHere(stream) { return nil }
         case 0x2, 0x8:  // PRIORITY, WINDOW_UPDATE
-            if stream != 0, raw.readableBytes != (type == 0x2 ? 14 : 13), held[stream] != nil || isClosedHere(stream) {
+            let index = stream == 0 ? nil : heldIndex(stream)
+            if stream != 0, raw.readableBytes != (type == 0x2 ? 14 : 13), index != nil || isClosedHere(stream) {
                 return fail(ErrorCode.frameSizeError)
             }
-            if stream != 0, held[stream] != nil {
-                held[stream]!.items.append(.raw(raw))
+            if let index {
+                held[index].items.append(.raw(raw))
                 return nil
             }
             if stream != 0, isClosedHere(stream) { return nil }
@@ -275,14 +279,14 @@ package struct HTTP2ConnectionFrontState {
     /// A whole header block: a new stream's request, a held stream's trailers, or a block for NIO.
     private mutating func headerBlock(_ stream: UInt32, endStream: Bool, _ fragment: inout ByteBuffer, claim: (HTTPRequest) -> EventLoopRoute?) -> Event? {
         guard let fields = try? decoder.decodeHeaders(from: &fragment) else { return fail(ErrorCode.compressionError) }
-        if held[stream] != nil {
+        if let index = heldIndex(stream) {
             // Trailers end the request; anything else about them is NIO's side's to judge.
-            held[stream]!.items.append(.headers(fields, endStream: endStream))
+            held[index].items.append(.headers(fields, endStream: endStream))
             guard endStream, HTTP2HeaderBlockRules.isValidTrailers(fields) else {
                 handOver(stream)
                 return nil
             }
-            return requestEnded(stream)
+            return requestEnded(index)
         }
         if stream <= highestSeen {
             // A block on a stream already opened: NIO's, or one answered here and closed, which NIO
@@ -296,8 +300,8 @@ package struct HTTP2ConnectionFrontState {
         if isClient, claiming, !tableShrunk, held.count < Self.maxHeld, HTTP2HeaderBlockRules.isValidRequest(fields),
             let head = HTTPRequest(http2: fields), let route = claim(head)
         {
-            held[stream] = Held(route: route, head: head, items: [.headers(fields, endStream: endStream)])
-            return endStream ? requestEnded(stream) : nil
+            held.append(Held(stream: stream, route: route, head: head, items: [.headers(fields, endStream: endStream)]))
+            return endStream ? requestEnded(held.count - 1) : nil
         }
         // NIO must see streams in order: every held one is below this one.
         if !held.isEmpty { handOver(stream) }
@@ -305,39 +309,38 @@ package struct HTTP2ConnectionFrontState {
         return nil
     }
 
-    private mutating func data(_ stream: UInt32, flags: UInt8, raw: ByteBuffer) -> Event? {
+    private mutating func data(_ index: Int, flags: UInt8, raw: ByteBuffer) -> Event? {
         var payload = raw.getSlice(at: raw.readerIndex + 9, length: raw.readableBytes - 9)!
         let length = payload.readableBytes
         guard Self.stripPadding(&payload, flags: flags) else { return fail(ErrorCode.protocolError) }
-        let index = held.index(forKey: stream)!
-        held.values[index].items.append(.raw(raw))
-        held.values[index].consumed += length
-        let total = (held.values[index].body?.readableBytes ?? 0) + payload.readableBytes
-        if total > held.values[index].route.bodyLimit {
+        held[index].items.append(.raw(raw))
+        held[index].consumed += length
+        let total = (held[index].body?.readableBytes ?? 0) + payload.readableBytes
+        if total > held[index].route.bodyLimit {
             // Past the route's limit: NIO's side answers it (413) as it would any stream.
-            handOver(stream)
+            handOver(held[index].stream)
             return nil
         }
         if payload.readableBytes > 0 {
-            if held.values[index].body == nil {
-                held.values[index].body = payload
+            if held[index].body == nil {
+                held[index].body = payload
             } else {
-                held.values[index].body!.writeBuffer(&payload)
+                held[index].body!.writeBuffer(&payload)
             }
         }
-        return flags & 0x1 != 0 ? requestEnded(stream) : nil
+        return flags & 0x1 != 0 ? requestEnded(index) : nil
     }
 
-    private mutating func requestEnded(_ stream: UInt32) -> Event? {
-        let request = held[stream]!
+    private mutating func requestEnded(_ index: Int) -> Event? {
+        let request = held[index]
         let body = request.body ?? ByteBuffer()
         // A body that disagrees with its declared length is malformed (RFC 9113 §8.1.1): NIO's
         // handler resets the stream.
         if let declared = request.head.headerFields[.contentLength], Int(declared) != body.readableBytes {
-            handOver(stream)
+            handOver(request.stream)
             return nil
         }
-        return .answer(stream, request.route, request.head, body)
+        return .answer(request.stream, request.route, request.head, body)
     }
 
     private mutating func settings(_ raw: ByteBuffer) {
@@ -354,6 +357,10 @@ package struct HTTP2ConnectionFrontState {
 
     /// A stream at or below the highest opened that is neither held nor NIO's: closed here.
     private func isClosedHere(_ stream: UInt32) -> Bool {
-        stream % 2 == 1 && stream > highestGiven && stream <= highestSeen && held[stream] == nil
+        stream % 2 == 1 && stream > highestGiven && stream <= highestSeen && heldIndex(stream) == nil
+    }
+
+    func heldIndex(_ stream: UInt32) -> Int? {
+        held.lastIndex { $0.stream == stream }
     }
 }
