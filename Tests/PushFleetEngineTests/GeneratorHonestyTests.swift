@@ -117,6 +117,10 @@ struct GeneratorHonestyTests {
         Issue.record("every run on the machine's clock was generator-bound: \(boundBy)")
     }
 
+    /// The drops must never be named the generator's, whatever the machine's load. A shared test
+    /// machine can still starve the whole process (the push service's checks waking late, the
+    /// recorder falling behind), and then an inconclusive run is the right answer: so each of up
+    /// to four runs is checked for what holds at any load, and one must be unbound and failed.
     @Test("a slow target that fills max_in_flight is the target's failure, not the generator's")
     func slowTarget() async throws {
         let yaml = Self.yaml.replacingOccurrences(
@@ -128,20 +132,31 @@ struct GeneratorHonestyTests {
             of: "  sends.late_start_ratio: [\"value < 0.25\"]", with: "  sends.late_start_ratio: []"
         ) + "\nfaults:\n  - { at: 0s, backend_latency: { send: { fixed: 400ms } } }"
         #expect(yaml.contains("max_in_flight: 2") && yaml.contains("sends.late_start_ratio: []"))
-        let result = try await Self.run(yaml)
-        let generator = try #require(result.generator)
-        let dropped = result.counters["sends.dropped"] ?? 0
-        // Two in flight of 400 ms each: about 5 sends a second made of 20 asked for.
-        #expect(dropped >= 20, "\(dropped) dropped")
-        #expect(generator.droppedWhileFast == 0)
-        #expect(!generator.limits.contains { $0.contains("max_in_flight") }, "\(generator.limits)")
-        #expect(!result.inconclusive)
-        #expect(!result.passed)
-        #expect(Self.failed(result).contains("sends.dropped_ratio"), "\(Self.failed(result))")
-        #expect(ReportFiles.verdict(result) == "failed")
-        // The slow answers were measured: the send p99 is at least the latency injected.
-        let sendP99 = try #require(result.histograms[MetricName.send]).percentile(99)
-        #expect(sendP99 >= 400_000_000, "\(sendP99)")
+        var boundBy: [[String]] = []
+        for _ in 0..<4 {
+            let result = try await Self.run(yaml)
+            let generator = try #require(result.generator)
+            let dropped = result.counters["sends.dropped"] ?? 0
+            // Two in flight of 400 ms each: about 5 sends a second made of 20 asked for.
+            #expect(dropped >= 20, "\(dropped) dropped")
+            #expect(generator.droppedWhileFast == 0)
+            #expect(!generator.limits.contains { $0.contains("max_in_flight") }, "\(generator.limits)")
+            #expect(!result.passed)
+            #expect(Self.failed(result).contains("sends.dropped_ratio"), "\(Self.failed(result))")
+            // The slow answers were measured: the send p99 is at least the latency injected.
+            let sendP99 = try #require(result.histograms[MetricName.send]).percentile(99)
+            #expect(sendP99 >= 400_000_000, "\(sendP99)")
+            if generator.bound {
+                #expect(result.inconclusive)
+                #expect(ReportFiles.verdict(result) == "inconclusive")
+                boundBy.append(generator.limits)
+                continue
+            }
+            #expect(!result.inconclusive)
+            #expect(ReportFiles.verdict(result) == "failed")
+            return
+        }
+        Issue.record("every run was generator-bound: \(boundBy)")
     }
 
     /// A 4 s traffic judged from 1 s to 3 s, with the push service given a service rate.
