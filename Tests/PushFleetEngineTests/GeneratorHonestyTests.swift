@@ -225,6 +225,7 @@ struct GeneratorHonestyTests {
     func noWindow() async throws {
         let result = try await Self.run(Self.windowed(rate: 10, serviceRate: 200))
         #expect(result.window == nil)
-        #expect(result.passed, "\(Self.failed(result))")
+        // Whether the generator kept up is the other tests' question: a loaded machine may say not.
+        #expect(result.rulesHeld, "\(Self.failed(result))")
     }
 }
