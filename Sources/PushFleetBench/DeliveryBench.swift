@@ -23,6 +23,8 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
     @Option(help: "Sending time.") var duration = "15s"
     @Option(help: "Sends allowed in flight at once.") var inFlight = 256
     @Option(help: "Trace context on every request (on) or on none (off): what tracing costs the fleet and the servers.") var tracing = "on"
+    @Option(help: "The servers in one process (together) or the push service and the backend in two (split): each one's CPU per push on its own.")
+    var servers = "together"
 
     public init() {}
 
@@ -31,19 +33,29 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         guard ["per_device", "multiplexed"].contains(channel) else { throw ValidationError("--channel must be per_device or multiplexed") }
         guard rate > 0, inFlight > 0 else { throw ValidationError("--rate and --in-flight must be above 0") }
         guard ["on", "off"].contains(tracing) else { throw ValidationError("--tracing must be on or off") }
+        guard ["together", "split"].contains(servers) else { throw ValidationError("--servers must be together or split") }
         _ = try Bench.duration(duration, flag: "--duration")
     }
 
     public func run() async throws {
-        try await ServerProcess.run { server in try await measure(against: server) }
+        try await ServerProcess.run { server in
+            guard servers == "split" else { return try await measure(against: server) }
+            // A second `serve` whose backend sends to the first one's push service: the first
+            // process's CPU is then the push service's and the gateway's, the second's the backend's.
+            try await ServerProcess.run(arguments: ["--pns-url", server.pushService]) { backend in
+                try await measure(against: server, backend: backend)
+            }
+        }
     }
 
-    private func measure(against server: ServerProcess) async throws {
+    /// `backend`: the backend's own process when the servers are split; the push service (and
+    /// the device gateway) is `server`'s either way.
+    private func measure(against server: ServerProcess, backend: ServerProcess? = nil) async throws {
         let baseline = server.residentBytes()
         let yaml = """
             name: bench-delivery
             seed: 1
-            target: { backend: "\(server.backend)", pns: "\(server.pushService)" }
+            target: { backend: "\((backend ?? server).backend)", pns: "\(server.pushService)" }
             fleet:
               users: \(devices)
               devices_per_user: 1
@@ -61,17 +73,19 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         let scenario = try ScenarioLoader.parse(yaml, file: "bench-delivery")
         let connected = Mutex<UInt64>(0)
         // What the fleet process and the servers' process had spent when traffic began.
-        let atTraffic = Mutex<(fleetCPU: Double, serverCPU: Double, fleetRSS: UInt64)>((0, 0, 0))
+        let atTraffic = Mutex<(fleetCPU: Double, serverCPU: Double, backendCPU: Double, fleetRSS: UInt64)>((0, 0, 0, 0))
         var options = FleetRunner.Options.bench(yaml)
         options.beforeTraffic = {
             try? await Task.sleep(for: .seconds(1))
             connected.withLock { $0 = server.residentBytes() }
-            atTraffic.withLock { $0 = (CPUTime.own(), server.cpuSeconds(), ServerProcess.residentBytes(pid: getpid())) }
+            atTraffic.withLock { $0 = (CPUTime.own(), server.cpuSeconds(), backend?.cpuSeconds() ?? 0, ServerProcess.residentBytes(pid: getpid())) }
         }
         let result = try await FleetRunner(scenario: scenario, options: options).run()
-        let (fleetCPU, serverCPU, fleetRSS) = atTraffic.withLock { $0 }
+        let (fleetCPU, serverCPU, backendCPU, fleetRSS) = atTraffic.withLock { $0 }
         let fleetCPUAfter = CPUTime.own() - fleetCPU
-        let serverCPUAfter = server.cpuSeconds() - serverCPU
+        let pushServiceCPUAfter = server.cpuSeconds() - serverCPU
+        let backendCPUAfter = backend.map { $0.cpuSeconds() - backendCPU } ?? 0
+        let serverCPUAfter = pushServiceCPUAfter + backendCPUAfter
         let fleetRSSAfter = ServerProcess.residentBytes(pid: getpid())
         let withDevices = connected.withLock { $0 }
         let traffic = max(0.001, result.info.trafficEndSecond - result.info.trafficStartSecond)
@@ -95,10 +109,23 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
             // From traffic start to the run's end (drain and judgement included), per push received.
             ("fleet CPU per push", String(format: "%.1f µs", fleetCPUAfter / pushes * 1e6)),
             ("servers' CPU per push", String(format: "%.1f µs", serverCPUAfter / pushes * 1e6)),
+        ]
+        let split: [(String, String)] =
+            backend == nil
+            ? []
+            : [
+                ("push service's CPU per push", String(format: "%.1f µs (its own process, the device gateway included)", pushServiceCPUAfter / pushes * 1e6)),
+                ("backend's CPU per push", String(format: "%.1f µs (its own process)", backendCPUAfter / pushes * 1e6)),
+            ]
+        let rest: [(String, String)] = [
             ("fleet RSS growth per push", String(format: "%.0f B (%.1f → %.1f MiB)", (Double(fleetRSSAfter) - Double(fleetRSS)) / pushes, Double(fleetRSS) / 1_048_576, Double(fleetRSSAfter) / 1_048_576)),
             ("push service watched", result.hops?.view ?? "no"),
         ]
-        Bench.printFigures("bench delivery (servers in a child process; backend and mock push service together)", rows)
+        let title =
+            backend == nil
+            ? "bench delivery (servers in a child process; backend and mock push service together)"
+            : "bench delivery (servers in two child processes: the mock push service, and the backend sending to it)"
+        Bench.printFigures(title, rows + split + rest)
         let perPush = fleetCPUAfter / pushes * 1e6
         let crypto = try WebPushCryptoCost.measure()
         Bench.printFigures(
