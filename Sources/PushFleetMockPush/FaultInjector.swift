@@ -50,7 +50,8 @@ final class FaultInjector: Sendable {
         state.withLock { state in
             let settings = state.settings
             let unregistered =
-                state.unregistered.contains(token)
+                // Most runs name no token: no hash of one per push then.
+                (!state.unregistered.isEmpty && state.unregistered.contains(token))
                 || (settings.unregisteredRatio > 0
                     && Double(stableHash(token, seed: settings.seed) >> 11) * 0x1.0p-53 < settings.unregisteredRatio)
             var throttled = settings.throttle > 0 && state.rng.nextUnit() < settings.throttle

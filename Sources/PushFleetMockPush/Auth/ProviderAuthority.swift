@@ -183,6 +183,9 @@ final class ProviderAuthority: Sendable {
         guard let authorization else { return nil }
         let utf8 = authorization.utf8
         guard utf8.count > 7, utf8.prefix(7).elementsEqual("bearer ".utf8, by: { $1 == 0x20 ? $0 == 0x20 : ($0 | 0x20) == $1 }) else { return nil }
+        let after = utf8.index(utf8.startIndex, offsetBy: 7)
+        // An ASCII byte never joins the space before it: no walk by characters is needed.
+        if utf8[after] < 0x80 { return String(Substring(utf8[after...])) }
         // The scheme is its own seven characters: a mark combining with its space makes it another.
         let rest = authorization.dropFirst(7)
         guard rest.utf8.count == utf8.count - 7 else { return nil }
