@@ -39,6 +39,14 @@ final class GatewayConnection: Sendable {
     private let outbox = Mutex(GatewayOutbox())
     /// Nil for a connection no channel carries (a test's): what it is handed stays in its outbox.
     private let writer: Writer?
+    /// Set on the channel's loop at the first write (empty until then).
+    private let sink: NIOLoopBoundBox<SinkState?>?
+
+    private enum SinkState {
+        case installed(GatewayFrameSink)
+        /// The channel has no frame encoder to write below.
+        case absent
+    }
     /// Closes asked for, in the outbox's order, for the connection's task to carry out through the
     /// WebSocket handler (which owns the closing handshake).
     let closeRequests: AsyncStream<String>
@@ -53,6 +61,7 @@ final class GatewayConnection: Sendable {
         self.mode = mode
         self.acks = acks
         self.writer = writer
+        self.sink = writer.map { .makeEmptyBox(valueType: SinkState.self, eventLoop: $0.channel.eventLoop) }
         (self.closeRequests, self.closeContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
 
@@ -86,28 +95,44 @@ final class GatewayConnection: Sendable {
     private func write(with writer: Writer) {
         let items = outbox.withLock { $0.take() }
         guard !items.isEmpty, writer.channel.isActive else { return }
+        let sink = frameSink(writer)
         var written: [PushFrame] = []
         for item in items {
             switch item {
             case .text(let text):
-                writer.channel.write(Self.textFrame(text, allocator: writer.channel.allocator), promise: nil)
+                write(text, sink, writer)
             case .push(var frame):
                 frame.writtenAt = writer.now()
-                writer.channel.write(Self.textFrame(frame.encodedJSON, allocator: writer.channel.allocator), promise: nil)
+                write(frame.encodedJSON, sink, writer)
                 written.append(frame)
             case .close(let reason):
                 closeContinuation.yield(reason)
             }
         }
-        writer.channel.flush()
+        if sink?.flush() != true { writer.channel.flush() }
         for frame in written {
             wrote(frame)
             writer.written(frame, frame.writtenAt ?? 0)
         }
     }
 
-    private static func textFrame(_ text: String, allocator: ByteBufferAllocator) -> WebSocketFrame {
-        WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(string: text))
+    /// The sink below the frame encoder, installed at the first write. On the channel's loop.
+    private func frameSink(_ writer: Writer) -> GatewayFrameSink? {
+        guard let sink else { return nil }
+        switch sink.value {
+        case .installed(let installed): return installed
+        case .absent: return nil
+        case nil:
+            let installed = GatewayFrameSink.install(on: writer.channel)
+            sink.value = installed.map { .installed($0) } ?? .absent
+            return installed
+        }
+    }
+
+    private func write(_ text: String, _ sink: GatewayFrameSink?, _ writer: Writer) {
+        let allocator = writer.channel.allocator
+        if let sink, sink.write(GatewayFrameSink.textFrame(text, allocator: allocator)) { return }
+        writer.channel.write(WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(string: text)), promise: nil)
     }
 
     /// The device has these pushes.
