@@ -36,6 +36,8 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var state: HTTP1FastPathState
     /// Bytes read and not yet answered: part of a request, or requests behind one being answered.
     private var held: ByteBuffer?
+    /// The previous head's field lines: most come again unchanged.
+    private var memo = HTTP1RequestScan.LineMemo()
     private var unflushed = false
     private var timer: Scheduled<Void>?
     /// A read the pipeline asked for while an answer was owed or lent and bytes waited.
@@ -166,7 +168,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 held = nil
                 return
             }
-            let outcome = buffer.withUnsafeReadableBytes { HTTP1RequestScan.scan($0) }
+            let outcome = buffer.withUnsafeReadableBytes { HTTP1RequestScan.scan($0, memo: &memo) }
             let head: HTTP1RequestScan.Head
             switch outcome {
             case .incomplete: return

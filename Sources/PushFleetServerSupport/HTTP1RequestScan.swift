@@ -41,43 +41,143 @@ public enum HTTP1RequestScan {
     static let maxContentLengthDigits = 9
 
     public static func scan(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+        var memo = LineMemo()
+        return scan(bytes, memo: &memo)
+    }
+
+    /// Reads a head as ``scan(_:)`` does; a field line the connection's previous head had at the
+    /// same place, byte for byte, makes what it made then (``LineMemo``).
+    public static func scan(_ bytes: UnsafeRawBufferPointer, memo: inout LineMemo) -> Outcome {
         guard let end = headEnd(bytes) else {
             return bytes.count >= maxHeadLength ? .unsupported : .incomplete
         }
         var reader = LineReader(bytes: bytes, end: end)
         guard let (method, target) = reader.requestLine() else { return .unsupported }
-        var fields = HTTPFields()
-        fields.reserveCapacity(16)
+        // Nil while every line so far is the memo's: the previous head's fields may then serve whole.
+        var fields: HTTPFields?
         var host: String?
         var contentLength: Int?
         var closes = false
         var count = 0
-        while let line = reader.nextLine() {
-            guard let (name, value) = line else { return .unsupported }
+        while true {
+            let start = reader.position
+            let effect: LineMemo.Effect
+            if count < memo.lines.count, reader.repeats(memo.lines[count].bytes) {
+                effect = memo.lines[count].effect
+            } else {
+                guard let line = reader.nextLine() else { break }
+                guard let (name, value) = line, let read = lineEffect(name: name, value: value) else { return .unsupported }
+                effect = read
+                if fields == nil { fields = memo.fields(ofFirst: count) }
+                memo.remember(effect, line: reader.slice(start, reader.position), at: count)
+            }
             count += 1
             guard count <= maxFields else { return .unsupported }
-            switch Special(name) {
-            case .host:
+            switch effect {
+            case .host(let value):
                 guard host == nil else { return .unsupported }
-                host = text(value)
-                continue
-            case .contentLength:
-                guard contentLength == nil, let length = decimal(value) else { return .unsupported }
+                host = value
+            case .contentLength(let length, let field):
+                guard contentLength == nil else { return .unsupported }
                 contentLength = length
-            case .unsupported:
-                return .unsupported
-            case .connection:
-                let tokens = text(value).lowercased()
-                if tokens.contains("upgrade") { return .unsupported }
-                if tokens.contains("close") { closes = true }
-            case .none:
-                break
+                fields?.append(field)
+            case .connection(let closing, let field):
+                if closing { closes = true }
+                fields?.append(field)
+            case .field(let field):
+                fields?.append(field)
             }
-            guard let fieldName = KnownNames.name(name) ?? HTTPField.Name(text(name)) else { return .unsupported }
-            fields.append(HTTPField(name: fieldName, value: text(value)))
         }
-        let request = HTTPRequest(method: method, scheme: "http", authority: host, path: target, headerFields: fields)
+        let headerFields = fields ?? memo.fields(ofFirst: count)
+        memo.settle(headerFields, lines: count)
+        let request = HTTPRequest(method: method, scheme: "http", authority: host, path: target, headerFields: headerFields)
         return .request(Head(request: request, length: end, contentLength: contentLength ?? 0, closes: closes))
+    }
+
+    /// What one field line makes; nil for a field outside the subset.
+    static func lineEffect(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> LineMemo.Effect? {
+        let special = Special(name)
+        switch special {
+        case .host: return .host(text(value))
+        case .unsupported: return nil
+        default: break
+        }
+        guard let fieldName = KnownNames.name(name) ?? HTTPField.Name(text(name)) else { return nil }
+        let field = HTTPField(name: fieldName, value: text(value))
+        switch special {
+        case .contentLength:
+            guard let length = decimal(value) else { return nil }
+            return .contentLength(length, field)
+        case .connection:
+            let tokens = text(value).lowercased()
+            if tokens.contains("upgrade") { return nil }
+            return .connection(closes: tokens.contains("close"), field)
+        default:
+            return .field(field)
+        }
+    }
+
+    /// The field lines of a connection's previous head, each with what it made. Clients send
+    /// most lines of a provider request unchanged from one request to the next (the provider
+    /// token, the topic, the content type, the host), and a line read again byte for byte makes
+    /// the same: its checks, its strings and its field are not made anew. A line is remembered
+    /// with its CRLF, and a valid line has no other CR, so a match ends where the line did.
+    public struct LineMemo {
+        enum Effect {
+            case host(String)
+            case contentLength(Int, HTTPField)
+            case connection(closes: Bool, HTTPField)
+            case field(HTTPField)
+        }
+
+        struct Line {
+            var bytes: [UInt8]
+            var effect: Effect
+        }
+
+        /// Lines past these are read every time.
+        static let maxLines = 32
+        static let maxLineLength = 2048
+
+        private(set) var lines: [Line] = []
+        /// The fields of the last head read whole, made of the first `settledLines` lines.
+        private var settled = HTTPFields()
+        /// -1 once one of those lines was replaced.
+        private var settledLines = -1
+
+        public init() {}
+
+        /// The fields of the first `count` lines, each the memo's.
+        func fields(ofFirst count: Int) -> HTTPFields {
+            if count == settledLines { return settled }
+            var fields = HTTPFields()
+            fields.reserveCapacity(count)
+            for line in lines[0..<count] {
+                switch line.effect {
+                case .host: continue
+                case .contentLength(_, let field), .connection(_, let field), .field(let field): fields.append(field)
+                }
+            }
+            return fields
+        }
+
+        /// A head was read whole, of `count` lines, making `fields`.
+        mutating func settle(_ fields: HTTPFields, lines count: Int) {
+            guard count <= lines.count else { return settledLines = -1 }
+            settled = fields
+            settledLines = count
+        }
+
+        mutating func remember(_ effect: Effect, line: UnsafeRawBufferPointer, at index: Int) {
+            if index < settledLines { settledLines = -1 }
+            guard index < Self.maxLines, line.count <= Self.maxLineLength, index <= lines.count else { return }
+            let entry = Line(bytes: Array(line), effect: effect)
+            if index == lines.count {
+                lines.append(entry)
+            } else {
+                lines[index] = entry
+            }
+        }
     }
 
     /// The offset just past the head's empty line (`\r\n\r\n`), if it is within the bytes and
@@ -174,6 +274,14 @@ public enum HTTP1RequestScan {
         init(bytes: UnsafeRawBufferPointer, end: Int) {
             self.bytes = bytes
             self.end = end
+        }
+
+        /// The next line is `line` (a field line with its CRLF), byte for byte: read past it.
+        mutating func repeats(_ line: [UInt8]) -> Bool {
+            guard position + line.count <= end else { return false }
+            let same = line.withUnsafeBytes { memcmp(bytes.baseAddress! + position, $0.baseAddress!, line.count) == 0 }
+            if same { position += line.count }
+            return same
         }
 
         /// `METHOD SP origin-form SP HTTP/1.1 CRLF`; nil for any other form.

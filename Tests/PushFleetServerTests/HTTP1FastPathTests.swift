@@ -60,46 +60,48 @@ struct HTTP1FastPathTests {
         }
     }
 
+    /// Heads outside the subset, each for its own reason.
+    static let unsupportedForms = [
+        "POST /a HTTP/1.0\r\n\r\n",
+        "POST http://x/a HTTP/1.1\r\n\r\n",
+        "OPTIONS * HTTP/1.1\r\n\r\n",
+        "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        "post /a HTTP/1.1\r\n\r\n",
+        "HEAD /a HTTP/1.1\r\n\r\n",
+        "PATCH /a HTTP/1.1\r\n\r\n",
+        "POST  /a HTTP/1.1\r\n\r\n",
+        "POST /a  HTTP/1.1\r\n\r\n",
+        "POST /a\u{7F} HTTP/1.1\r\n\r\n",
+        "POST /é HTTP/1.1\r\n\r\n",
+        "\r\nPOST /a HTTP/1.1\r\n\r\n",
+        "POST /a HTTP/1.1\nHost: x\r\n\r\n",
+        "POST /a HTTP/1.1\r\nHost: x\nA: b\r\n\r\n",
+        "POST /a HTTP/1.1\r\nA: b\rc\r\n\r\n",
+        "POST /a HTTP/1.1\r\nA: b\r\n c\r\n\r\n",
+        "POST /a HTTP/1.1\r\nA : b\r\n\r\n",
+        "POST /a HTTP/1.1\r\nA b\r\n\r\n",
+        "POST /a HTTP/1.1\r\n: b\r\n\r\n",
+        "POST /a HTTP/1.1\r\nA: b\u{01}\r\n\r\n",
+        "POST /a HTTP/1.1\r\nA: é\r\n\r\n",
+        "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST /a HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
+        "POST /a HTTP/1.1\r\nContent-Length: +2\r\n\r\nab",
+        "POST /a HTTP/1.1\r\nContent-Length: 2 2\r\n\r\nab",
+        "POST /a HTTP/1.1\r\nContent-Length: 0x2\r\n\r\nab",
+        "POST /a HTTP/1.1\r\nContent-Length: \r\n\r\n",
+        "POST /a HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\n",
+        "POST /a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "GET /device HTTP/1.1\r\nUpgrade: websocket\r\n\r\n",
+        "GET /a HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\n\r\n",
+        "POST /a HTTP/1.1\r\nExpect: 100-continue\r\n\r\n",
+        "POST /a HTTP/1.1\r\n" + String(repeating: "A: b\r\n", count: HTTP1RequestScan.maxFields + 1) + "\r\n",
+        "POST /a HTTP/1.1\r\nA: " + String(repeating: "b", count: HTTP1RequestScan.maxHeadLength) + "\r\n\r\n",
+        "POST /" + String(repeating: "a", count: HTTP1RequestScan.maxHeadLength),
+    ]
+
     @Test("forms outside the subset go on to the full parser, never answered here")
     func unsupported() {
-        let forms = [
-            "POST /a HTTP/1.0\r\n\r\n",
-            "POST http://x/a HTTP/1.1\r\n\r\n",
-            "OPTIONS * HTTP/1.1\r\n\r\n",
-            "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-            "post /a HTTP/1.1\r\n\r\n",
-            "HEAD /a HTTP/1.1\r\n\r\n",
-            "PATCH /a HTTP/1.1\r\n\r\n",
-            "POST  /a HTTP/1.1\r\n\r\n",
-            "POST /a  HTTP/1.1\r\n\r\n",
-            "POST /a\u{7F} HTTP/1.1\r\n\r\n",
-            "POST /é HTTP/1.1\r\n\r\n",
-            "\r\nPOST /a HTTP/1.1\r\n\r\n",
-            "POST /a HTTP/1.1\nHost: x\r\n\r\n",
-            "POST /a HTTP/1.1\r\nHost: x\nA: b\r\n\r\n",
-            "POST /a HTTP/1.1\r\nA: b\rc\r\n\r\n",
-            "POST /a HTTP/1.1\r\nA: b\r\n c\r\n\r\n",
-            "POST /a HTTP/1.1\r\nA : b\r\n\r\n",
-            "POST /a HTTP/1.1\r\nA b\r\n\r\n",
-            "POST /a HTTP/1.1\r\n: b\r\n\r\n",
-            "POST /a HTTP/1.1\r\nA: b\u{01}\r\n\r\n",
-            "POST /a HTTP/1.1\r\nA: é\r\n\r\n",
-            "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
-            "POST /a HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
-            "POST /a HTTP/1.1\r\nContent-Length: +2\r\n\r\nab",
-            "POST /a HTTP/1.1\r\nContent-Length: 2 2\r\n\r\nab",
-            "POST /a HTTP/1.1\r\nContent-Length: 0x2\r\n\r\nab",
-            "POST /a HTTP/1.1\r\nContent-Length: \r\n\r\n",
-            "POST /a HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\n",
-            "POST /a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-            "GET /device HTTP/1.1\r\nUpgrade: websocket\r\n\r\n",
-            "GET /a HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\n\r\n",
-            "POST /a HTTP/1.1\r\nExpect: 100-continue\r\n\r\n",
-            "POST /a HTTP/1.1\r\n" + String(repeating: "A: b\r\n", count: HTTP1RequestScan.maxFields + 1) + "\r\n",
-            "POST /a HTTP/1.1\r\nA: " + String(repeating: "b", count: HTTP1RequestScan.maxHeadLength) + "\r\n\r\n",
-            "POST /" + String(repeating: "a", count: HTTP1RequestScan.maxHeadLength),
-        ]
-        for form in forms {
+        for form in Self.unsupportedForms {
             #expect(Self.isUnsupported(form), "\(form.debugDescription.prefix(120))")
         }
     }
@@ -134,6 +136,57 @@ struct HTTP1FastPathTests {
             #expect(ours.request.authority == theirs.request.authority, "\(text)")
             #expect(ours.request.headerFields == theirs.request.headerFields, "\(text)")
             #expect(ours.contentLength == theirs.body, "\(text)")
+        }
+    }
+
+    /// One connection's heads read in turn with its memo: each reads exactly as it reads alone.
+    @Test("a head read after others on one connection, its repeated lines taken from the memo, reads as it reads alone")
+    func memoAgrees() {
+        var generator = SystemRandomNumberGenerator()
+        let lines = [
+            "Host: push.test\r\n", "host: other\r\n", "authorization: bearer a.b.c\r\n", "apns-topic: t\r\n", "apns-id: 1\r\n", "apns-id: 2\r\n",
+            "Content-Length: 2\r\n", "content-length: 3\r\n", "connection: close\r\n", "Connection: keep-alive\r\n", "x-a:  spaced \r\n",
+            "Upgrade: h2c\r\n", "A: b\rc\r\n", "Transfer-Encoding: chunked\r\n", "A : b\r\n", "x-b: \u{e9}\r\n", "Content-Length: x\r\n",
+        ]
+        let requestLines = ["POST /3/device/ab HTTP/1.1\r\n", "GET /health HTTP/1.1\r\n", "POST /a HTTP/1.0\r\n"]
+        var memo = HTTP1RequestScan.LineMemo()
+        var previous: [String] = []
+        for round in 0..<3000 {
+            // Mostly the previous head's lines again; some changed, dropped or added.
+            var fieldLines = previous.compactMap { line -> String? in
+                switch Int.random(in: 0..<12, using: &generator) {
+                case 0: nil
+                case 1, 2: lines.randomElement(using: &generator)!
+                default: line
+                }
+            }
+            if fieldLines.isEmpty || Bool.random(using: &generator) {
+                fieldLines.insert(lines.randomElement(using: &generator)!, at: Int.random(in: 0...fieldLines.count, using: &generator))
+            }
+            previous = fieldLines
+            let bytes = Array((requestLines.randomElement(using: &generator)! + fieldLines.joined() + "\r\nabc").utf8)
+            let alone = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0) }
+            let remembered = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0, memo: &memo) }
+            #expect(Self.describe(remembered) == Self.describe(alone), "round \(round): \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+        }
+        // Forms outside the subset stay outside once their lines are remembered.
+        for form in Self.unsupportedForms {
+            let bytes = Array(form.utf8)
+            for _ in 0..<2 {
+                let outcome = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0, memo: &memo) }
+                #expect(Self.describe(outcome) == "unsupported", "\(form.debugDescription.prefix(120))")
+            }
+        }
+    }
+
+    /// Everything a scan's outcome says, field names as written included.
+    static func describe(_ outcome: HTTP1RequestScan.Outcome) -> String {
+        switch outcome {
+        case .incomplete: return "incomplete"
+        case .unsupported: return "unsupported"
+        case .request(let head):
+            let fields = head.request.headerFields.map { "\($0.name.rawName)=\($0.value)" }.joined(separator: "|")
+            return "\(head.request.method) \(head.request.path ?? "") \(head.request.authority ?? "-") [\(fields)] \(head.length) \(head.contentLength) \(head.closes)"
         }
     }
 
