@@ -35,7 +35,11 @@ public func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     case 6:
         if let users = try? UserDirectory(fileContents: text) { _ = users.verify(user: "user", password: "user") }
     case 7: durationRoundTrip(text)
-    case 8: bytes.withUnsafeBytes { http1Head($0) }
+    case 8:
+        bytes.withUnsafeBytes { raw in
+            http1Head(raw)
+            http1HeadsInTurn(raw)
+        }
     default: plainJSONString(bytes)
     }
     return 0
@@ -60,6 +64,34 @@ func http1Head(_ bytes: UnsafeRawBufferPointer) {
     check(bytes[head.length - 4] == 0x0D && bytes[head.length - 1] == 0x0A, "head does not end with its empty line")
     check((0..<1_000_000_000).contains(head.contentLength), "content length \(head.contentLength)")
     check(head.request.path?.first == "/", "path \(String(describing: head.request.path))")
+}
+
+/// A connection's heads read in turn with its line memo read as they read alone: the input
+/// after the input, the input after its tail and the tail after the input (the tail cut where
+/// the first byte says), each twice.
+func http1HeadsInTurn(_ bytes: UnsafeRawBufferPointer) {
+    guard bytes.count > 1 else { return }
+    let tail = UnsafeRawBufferPointer(rebasing: bytes[(1 + Int(bytes[0]) % (bytes.count - 1))...])
+    for (first, second) in [(bytes, bytes), (tail, bytes), (bytes, tail)] {
+        var memo = HTTP1RequestScan.LineMemo()
+        _ = HTTP1RequestScan.scan(first, memo: &memo)
+        let alone = summary(HTTP1RequestScan.scan(second))
+        for _ in 0..<2 {
+            let remembered = summary(HTTP1RequestScan.scan(second, memo: &memo))
+            check(remembered == alone, "with the memo '\(remembered)', alone '\(alone)'")
+        }
+    }
+}
+
+/// Everything a head scan's outcome says, field names as written included.
+func summary(_ outcome: HTTP1RequestScan.Outcome) -> String {
+    switch outcome {
+    case .incomplete: return "incomplete"
+    case .unsupported: return "unsupported"
+    case .request(let head):
+        let fields = head.request.headerFields.map { "\($0.name.rawName)=\($0.value)" }.joined(separator: "|")
+        return "\(head.request.method) \(head.request.path ?? "") \(head.request.authority ?? "-") [\(fields)] \(head.length) \(head.contentLength) \(head.closes)"
+    }
 }
 
 /// A secure send's body read from its bytes: whenever it answers, JSONDecoder gives the same.
