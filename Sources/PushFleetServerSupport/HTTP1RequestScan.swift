@@ -117,69 +117,6 @@ public enum HTTP1RequestScan {
         }
     }
 
-    /// The field lines of a connection's previous head, each with what it made. Clients send
-    /// most lines of a provider request unchanged from one request to the next (the provider
-    /// token, the topic, the content type, the host), and a line read again byte for byte makes
-    /// the same: its checks, its strings and its field are not made anew. A line is remembered
-    /// with its CRLF, and a valid line has no other CR, so a match ends where the line did.
-    public struct LineMemo {
-        enum Effect {
-            case host(String)
-            case contentLength(Int, HTTPField)
-            case connection(closes: Bool, HTTPField)
-            case field(HTTPField)
-        }
-
-        struct Line {
-            var bytes: [UInt8]
-            var effect: Effect
-        }
-
-        /// Lines past these are read every time.
-        static let maxLines = 32
-        static let maxLineLength = 2048
-
-        private(set) var lines: [Line] = []
-        /// The fields of the last head read whole, made of the first `settledLines` lines.
-        private var settled = HTTPFields()
-        /// -1 once one of those lines was replaced.
-        private var settledLines = -1
-
-        public init() {}
-
-        /// The fields of the first `count` lines, each the memo's.
-        func fields(ofFirst count: Int) -> HTTPFields {
-            if count == settledLines { return settled }
-            var fields = HTTPFields()
-            fields.reserveCapacity(count)
-            for line in lines[0..<count] {
-                switch line.effect {
-                case .host: continue
-                case .contentLength(_, let field), .connection(_, let field), .field(let field): fields.append(field)
-                }
-            }
-            return fields
-        }
-
-        /// A head was read whole, of `count` lines, making `fields`.
-        mutating func settle(_ fields: HTTPFields, lines count: Int) {
-            guard count <= lines.count else { return settledLines = -1 }
-            settled = fields
-            settledLines = count
-        }
-
-        mutating func remember(_ effect: Effect, line: UnsafeRawBufferPointer, at index: Int) {
-            if index < settledLines { settledLines = -1 }
-            guard index < Self.maxLines, line.count <= Self.maxLineLength, index <= lines.count else { return }
-            let entry = Line(bytes: Array(line), effect: effect)
-            if index == lines.count {
-                lines.append(entry)
-            } else {
-                lines[index] = entry
-            }
-        }
-    }
-
     /// The offset just past the head's empty line (`\r\n\r\n`), if it is within the bytes and
     /// ``maxHeadLength``.
     static func headEnd(_ bytes: UnsafeRawBufferPointer) -> Int? {
@@ -360,6 +297,20 @@ public enum HTTP1RequestScan {
             case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E: true
             default: false
             }
+        }
+    }
+}
+
+extension HTTP1RequestScan.Outcome: CustomStringConvertible {
+    /// Everything the outcome says, field names as written included: two readings of the same
+    /// bytes agree when their descriptions do.
+    public var description: String {
+        switch self {
+        case .incomplete: return "incomplete"
+        case .unsupported: return "unsupported"
+        case .request(let head):
+            let fields = head.request.headerFields.map { "\($0.name.rawName)=\($0.value)" }.joined(separator: "|")
+            return "\(head.request.method) \(head.request.path ?? "") \(head.request.authority ?? "-") [\(fields)] \(head.length) \(head.contentLength) \(head.closes)"
         }
     }
 }

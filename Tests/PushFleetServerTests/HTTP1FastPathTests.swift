@@ -167,26 +167,15 @@ struct HTTP1FastPathTests {
             let bytes = Array((requestLines.randomElement(using: &generator)! + fieldLines.joined() + "\r\nabc").utf8)
             let alone = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0) }
             let remembered = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0, memo: &memo) }
-            #expect(Self.describe(remembered) == Self.describe(alone), "round \(round): \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+            #expect(remembered.description == alone.description, "round \(round): \(String(decoding: bytes, as: UTF8.self).debugDescription)")
         }
         // Forms outside the subset stay outside once their lines are remembered.
         for form in Self.unsupportedForms {
             let bytes = Array(form.utf8)
             for _ in 0..<2 {
                 let outcome = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0, memo: &memo) }
-                #expect(Self.describe(outcome) == "unsupported", "\(form.debugDescription.prefix(120))")
+                #expect(outcome.description == "unsupported", "\(form.debugDescription.prefix(120))")
             }
-        }
-    }
-
-    /// Everything a scan's outcome says, field names as written included.
-    static func describe(_ outcome: HTTP1RequestScan.Outcome) -> String {
-        switch outcome {
-        case .incomplete: return "incomplete"
-        case .unsupported: return "unsupported"
-        case .request(let head):
-            let fields = head.request.headerFields.map { "\($0.name.rawName)=\($0.value)" }.joined(separator: "|")
-            return "\(head.request.method) \(head.request.path ?? "") \(head.request.authority ?? "-") [\(fields)] \(head.length) \(head.contentLength) \(head.closes)"
         }
     }
 

@@ -75,22 +75,11 @@ func http1HeadsInTurn(_ bytes: UnsafeRawBufferPointer) {
     for (first, second) in [(bytes, bytes), (tail, bytes), (bytes, tail)] {
         var memo = HTTP1RequestScan.LineMemo()
         _ = HTTP1RequestScan.scan(first, memo: &memo)
-        let alone = summary(HTTP1RequestScan.scan(second))
+        let alone = HTTP1RequestScan.scan(second).description
         for _ in 0..<2 {
-            let remembered = summary(HTTP1RequestScan.scan(second, memo: &memo))
+            let remembered = HTTP1RequestScan.scan(second, memo: &memo).description
             check(remembered == alone, "with the memo '\(remembered)', alone '\(alone)'")
         }
-    }
-}
-
-/// Everything a head scan's outcome says, field names as written included.
-func summary(_ outcome: HTTP1RequestScan.Outcome) -> String {
-    switch outcome {
-    case .incomplete: return "incomplete"
-    case .unsupported: return "unsupported"
-    case .request(let head):
-        let fields = head.request.headerFields.map { "\($0.name.rawName)=\($0.value)" }.joined(separator: "|")
-        return "\(head.request.method) \(head.request.path ?? "") \(head.request.authority ?? "-") [\(fields)] \(head.length) \(head.contentLength) \(head.closes)"
     }
 }
 
