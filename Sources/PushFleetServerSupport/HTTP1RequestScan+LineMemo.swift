@@ -31,6 +31,11 @@ extension HTTP1RequestScan {
 
         public init() {}
 
+        /// The bytes of the lines kept.
+        public var keptBytes: Int {
+            lines.reduce(0) { $0 + $1.bytes.count }
+        }
+
         /// The fields of the first `count` lines, each the memo's.
         func fields(ofFirst count: Int) -> HTTPFields {
             if count == settledLines { return settled }
@@ -48,6 +53,8 @@ extension HTTP1RequestScan {
         /// A head was read whole, of `count` lines, making `fields`.
         mutating func settle(_ fields: HTTPFields, lines count: Int) {
             guard count <= lines.count else { return settledLines = -1 }
+            // What is kept is one head's lines, so never more than ``HTTP1RequestScan/maxHeadLength``.
+            if lines.count > count { lines.removeSubrange(count...) }
             settled = fields
             settledLines = count
         }
