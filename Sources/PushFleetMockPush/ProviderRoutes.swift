@@ -55,37 +55,26 @@ struct ProviderRoutes: EventLoopResponder {
     }
 
     /// What follows `prefix` when it is one plain segment (no slash, query or escape), else nil.
-    /// Read on the path's contiguous bytes: the generic walks of `hasPrefix`, `dropFirst` and
-    /// even `utf8.starts(with:)` cost more than the rest of the route per push.
+    /// Read on the path's bytes (`withUTF8`, contiguous for every native string): the generic
+    /// walks of `hasPrefix`, `dropFirst` and even `utf8.starts(with:)` cost more than the rest of
+    /// the route per push.
     private static func segment(of path: String, after prefix: StaticString, allowingSlash: Bool = false) -> Substring? {
-        let matched: Int? = path.utf8.withContiguousStorageIfAvailable { bytes in
-            let count = prefix.utf8CodeUnitCount
-            guard bytes.count > count, memcmp(bytes.baseAddress!, prefix.utf8Start, count) == 0 else { return nil }
-            for index in count..<bytes.count {
-                switch bytes[index] {
-                case UInt8(ascii: "?"), UInt8(ascii: "%"), UInt8(ascii: "#"): return nil
-                case UInt8(ascii: "/") where !allowingSlash: return nil
-                case let byte where !allowingSlash && (byte <= 0x20 || byte >= 0x7F): return nil
-                default: continue
+        var path = path
+        let count = prefix.utf8CodeUnitCount
+        let matches = path.withUTF8 { bytes in
+            guard bytes.count > count, memcmp(bytes.baseAddress!, prefix.utf8Start, count) == 0 else { return false }
+            return bytes[count...].allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "?"), UInt8(ascii: "%"), UInt8(ascii: "#"): false
+                case UInt8(ascii: "/"): allowingSlash
+                case ...0x20, 0x7F...: allowingSlash
+                default: true
                 }
             }
-            return count
-        } ?? slowPrefixLength(of: path, prefix, allowingSlash: allowingSlash)
-        guard let matched else { return nil }
+        }
+        guard matches else { return nil }
         let utf8 = path.utf8
-        return Substring(utf8[utf8.index(utf8.startIndex, offsetBy: matched)...])
-    }
-
-    /// ``segment(of:after:allowingSlash:)``'s test for a path whose bytes are not contiguous (a
-    /// bridged string): the prefix's length when it matches, else nil.
-    private static func slowPrefixLength(of path: String, _ prefix: StaticString, allowingSlash: Bool) -> Int? {
-        let prefixBytes = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-        let utf8 = path.utf8
-        guard utf8.count > prefixBytes.count, utf8.starts(with: prefixBytes) else { return nil }
-        let rest = Substring(utf8[utf8.index(utf8.startIndex, offsetBy: prefixBytes.count)...])
-        guard rest.utf8.allSatisfy({ $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "%") && $0 != UInt8(ascii: "#") }) else { return nil }
-        if !allowingSlash, !isPlain(rest) { return nil }
-        return prefixBytes.count
+        return Substring(utf8[utf8.index(utf8.startIndex, offsetBy: count)...])
     }
 
     private static func isPlain(_ segment: Substring) -> Bool {

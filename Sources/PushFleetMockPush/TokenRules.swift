@@ -4,10 +4,10 @@ import PushFleetWire
 enum TokenRules {
     /// APNs tokens are hex; today 64 digits, and Apple warns they may grow.
     static func isValidAPNs(_ token: Substring) -> Bool {
-        let utf8 = token.utf8
-        guard (16...200).contains(utf8.count), utf8.count % 2 == 0 else { return false }
-        // On the contiguous bytes where there are some: one is checked per push.
-        return utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isHex) } ?? utf8.allSatisfy(isHex)
+        guard (16...200).contains(token.utf8.count), token.utf8.count % 2 == 0 else { return false }
+        // On the bytes: one is checked per push, and the generic walk cost more than the check.
+        var token = token
+        return token.withUTF8 { $0.allSatisfy(isHex) }
     }
 
     /// FCM registration tokens: URL-safe characters plus ':'.
@@ -34,16 +34,16 @@ enum TokenRules {
         guard platform == .apns else { return String(token) }
         // Device tokens are ASCII hex, most often lower case already: Unicode's lowercasing only
         // for what is not plain ASCII.
-        let plain: Bool? = token.utf8.withContiguousStorageIfAvailable { bytes in
-            for byte in bytes where byte >= 0x80 || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) { return false }
-            return true
+        var contiguous = token
+        let (ascii, upper) = contiguous.withUTF8 { bytes in
+            var upper = false
+            for byte in bytes {
+                if byte >= 0x80 { return (false, upper) }
+                if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { upper = true }
+            }
+            return (true, upper)
         }
-        if plain == true { return String(token) }
-        var upper = false
-        for byte in token.utf8 {
-            if byte >= 0x80 { return token.lowercased() }
-            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { upper = true }
-        }
+        guard ascii else { return token.lowercased() }
         guard upper else { return String(token) }
         return String(decoding: token.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
     }

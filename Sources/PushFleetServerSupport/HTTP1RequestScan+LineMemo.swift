@@ -40,7 +40,7 @@ extension HTTP1RequestScan {
         func fields(ofFirst count: Int) -> HTTPFields {
             if count == settledLines { return settled }
             var fields = HTTPFields()
-            fields.reserveCapacity(count)
+            fields.reserveCapacity(max(count, 16))
             for line in lines[0..<count] {
                 switch line.effect {
                 case .host: continue
