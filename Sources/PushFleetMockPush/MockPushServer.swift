@@ -201,7 +201,8 @@ public struct MockPushServer: Sendable {
                         limits: tls.limits,
                         cap: cap,
                         connections: connections,
-                        isTLS: true
+                        isTLS: true,
+                        fastRoutes: ProviderRoutes(service: service, connections: connections)
                     )
                 }
             )

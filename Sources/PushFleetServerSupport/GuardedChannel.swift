@@ -68,18 +68,19 @@ public struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel
         stalled?.register(channel)
         return channel.eventLoop.makeCompletedFuture {
             // A TLS channel puts its TLS handler before this one, so the guard sees plaintext.
-            // The fast path hands its bytes back to the guard at the socket end: not behind TLS.
-            let fastRoutes = isTLS ? nil : fastRoutes
             let guardHandler = FirstRequestGuard(
                 headerTimeout: headerTimeout, maxBodySize: limits?.maxBodySize, routes: limits?.routeBodyLimits ?? [], stalled: stalled,
                 fastPathAhead: fastRoutes != nil && limits != nil
             )
             try channel.pipeline.syncOperations.addHandler(guardHandler, position: .first)
             if let fastRoutes, let limits {
-                try channel.pipeline.syncOperations.addHandler(
-                    HTTP1FastPath(responder: fastRoutes, idleTimeout: limits.idleTimeout, stalled: stalled, lends: lends),
-                    position: .after(guardHandler)
-                )
+                let fastPath = { HTTP1FastPath(responder: fastRoutes, idleTimeout: limits.idleTimeout, stalled: stalled, lends: lends) }
+                if isTLS {
+                    // Over TLS the protocol is known only once the first bytes are decrypted.
+                    guardHandler.pendingFastPath = fastPath
+                } else {
+                    try channel.pipeline.syncOperations.addHandler(fastPath(), position: .after(guardHandler))
+                }
             }
         }.flatMap {
             inner.setup(channel: channel, logger: logger)
@@ -119,6 +120,9 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The framing the inner pipeline's requests get once ``HTTP1FastPath`` hands over; until
     /// then the fast path reads every request itself.
     private var framingAfterHandOver: RequestFramingState?
+    /// Over TLS: the fast path, made once ``TLSServerChannel`` knows the connection speaks
+    /// HTTP/1.1 (``installFastPath(on:after:)``).
+    fileprivate var pendingFastPath: (() -> HTTP1FastPath)?
     /// A request was refused here: the rest of the input is dropped.
     private var refused = false
     /// The server is stopping and this connection had sent no request.
@@ -136,6 +140,36 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
             self.framing = framing
         }
         self.stalled = stalled
+    }
+
+    /// Over TLS, once the connection is known to speak HTTP/1.1: puts the fast path this guard
+    /// holds after `handler` (the version sniff, which hands its held bytes on when it leaves).
+    /// The guard frames requests from the hand-over on, as on a cleartext port; an HTTP/2
+    /// connection has no HTTP/1.1 framing to follow.
+    static func installFastPath(on pipeline: ChannelPipeline.SynchronousOperations, after handler: any ChannelHandler) throws {
+        guard let guardHandler = try? pipeline.handler(type: FirstRequestGuard.self), let fastPath = guardHandler.pendingFastPath else {
+            return
+        }
+        guardHandler.pendingFastPath = nil
+        try pipeline.addHandler(fastPath(), position: .after(handler))
+    }
+
+    /// Where ``HTTP1FastPath`` hands the connection over: the bytes it held come through this
+    /// guard again, as a new connection's first request, whatever lies before it (TLS).
+    static func replay(
+        in pipeline: ChannelPipeline.SynchronousOperations, _ bytes: ByteBuffer?, readComplete: Bool, inputClosed: Bool
+    ) {
+        guard let context = try? pipeline.context(handlerType: FirstRequestGuard.self), let guardHandler = context.handler as? FirstRequestGuard
+        else {
+            if let bytes, bytes.readableBytes > 0 { pipeline.fireChannelRead(NIOAny(bytes)) }
+            if readComplete { pipeline.fireChannelReadComplete() }
+            if inputClosed { pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
+            return
+        }
+        guardHandler.userInboundEventTriggered(context: context, event: InnerBegins())
+        if let bytes, bytes.readableBytes > 0 { guardHandler.channelRead(context: context, data: NIOAny(bytes)) }
+        if readComplete { context.fireChannelReadComplete() }
+        if inputClosed { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
     }
 
     static func now() -> Int64 { Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds) }

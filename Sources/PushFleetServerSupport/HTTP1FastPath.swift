@@ -311,9 +311,9 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// This handler leaves the pipeline, and the held bytes go through it again from the socket
-    /// end: ``FirstRequestGuard`` times and frames the inner pipeline's first request as a new
-    /// connection's, and answers it 400 if the parser refuses it.
+    /// This handler leaves the pipeline, and the held bytes go through ``FirstRequestGuard`` again
+    /// (after TLS, when the connection has it): the guard times and frames the inner pipeline's
+    /// first request as a new connection's, and answers it 400 if the parser refuses it.
     private func handOver(_ context: ChannelHandlerContext, readComplete: Bool) {
         cancelTimer()
         if unflushed {
@@ -329,16 +329,13 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
             try? pipeline.addHandler(timed, position: .after(connectionState))
             pipeline.removeHandler(connectionState, promise: nil)
         }
-        pipeline.fireUserInboundEventTriggered(FirstRequestGuard.InnerBegins())
         pipeline.removeHandler(context: context, promise: nil)
         if readPending {
             // From the channel's end: this handler's context has left the pipeline.
             readPending = false
             context.channel.read()
         }
-        if let rest, rest.readableBytes > 0 { pipeline.fireChannelRead(NIOAny(rest)) }
-        if readComplete { pipeline.fireChannelReadComplete() }
-        if state.releaseInputEnd() { pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
+        FirstRequestGuard.replay(in: pipeline, rest, readComplete: readComplete, inputClosed: state.releaseInputEnd())
     }
 
     private static let logger = Logger(label: "pushfleet.http1")

@@ -9,7 +9,8 @@ import NIOTLS
 /// HTTP/1.1 goes to any HTTP/1.1 child channel (one that upgrades WebSockets, say).
 ///
 /// Wrapped in ``GuardedChildChannel``, the TLS handler goes first, so the guard's header timeout
-/// also bounds the handshake and its checks see plaintext.
+/// also bounds the handshake and its checks see plaintext; an HTTP/1.1 connection gets the guard's
+/// ``HTTP1FastPath`` once the sniff has decided.
 public struct TLSServerChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
     public enum Negotiated: Sendable {
         case http1(HTTP1.Value)
@@ -74,7 +75,10 @@ public struct TLSServerChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
                     }
                 case .http1, .needMore:
                     return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
-                        try channel.pipeline.syncOperations.addHandler(ParseErrorCatcher())
+                        let pipeline = channel.pipeline.syncOperations
+                        try pipeline.addHandler(ParseErrorCatcher())
+                        // Right after the sniff, which hands its bytes to the next handler as it leaves.
+                        try FirstRequestGuard.installFastPath(on: pipeline, after: pipeline.handler(type: HTTPVersionSniffHandler<Negotiated>.self))
                         return .http1(value)
                     }
                 }
@@ -115,6 +119,9 @@ final class HTTPVersionSniffHandler<Output: Sendable>: ChannelInboundHandler, Re
     }
 
     private var state = State.sniffing
+    /// Within ``removeHandler(context:removalToken:)``: what reaches this handler then (bytes an
+    /// ``HTTP1FastPath`` handed back through the guard before it) goes on.
+    private var leaving = false
     private var held: ByteBuffer?
     private var readPending = false
     private let result: EventLoopPromise<Output>
@@ -128,6 +135,7 @@ final class HTTPVersionSniffHandler<Output: Sendable>: ChannelInboundHandler, Re
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if leaving { return context.fireUserInboundEventTriggered(event) }
         // The server allows half-closure, so a client that leaves before its first request
         // (a failed verification, a probe) is an event, not an inactive channel: close it.
         if let event = event as? ChannelEvent, event == .inputClosed {
@@ -144,6 +152,7 @@ final class HTTPVersionSniffHandler<Output: Sendable>: ChannelInboundHandler, Re
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if leaving { return context.fireChannelRead(data) }
         var bytes = unwrapInboundIn(data)
         if var current = held {
             current.writeBuffer(&bytes)
@@ -176,6 +185,7 @@ final class HTTPVersionSniffHandler<Output: Sendable>: ChannelInboundHandler, Re
 
     func removeHandler(context: ChannelHandlerContext, removalToken: ChannelHandlerContext.RemovalToken) {
         state = .done
+        leaving = true
         if let held {
             self.held = nil
             context.fireChannelRead(wrapInboundOut(held))
