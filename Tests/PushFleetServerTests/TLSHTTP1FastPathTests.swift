@@ -43,6 +43,16 @@ struct TLSHTTP1FastPathTests {
             #expect(answers.suffix(2).allSatisfy { !$0.fast && $0.server }, "the requests after the hand-over were not the router's: \(answers)")
             #expect(String(decoding: outcome.answer, as: UTF8.self).components(separatedBy: "MissingProviderToken").count == 22)
             #expect(outcome.closed)
+
+            // A malformed request after answered ones goes behind TLS to the full parser: 400, closed.
+            let bad = try await TLSRawExchange.run(
+                port: tls.port, tls: client, serverName: "api.push.apple.com", alpn: ["http/1.1"],
+                bytes: Array((Self.apns() + "POST /3/device/\(Self.token) HTTP/1.1\r\nContent-Length: x\r\n\r\n").utf8), wait: .seconds(60)
+            )
+            let badAnswers = Self.answers(bad.answer)
+            #expect(badAnswers.map(\.status) == ["403", "400"], "\(badAnswers)")
+            #expect(badAnswers.first?.fast == true, "\(badAnswers)")
+            #expect(bad.closed)
         }
     }
 
