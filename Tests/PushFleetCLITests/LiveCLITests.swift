@@ -222,15 +222,29 @@ struct LiveCLITests {
     func shards() async throws {
         try await RunGate.exclusive {
             let directory = try CLITests.temporaryDirectory()
-            let scenario = ShardsCLITests.scenario.replacingOccurrences(of: "duration: 2s", with: "duration: 6s")
+            let scenario = ShardsCLITests.scenario.replacingOccurrences(of: "duration: 2s", with: "duration: 8s")
             try scenario.write(to: directory.appendingPathComponent("tiny.yaml"), atomically: true, encoding: .utf8)
-            let (process, _, url) = try await Self.launch(["shards", "tiny.yaml", "--local", "2", "--out", "run", "--quiet", "--live", "0"], in: directory)
+            // The stream is asked for before the shards start, and again until the page is up: on
+            // a loaded machine the run can end before a client started after it connects.
+            let port = try RawSocket.freePort()
+            let url = "http://127.0.0.1:\(port)/"
+            let stream = Task {
+                try await Curl.run(["-sN", "--retry-connrefused", "--retry", "300", "--retry-delay", "1", "--retry-max-time", "300", "--max-time", "900", url + "events"])
+            }
+            let (process, output, printed) = try await Self.launch(
+                ["shards", "tiny.yaml", "--local", "2", "--out", "run", "--quiet", "--live", "127.0.0.1:\(port)"], in: directory
+            )
+            #expect(printed == url)
             let chromium = try TestChromium.path()
             async let dom = offPool {
                 try TestPostgres.shell(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=5000", "--dump-dom", url])
             }
-            let text = try await Curl.run(["-sN", "--max-time", "600", url + "events"])
             let status = await Self.wait(process)
+            let text: String
+            do { text = try await stream.value } catch {
+                Issue.record("\(error); the shards exited \(status): \(output.text)")
+                return
+            }
             #expect(status == 0)
             let events = Self.events(text)
             let hello = try #require(events.first { $0.name == "hello" }?.data)
