@@ -107,8 +107,12 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     struct HandlerFinished {}
     struct ParseFailed {}
-    /// From ``HTTP1FastPath``: the inner pipeline takes the connection from the next bytes on.
-    struct InnerBegins {}
+    /// From ``HTTP1FastPath``: the inner pipeline takes the connection from the next bytes on;
+    /// `since`, when the request handed over began to arrive in pieces (its head is owed within
+    /// the header timeout from then).
+    struct InnerBegins {
+        var since: Int64?
+    }
 
     private var state: FirstRequestState
     private var timer: Scheduled<Void>?
@@ -157,7 +161,7 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Where ``HTTP1FastPath`` hands the connection over: the bytes it held come through this
     /// guard again, as a new connection's first request, whatever lies before it (TLS).
     static func replay(
-        in pipeline: ChannelPipeline.SynchronousOperations, _ bytes: ByteBuffer?, readComplete: Bool, inputClosed: Bool
+        in pipeline: ChannelPipeline.SynchronousOperations, _ bytes: ByteBuffer?, since: Int64? = nil, readComplete: Bool, inputClosed: Bool
     ) {
         guard let context = try? pipeline.context(handlerType: FirstRequestGuard.self), let guardHandler = context.handler as? FirstRequestGuard
         else {
@@ -166,7 +170,7 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
             if inputClosed { pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
             return
         }
-        guardHandler.userInboundEventTriggered(context: context, event: InnerBegins())
+        guardHandler.userInboundEventTriggered(context: context, event: InnerBegins(since: since))
         if let bytes, bytes.readableBytes > 0 { guardHandler.channelRead(context: context, data: NIOAny(bytes)) }
         if readComplete { context.fireChannelReadComplete() }
         if inputClosed { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
@@ -266,13 +270,13 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
             }
         case is ParseFailed:
             if context.channel.isActive { perform(state.parseFailed(now: Self.now()), context) }
-        case is InnerBegins:
+        case let begins as InnerBegins:
             // The bytes from here on come through this handler again, from the socket end.
             framing = framingAfterHandOver
             framingAfterHandOver = nil
             guard context.channel.isActive else { return }
             let now = Self.now()
-            perform(state.innerBegins(now: now), context)
+            perform(state.innerBegins(now: min(now, begins.since ?? now)), context)
             if !headPending {
                 headPending = true
                 headQuiet = true

@@ -8,10 +8,11 @@ import NIOCore
 /// Hummingbird's connection handler): one scan of the head (``HTTP1RequestScan``), the answer
 /// written as bytes, answers of a read flushed together. A request it does not answer (another
 /// route) goes behind, when it ``lends``: that request's bytes alone, and the connection comes back
-/// once the pipeline's answer is written (``InnerAnswered``). From the first request it cannot
-/// frame (a form outside the scan's subset, a request sent in pieces, an upgrade), or the first it
-/// does not answer when it does not lend, it hands that request's bytes and the rest of the
-/// connection to the pipeline behind, and leaves. ``HTTP1FastPathState`` keeps the lifecycle.
+/// once the pipeline's answer is written (``InnerAnswered``). A request whose bytes span reads is
+/// held while it arrives quickly. From the first request it cannot frame (a form outside the
+/// scan's subset, a request still in pieces past its grace, an upgrade), or the first it does not
+/// answer when it does not lend, it hands that request's bytes and the rest of the connection to
+/// the pipeline behind, and leaves. ``HTTP1FastPathState`` keeps the lifecycle.
 ///
 /// The pipeline behind keeps no idle timer of its own while this handler is in it (it would see
 /// no requests and close a busy connection): when it ``lends``, Hummingbird's connection-state
@@ -40,6 +41,9 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var memo = HTTP1RequestScan.LineMemo()
     private var unflushed = false
     private var timer: Scheduled<Void>?
+    private var partialTimer: Scheduled<Void>?
+    /// A request was answered, owed or lent since the last read ended.
+    private var progressed = false
     /// A read the pipeline asked for while an answer was owed or lent and bytes waited.
     private var readPending = false
     /// Within `channelRead`: a `channelReadComplete` follows.
@@ -103,11 +107,13 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
             unflushed = false
             context.flush()
         }
-        switch state.readEnded(holdingPartialRequest: held != nil) {
+        let partial = held != nil
+        switch state.readEnded(holdingPartialRequest: partial, progressed: progressed, now: partial ? FirstRequestGuard.now() : 0) {
         case .handOver: return handOver(context, readComplete: true)
         case .quietBegan: stalled?.began(context.channel, now: FirstRequestGuard.now(), quiet: true)
-        default: break
+        case let action: perform(action, context)
         }
+        progressed = false
         context.fireChannelReadComplete()
     }
 
@@ -203,6 +209,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Drops a request's bytes from those held.
     private func consume(_ count: Int) {
+        progressed = true
         if held!.readableBytes == count {
             held = nil
         } else {
@@ -249,6 +256,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let part = held!.readSlice(length: available)!
         if held!.readableBytes == 0 { held = nil }
         state.lend(length: length, forwarded: available)
+        progressed = true
         context.fireChannelRead(wrapInboundOut(part))
         // NIO's async channel hands on what it was given when the read ends.
         if !inRead { context.fireChannelReadComplete() }
@@ -258,8 +266,15 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         switch action {
         case .none, .quietBegan:
             break
+        case .armPartialTimer(let at):
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            partialTimer = context.eventLoop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, at)))) {
+                let (handler, context) = loopBound.value
+                handler.partialTimer = nil
+                handler.perform(handler.state.partialTimerFired(now: FirstRequestGuard.now()), context)
+            }
         case .armIdleTimer(let at):
-            cancelTimer()
+            timer?.cancel()
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             timer = context.eventLoop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, at)))) {
                 let (handler, context) = loopBound.value
@@ -302,8 +317,9 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
             stalled?.began(context.channel, now: FirstRequestGuard.now(), quiet: true)
         }
         if held != nil, !inRead {
-            // A request in pieces: the pipeline's timeouts take it, as at the end of a read.
-            perform(state.readEnded(holdingPartialRequest: true), context)
+            // A request in pieces waited: its grace begins, as at the end of a read.
+            perform(state.readEnded(holdingPartialRequest: true, progressed: true, now: FirstRequestGuard.now()), context)
+            progressed = false
         }
         if readPending, state.mode != .closed, !holdsReads {
             readPending = false
@@ -335,7 +351,9 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
             readPending = false
             context.channel.read()
         }
-        FirstRequestGuard.replay(in: pipeline, rest, readComplete: readComplete, inputClosed: state.releaseInputEnd())
+        FirstRequestGuard.replay(
+            in: pipeline, rest, since: state.partialSince, readComplete: readComplete, inputClosed: state.releaseInputEnd()
+        )
     }
 
     private static let logger = Logger(label: "pushfleet.http1")
@@ -350,6 +368,8 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private func cancelTimer() {
         timer?.cancel()
         timer = nil
+        partialTimer?.cancel()
+        partialTimer = nil
     }
 
     /// The status line, the answer's fields and its `content-length`, and its body, in one buffer.

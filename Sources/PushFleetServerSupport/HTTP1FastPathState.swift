@@ -3,8 +3,10 @@
 /// to the full HTTP/1.1 pipeline behind it and taking the connection back once that answer is
 /// written; or, from the first request it cannot frame, handing the connection to the pipeline
 /// for good. While it has the connection, the handlers behind it see nothing, so it keeps the
-/// connection's idle timeout and its graceful stop itself. Times are nanoseconds of an injected
-/// clock.
+/// connection's idle timeout and its graceful stop itself. A request whose bytes span reads (a
+/// client that writes the head and the body apart) is held while it comes quickly: for at most
+/// ``partialReads`` reads and ``partialGrace``, then the pipeline takes it with its timeouts for
+/// slow heads and bodies. Times are nanoseconds of an injected clock.
 package struct HTTP1FastPathState: Sendable, Equatable {
     package enum Mode: Sendable, Equatable {
         case answering
@@ -20,6 +22,8 @@ package struct HTTP1FastPathState: Sendable, Equatable {
     package enum Action: Sendable, Equatable {
         case none
         case armIdleTimer(at: Int64)
+        /// Look at the request held in pieces again at this instant (``partialTimerFired(now:)``).
+        case armPartialTimer(at: Int64)
         case close
         case handOver
         /// The connection is kept alive between requests: a full server may close it for room
@@ -39,9 +43,21 @@ package struct HTTP1FastPathState: Sendable, Equatable {
     package private(set) var closing = false
     /// The client ended its input while an answer was owed: passed on once it is written.
     package private(set) var inputEndHeld = false
+    /// When the request held in pieces was first found incomplete at the end of a read (nil
+    /// when none is held): the pipeline's header timeout counts from here after a hand-over.
+    package private(set) var partialSince: Int64?
+    /// Reads that ended with that request still incomplete.
+    private var partialReadCount = 0
+    /// The partial timer is armed; it is not cancelled when a request completes, only looked at.
+    private var partialTimerArmed = false
     let idleTimeout: Int64
     private var lastActivity: Int64 = 0
     private var timerStarted = false
+
+    /// How long a request may take to arrive whole at the fast path, and in how many reads; a
+    /// head and its body written apart come within microseconds, in two reads.
+    package static let partialGrace: Int64 = 500_000_000
+    package static let partialReads = 8
 
     package init(idleTimeout: Duration) {
         self.idleTimeout = max(1, idleTimeout.saturatingNanoseconds)
@@ -77,14 +93,40 @@ package struct HTTP1FastPathState: Sendable, Equatable {
         return .close
     }
 
-    /// A read ended with part of a request held: a client that sends a request in pieces gets
-    /// the full pipeline's timeouts for slow heads and bodies.
-    package mutating func readEnded(holdingPartialRequest: Bool) -> Action {
+    /// A read ended, holding part of a request or not; `progressed` when a request was answered,
+    /// owed or lent since the last read ended (the part held is a new request's). A request that
+    /// stays in pieces past ``partialReads`` reads or ``partialGrace`` gets the full pipeline's
+    /// timeouts for slow heads and bodies.
+    package mutating func readEnded(holdingPartialRequest: Bool, progressed: Bool = false, now: Int64) -> Action {
         guard mode == .answering else { return .none }
-        if holdingPartialRequest { return handOver() }
-        guard !quiet else { return .none }
-        quiet = true
-        return .quietBegan
+        guard holdingPartialRequest else {
+            partialSince = nil
+            guard !quiet else { return .none }
+            quiet = true
+            return .quietBegan
+        }
+        if progressed || partialSince == nil {
+            partialSince = now
+            partialReadCount = 0
+        }
+        partialReadCount += 1
+        if partialReadCount > Self.partialReads || now &- partialSince! >= Self.partialGrace { return handOver() }
+        guard !partialTimerArmed else { return .none }
+        partialTimerArmed = true
+        return .armPartialTimer(at: partialSince! &+ Self.partialGrace)
+    }
+
+    /// The partial timer fired: hand over a request still in pieces past its grace, look again
+    /// when a younger one's would end, or lapse with none held.
+    package mutating func partialTimerFired(now: Int64) -> Action {
+        partialTimerArmed = false
+        guard mode == .answering, let since = partialSince else { return .none }
+        let due = since &+ Self.partialGrace
+        guard now >= due else {
+            partialTimerArmed = true
+            return .armPartialTimer(at: due)
+        }
+        return handOver()
     }
 
     /// A request this handler cannot frame: the full pipeline takes it and all that follows.
@@ -98,6 +140,7 @@ package struct HTTP1FastPathState: Sendable, Equatable {
     package mutating func owe() {
         guard mode == .answering else { return }
         mode = .owing
+        partialSince = nil
     }
 
     /// The owed answer was written at `now`.
@@ -117,6 +160,7 @@ package struct HTTP1FastPathState: Sendable, Equatable {
     package mutating func lend(length: Int, forwarded: Int) {
         guard mode == .answering else { return }
         mode = .lending(remaining: max(0, length - forwarded), answered: false)
+        partialSince = nil
     }
 
     /// More of the lent request's bytes went behind. Its answer may have come first (a refusal

@@ -21,7 +21,7 @@ struct BackendFastPathTests {
         _ = state.firstBytes(now: 0)
         state.owe()
         #expect(state.mode == .owing)
-        #expect(state.readEnded(holdingPartialRequest: true) == .none, "a request waiting behind an owed answer is not handed over")
+        #expect(state.readEnded(holdingPartialRequest: true, now: 1) == .none, "a request waiting behind an owed answer is not handed over")
         #expect(state.idleTimerFired(now: 30 * second) == .armIdleTimer(at: 40 * second))
         #expect(state.owedAnswerWritten(now: 31 * second) == .resume)
         #expect(state.mode == .answering)
@@ -64,7 +64,7 @@ struct BackendFastPathTests {
         // 100 bytes, 40 of them read so far.
         state.lend(length: 100, forwarded: 40)
         #expect(state.lentRemaining == 60)
-        #expect(state.readEnded(holdingPartialRequest: false) == .none)
+        #expect(state.readEnded(holdingPartialRequest: false, now: 1) == .none)
         #expect(state.forwarded(50, now: 1) == .none)
         #expect(state.lentRemaining == 10)
         // The pipeline refused it before its body ended: it still reads the rest.

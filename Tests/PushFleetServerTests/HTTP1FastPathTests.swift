@@ -220,13 +220,12 @@ struct HTTP1FastPathTests {
         // to the next bytes, once per phase.
         state = HTTP1FastPathState(idleTimeout: .seconds(10))
         let first = state.bytesArrived(now: 1)
-        let began = state.readEnded(holdingPartialRequest: false)
-        let again = state.readEnded(holdingPartialRequest: false)
+        let began = state.readEnded(holdingPartialRequest: false, now: 1)
+        let again = state.readEnded(holdingPartialRequest: false, now: 1)
         #expect(!first && began == .quietBegan && again == .none && state.quiet)
         let ended = state.bytesArrived(now: 2)
         #expect(ended && !state.quiet)
-        let partial = state.readEnded(holdingPartialRequest: true)
-        #expect(partial == .handOver)
+        #expect(state.handOver() == .handOver)
         #expect(state.handOver() == .none)
         #expect(state.idleTimerFired(now: 100 * second) == .none)
         #expect(state.quiesce() == .none)
@@ -234,6 +233,49 @@ struct HTTP1FastPathTests {
         state = HTTP1FastPathState(idleTimeout: .seconds(10))
         #expect(state.quiesce() == .close)
         #expect(state.handOver() == .none)
+    }
+
+    @Test("a request in pieces is held while it comes quickly: for its reads and its grace, then handed over")
+    func partialHold() {
+        let grace = HTTP1FastPathState.partialGrace
+        let ms: Int64 = 1_000_000
+        // The head in one read, the body in the next: one timer armed, nothing handed over.
+        var state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        #expect(state.readEnded(holdingPartialRequest: true, now: 5 * ms) == .armPartialTimer(at: 5 * ms + grace))
+        #expect(state.partialSince == 5 * ms)
+        #expect(state.readEnded(holdingPartialRequest: false, progressed: true, now: 6 * ms) == .quietBegan)
+        #expect(state.partialSince == nil && state.mode == .answering)
+        // The timer, armed once, lapses with nothing held; the next request in pieces arms it anew.
+        #expect(state.partialTimerFired(now: 5 * ms + grace) == .none)
+        #expect(state.readEnded(holdingPartialRequest: true, now: 900 * ms) == .armPartialTimer(at: 900 * ms + grace))
+        // A younger request in pieces when the timer fires: looked at again at its own end.
+        state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        _ = state.readEnded(holdingPartialRequest: true, now: 0)
+        #expect(state.readEnded(holdingPartialRequest: true, progressed: true, now: 100 * ms) == .none, "the timer is armed")
+        #expect(state.partialSince == 100 * ms, "a request answered in between: the part held is a new request's")
+        #expect(state.partialTimerFired(now: grace) == .armPartialTimer(at: 100 * ms + grace))
+        #expect(state.partialTimerFired(now: 100 * ms + grace) == .handOver)
+        #expect(state.mode == .handedOver && state.partialSince == 100 * ms)
+        // Past the reads allowed, handed over at once, however quick.
+        state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        for read in 0..<HTTP1FastPathState.partialReads {
+            let action = state.readEnded(holdingPartialRequest: true, now: Int64(read))
+            #expect(action == (read == 0 ? .armPartialTimer(at: grace) : .none), "read \(read)")
+        }
+        #expect(state.readEnded(holdingPartialRequest: true, now: 10) == .handOver)
+        // Past the grace, at the end of a read, without waiting for the timer.
+        state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        _ = state.readEnded(holdingPartialRequest: true, now: 0)
+        #expect(state.readEnded(holdingPartialRequest: true, now: grace) == .handOver)
+        // An answer owed or a request lent takes the part held with it: the grace begins anew.
+        state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        _ = state.readEnded(holdingPartialRequest: true, now: 0)
+        state.owe()
+        #expect(state.partialSince == nil)
+        #expect(state.owedAnswerWritten(now: grace) == .resume)
+        #expect(state.readEnded(holdingPartialRequest: true, now: grace + 1) == .none)
+        #expect(state.partialSince == grace + 1)
+        #expect(state.partialTimerFired(now: grace) == .armPartialTimer(at: 2 * grace + 1))
     }
 
     /// The embedded system with these limits on the push port, given that port.
