@@ -1,12 +1,19 @@
 import AsyncHTTPClient
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PushFleetEmbedded
+import PushFleetMockPush
 import PushFleetServerSupport
 import PushFleetTestSupport
 import PushFleetWire
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Requests whose bytes span reads on the push port's HTTP/1.1 fast path: a client that writes a
 /// head and its body apart (AsyncHTTPClient does) stays at the fast path; one that trickles or
@@ -71,6 +78,38 @@ struct HTTP1FastPathPiecesTests {
             #expect(trickleAnswers.map(\.fast) == [true, false], "\(trickle.response)")
             #expect(trickle.closed)
         }
+    }
+
+    @Test("the servers stop while a request is in pieces at the fast path: it is answered behind, then the connection closes")
+    func stopWithRequestInPieces() async throws {
+        var configuration = EmbeddedSystem.Configuration()
+        configuration.pushServer.limits = ServerLimits(headerTimeout: .seconds(20), bodyTimeout: .seconds(20))
+        let request = Self.apns()
+        let cut = request.count - 5
+        let fd = try await EmbeddedSystem.withRunning(configuration, logger: Logger(label: "pieces"), shutdownWithin: .seconds(60)) { _, endpoints in
+            let fd = try RawSocket.openIdle(port: Int(endpoints.pushService.split(separator: ":").last!)!)
+            _ = request[..<cut].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // The rest comes once the stop has begun, within the grace.
+            Thread.detachNewThread {
+                Thread.sleep(forTimeInterval: 0.3)
+                _ = request[cut...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            return fd
+        }
+        defer { RawSocket.closeIdle(fd) }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var count = read(fd, &buffer, buffer.count)
+        while count > 0 {
+            response += buffer[0..<count]
+            count = read(fd, &buffer, buffer.count)
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 403"), "the request in pieces was dropped at the stop: \(text)")
+        #expect(count == 0, "the connection was left open after its answer")
     }
 
     @Test("AsyncHTTPClient, which writes a reused connection's head and body apart: its pushes on one connection are all answered at the fast path, and delivered")
