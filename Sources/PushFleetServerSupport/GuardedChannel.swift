@@ -160,25 +160,20 @@ final class FirstRequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Where ``HTTP1FastPath`` hands the connection over: the bytes it held come through this
     /// guard again, as a new connection's first request, whatever lies before it (TLS).
-    /// `quiescing`: the server is stopping; the pipeline behind is told after the bytes, so it
-    /// finishes the request they begin and then closes.
     static func replay(
-        in pipeline: ChannelPipeline.SynchronousOperations, _ bytes: ByteBuffer?, since: Int64? = nil, readComplete: Bool, inputClosed: Bool,
-        quiescing: Bool = false
+        in pipeline: ChannelPipeline.SynchronousOperations, _ bytes: ByteBuffer?, since: Int64? = nil, readComplete: Bool, inputClosed: Bool
     ) {
         guard let context = try? pipeline.context(handlerType: FirstRequestGuard.self), let guardHandler = context.handler as? FirstRequestGuard
         else {
             if let bytes, bytes.readableBytes > 0 { pipeline.fireChannelRead(NIOAny(bytes)) }
             if readComplete { pipeline.fireChannelReadComplete() }
             if inputClosed { pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
-            if quiescing { pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
             return
         }
         guardHandler.userInboundEventTriggered(context: context, event: InnerBegins(since: since))
         if let bytes, bytes.readableBytes > 0 { guardHandler.channelRead(context: context, data: NIOAny(bytes)) }
         if readComplete { context.fireChannelReadComplete() }
         if inputClosed { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
-        if quiescing { context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
     }
 
     static func now() -> Int64 { Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds) }

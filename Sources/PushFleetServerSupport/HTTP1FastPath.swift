@@ -157,10 +157,8 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         guard event is ChannelShouldQuiesceEvent else { return context.fireUserInboundEventTriggered(event) }
         switch state.mode {
         case .answering:
-            let action = state.quiesce()
-            guard action != .handOver else { return handOver(context, readComplete: !inRead, quiescing: true) }
             context.fireUserInboundEventTriggered(event)
-            perform(action, context)
+            perform(state.quiesce(), context)
         case .owing, .lending:
             perform(state.quiesce(), context)
         case .handedOver, .closed:
@@ -332,7 +330,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// This handler leaves the pipeline, and the held bytes go through ``FirstRequestGuard`` again
     /// (after TLS, when the connection has it): the guard times and frames the inner pipeline's
     /// first request as a new connection's, and answers it 400 if the parser refuses it.
-    private func handOver(_ context: ChannelHandlerContext, readComplete: Bool, quiescing: Bool = false) {
+    private func handOver(_ context: ChannelHandlerContext, readComplete: Bool) {
         cancelTimer()
         if unflushed {
             unflushed = false
@@ -354,7 +352,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
             context.channel.read()
         }
         FirstRequestGuard.replay(
-            in: pipeline, rest, since: state.partialSince, readComplete: readComplete, inputClosed: state.releaseInputEnd(), quiescing: quiescing
+            in: pipeline, rest, since: state.partialSince, readComplete: readComplete, inputClosed: state.releaseInputEnd()
         )
     }
 

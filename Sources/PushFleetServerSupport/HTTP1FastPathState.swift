@@ -204,13 +204,10 @@ package struct HTTP1FastPathState: Sendable, Equatable {
     }
 
     /// The server is stopping. Between requests: close now. An answer owed: close once it is
-    /// written. A request lent, or one arriving in pieces (handed over): the pipeline behind
-    /// closes after its answer.
+    /// written. A request lent: the pipeline behind closes after its answer.
     package mutating func quiesce() -> Action {
         switch mode {
         case .answering:
-            // A request arriving in pieces is finished behind, which closes after its answer.
-            if partialSince != nil { return handOver() }
             mode = .closed
             return .close
         case .owing:

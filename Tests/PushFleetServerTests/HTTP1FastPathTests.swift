@@ -276,13 +276,6 @@ struct HTTP1FastPathTests {
         #expect(state.readEnded(holdingPartialRequest: true, now: grace + 1) == .none)
         #expect(state.partialSince == grace + 1)
         #expect(state.partialTimerFired(now: grace) == .armPartialTimer(at: 2 * grace + 1))
-        // The stop with a request in pieces hands it over (the pipeline behind finishes it and
-        // closes); between requests it closes.
-        #expect(state.quiesce() == .handOver && state.mode == .handedOver)
-        state = HTTP1FastPathState(idleTimeout: .seconds(10))
-        _ = state.readEnded(holdingPartialRequest: true, now: 0)
-        _ = state.readEnded(holdingPartialRequest: false, progressed: true, now: 1)
-        #expect(state.quiesce() == .close)
     }
 
     /// The embedded system with these limits on the push port, given that port.
