@@ -42,8 +42,6 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var unflushed = false
     private var timer: Scheduled<Void>?
     private var partialTimer: Scheduled<Void>?
-    /// A request was answered, owed or lent since the last read ended.
-    private var progressed = false
     /// A read the pipeline asked for while an answer was owed or lent and bytes waited.
     private var readPending = false
     /// Within `channelRead`: a `channelReadComplete` follows.
@@ -108,12 +106,11 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
             context.flush()
         }
         let partial = held != nil
-        switch state.readEnded(holdingPartialRequest: partial, progressed: progressed, now: partial ? FirstRequestGuard.now() : 0) {
+        switch state.readEnded(holdingPartialRequest: partial, now: partial ? FirstRequestGuard.now() : 0) {
         case .handOver: return handOver(context, readComplete: true)
         case .quietBegan: stalled?.began(context.channel, now: FirstRequestGuard.now(), quiet: true)
         case let action: perform(action, context)
         }
-        progressed = false
         context.fireChannelReadComplete()
     }
 
@@ -209,7 +206,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Drops a request's bytes from those held.
     private func consume(_ count: Int) {
-        progressed = true
+        state.requestEnded()
         if held!.readableBytes == count {
             held = nil
         } else {
@@ -256,7 +253,6 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let part = held!.readSlice(length: available)!
         if held!.readableBytes == 0 { held = nil }
         state.lend(length: length, forwarded: available)
-        progressed = true
         context.fireChannelRead(wrapInboundOut(part))
         // NIO's async channel hands on what it was given when the read ends.
         if !inRead { context.fireChannelReadComplete() }
@@ -318,8 +314,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         }
         if held != nil, !inRead {
             // A request in pieces waited: its grace begins, as at the end of a read.
-            perform(state.readEnded(holdingPartialRequest: true, progressed: true, now: FirstRequestGuard.now()), context)
-            progressed = false
+            perform(state.readEnded(holdingPartialRequest: true, now: FirstRequestGuard.now()), context)
         }
         if readPending, state.mode != .closed, !holdsReads {
             readPending = false

@@ -93,11 +93,10 @@ package struct HTTP1FastPathState: Sendable, Equatable {
         return .close
     }
 
-    /// A read ended, holding part of a request or not; `progressed` when a request was answered,
-    /// owed or lent since the last read ended (the part held is a new request's). A request that
-    /// stays in pieces past ``partialReads`` reads or ``partialGrace`` gets the full pipeline's
-    /// timeouts for slow heads and bodies.
-    package mutating func readEnded(holdingPartialRequest: Bool, progressed: Bool = false, now: Int64) -> Action {
+    /// A read ended, holding part of a request or not. A request that stays in pieces past
+    /// ``partialReads`` reads or ``partialGrace`` gets the full pipeline's timeouts for slow heads
+    /// and bodies; its count starts at the first read that leaves it incomplete.
+    package mutating func readEnded(holdingPartialRequest: Bool, now: Int64) -> Action {
         guard mode == .answering else { return .none }
         guard holdingPartialRequest else {
             partialSince = nil
@@ -105,7 +104,7 @@ package struct HTTP1FastPathState: Sendable, Equatable {
             quiet = true
             return .quietBegan
         }
-        if progressed || partialSince == nil {
+        if partialSince == nil {
             partialSince = now
             partialReadCount = 0
         }
@@ -127,6 +126,12 @@ package struct HTTP1FastPathState: Sendable, Equatable {
             return .armPartialTimer(at: due)
         }
         return handOver()
+    }
+
+    /// A request's bytes were taken whole (answered here): what is held after them is a new
+    /// request's, whose count starts afresh.
+    package mutating func requestEnded() {
+        partialSince = nil
     }
 
     /// A request this handler cannot frame: the full pipeline takes it and all that follows.

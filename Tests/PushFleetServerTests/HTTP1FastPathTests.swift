@@ -243,7 +243,8 @@ struct HTTP1FastPathTests {
         var state = HTTP1FastPathState(idleTimeout: .seconds(10))
         #expect(state.readEnded(holdingPartialRequest: true, now: 5 * ms) == .armPartialTimer(at: 5 * ms + grace))
         #expect(state.partialSince == 5 * ms)
-        #expect(state.readEnded(holdingPartialRequest: false, progressed: true, now: 6 * ms) == .quietBegan)
+        state.requestEnded()
+        #expect(state.readEnded(holdingPartialRequest: false, now: 6 * ms) == .quietBegan)
         #expect(state.partialSince == nil && state.mode == .answering)
         // The timer, armed once, lapses with nothing held; the next request in pieces arms it anew.
         #expect(state.partialTimerFired(now: 5 * ms + grace) == .none)
@@ -251,7 +252,8 @@ struct HTTP1FastPathTests {
         // A younger request in pieces when the timer fires: looked at again at its own end.
         state = HTTP1FastPathState(idleTimeout: .seconds(10))
         _ = state.readEnded(holdingPartialRequest: true, now: 0)
-        #expect(state.readEnded(holdingPartialRequest: true, progressed: true, now: 100 * ms) == .none, "the timer is armed")
+        state.requestEnded()
+        #expect(state.readEnded(holdingPartialRequest: true, now: 100 * ms) == .none, "the timer is armed")
         #expect(state.partialSince == 100 * ms, "a request answered in between: the part held is a new request's")
         #expect(state.partialTimerFired(now: grace) == .armPartialTimer(at: 100 * ms + grace))
         #expect(state.partialTimerFired(now: 100 * ms + grace) == .handOver)
@@ -276,6 +278,12 @@ struct HTTP1FastPathTests {
         #expect(state.readEnded(holdingPartialRequest: true, now: grace + 1) == .none)
         #expect(state.partialSince == grace + 1)
         #expect(state.partialTimerFired(now: grace) == .armPartialTimer(at: 2 * grace + 1))
+        // A request completed and a later one handed over within the same read: the later one's
+        // header timeout does not count from when the earlier began.
+        state = HTTP1FastPathState(idleTimeout: .seconds(10))
+        _ = state.readEnded(holdingPartialRequest: true, now: 0)
+        state.requestEnded()
+        #expect(state.handOver() == .handOver && state.partialSince == nil)
     }
 
     /// The embedded system with these limits on the push port, given that port.
