@@ -134,7 +134,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         )
         let c = result.delivery
         guard result.devices.ready == devices, c.expected > 0, c.misdelivered == 0, c.leaks == 0, c.duplicates == 0 else {
-            throw BenchFailure("the delivery run itself was not right: \(result.devices.ready) of \(devices) ready, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates, \(c.leaks) leaks\(result.errorsLine().map { "; errors: \($0)" } ?? "")")
+            throw BenchFailure(run: "delivery", "\(result.devices.ready) of \(devices) ready, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates, \(c.leaks) leaks", result)
         }
     }
 }

@@ -105,7 +105,7 @@ public struct FleetBench: AsyncParsableCommand, Sendable {
         }
         Bench.printFigures("bench fleet (servers in a child process)", table)
         guard result.devices.ready == devices, correct else {
-            throw BenchFailure("the fleet run itself was not right: \(result.devices.ready) of \(devices) ready, delivery not 100% correct\(result.errorsLine().map { "; errors: \($0)" } ?? "")")
+            throw BenchFailure(run: "fleet", "\(result.devices.ready) of \(devices) ready, delivery not 100% correct", result)
         }
     }
 }

@@ -119,7 +119,7 @@ public struct SoakBench: AsyncParsableCommand, Sendable {
         Bench.printFigures("bench soak (fleet in this process, servers in a child process)", rows)
         let failed = Int(result.counters["sends.failed"] ?? 0)
         guard result.devices.ready == devices, c.expected > 0, c.misdelivered == 0, c.duplicates == 0, c.lost == 0, failed == 0 else {
-            throw BenchFailure("the soak run itself was not right: \(result.devices.ready) of \(devices) ready, \(c.lost) lost, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates, \(failed) sends failed\(result.errorsLine().map { "; errors: \($0)" } ?? "")")
+            throw BenchFailure(run: "soak", "\(result.devices.ready) of \(devices) ready, \(c.lost) lost, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates, \(failed) sends failed", result)
         }
         guard window.count >= 8 else { throw BenchFailure("too few samples (\(window.count)) for a slope") }
     }

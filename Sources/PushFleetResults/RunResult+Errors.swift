@@ -1,6 +1,6 @@
 extension RunResult {
     /// The run's error classes in one line, for a message that says a run went wrong without its
-    /// reports at hand (a bench's failure): each class with its count and the traffic seconds it
+    /// reports at hand (a bench's failure, the run's summary): each class with its count and the traffic seconds it
     /// spanned, the most frequent first, at most `limit` classes and how many more there were.
     /// Nil when the run recorded no error.
     public func errorsLine(limit: Int = 5) -> String? {

@@ -46,9 +46,9 @@ enum SummaryTable {
                     : String(repeating: " ", count: widths[index] - cell.count) + cell
             }.joined(separator: "  "))
         }
-        if !r.errors.isEmpty {
+        if let errors = r.errorsLine(limit: 8) {
             lines.append("")
-            lines.append("errors: " + r.errors.prefix(8).map { "\($0.errorClass) ×\($0.count)" }.joined(separator: ", "))
+            lines.append("errors: " + errors)
         }
         if !r.thresholds.isEmpty {
             lines.append("")
