@@ -141,7 +141,7 @@ package struct BackendClient: Sendable {
         case let error as FleetHTTPError:
             switch error {
             case .timeout: "timeout"
-            case .connectionClosed, .staleConnection: "connection_closed"
+            case .connectionClosed, .staleConnection, .closedBeforeSending: "connection_closed"
             case .connect: "connect"
             case .bodyTooLarge: "body_too_large"
             case .shutDown: "cancelled"

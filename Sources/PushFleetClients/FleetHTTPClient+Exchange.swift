@@ -85,7 +85,7 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
 
     func start(_ request: Request, _ continuation: Reply, connection: Connection) {
         guard let context, open, self.continuation == nil else {
-            continuation.resume(.failure(completed > 0 ? FleetHTTPError.staleConnection : FleetHTTPError.connectionClosed))
+            continuation.resume(.failure(FleetHTTPError.closedBeforeSending))
             return
         }
         self.continuation = continuation
@@ -143,7 +143,7 @@ final class Exchange: ChannelInboundHandler, RemovableChannelHandler {
         let connection = self.connection.take()
         // Bytes past the answer were not asked for: the connection is not reused.
         if response.keepAlive, parser.leftover.isEmpty, let connection {
-            connection.pool.release(connection)
+            connection.pool.release(connection, keepAlive: response.keepAliveTimeout)
         } else {
             context.close(promise: nil)
         }

@@ -19,6 +19,9 @@ package enum FleetHTTPError: Error, Sendable, Equatable {
     case connectionClosed
     /// A reused keep-alive connection closed before any answer: the server had let it go idle.
     case staleConnection
+    /// The connection had closed before the request was written: nothing was sent, so any
+    /// request may be tried again.
+    case closedBeforeSending
     case connect(String)
     case bodyTooLarge
     case shutDown
@@ -83,7 +86,12 @@ package final class FleetHTTPClient: Sendable {
 
     /// - Parameter sourceAddresses: local addresses to bind connections to in turn, so that one
     ///   origin can take more connections than one source address has ephemeral ports.
-    package init(host: String, port: Int, maxConnections: Int, group: any EventLoopGroup, sourceAddresses: [SocketAddress] = []) {
+    ///   - idleLimit: how long a connection is kept idle at most, 60 s unless given (less when its
+    ///     server announces less with `Keep-Alive: timeout=`).
+    package init(
+        host: String, port: Int, maxConnections: Int, group: any EventLoopGroup, sourceAddresses: [SocketAddress] = [],
+        idleLimit: Duration? = nil
+    ) {
         self.host = host
         self.port = port
         self.maxConnections = max(1, maxConnections)
@@ -91,7 +99,7 @@ package final class FleetHTTPClient: Sendable {
         self.sourceAddresses = sourceAddresses
         let bracketed = host.contains(":") ? "[\(host)]" : host
         self.hostHeader = port == 80 ? bracketed : "\(bracketed):\(port)"
-        self.state = Mutex(PoolState(machine: Pool(maxConnections: maxConnections)))
+        self.state = Mutex(PoolState(machine: Pool(maxConnections: maxConnections, idleLimit: idleLimit?.nanoseconds ?? Pool.defaultIdleLimit)))
         self.timerLoop = group.next()
     }
 
@@ -109,11 +117,13 @@ package final class FleetHTTPClient: Sendable {
         } catch FleetHTTPError.staleConnection {
             // Safe to repeat only where a repeat changes nothing.
             guard [.GET, .HEAD, .PUT, .DELETE].contains(method) else { throw FleetHTTPError.connectionClosed }
-            do {
-                return try await send(message, by: deadline, now: MonotonicClock.nanoseconds())
-            } catch FleetHTTPError.staleConnection {
-                throw FleetHTTPError.connectionClosed
-            }
+        } catch FleetHTTPError.closedBeforeSending {
+            // Nothing went out: any request goes once more.
+        }
+        do {
+            return try await send(message, by: deadline, now: MonotonicClock.nanoseconds())
+        } catch FleetHTTPError.staleConnection, FleetHTTPError.closedBeforeSending {
+            throw FleetHTTPError.connectionClosed
         }
     }
 
@@ -123,7 +133,8 @@ package final class FleetHTTPClient: Sendable {
     private func send(_ message: HTTP1Request, by deadline: Int64, now: Int64) async throws -> HTTPAnswer {
         let here = EventLoopExecutor.current
         let loopID = here.map { ObjectIdentifier($0) }
-        let action = state.withLock { $0.machine.request(preferring: loopID, deadline: deadline, now: now) }
+        let (action, expired) = state.withLock { ($0.machine.request(preferring: loopID, deadline: deadline, now: now), $0.machine.takeExpired()) }
+        close(expired)
         let connection: Connection
         var left = deadline - now
         if case .proceed(.use(let idle)) = action {
@@ -133,7 +144,7 @@ package final class FleetHTTPClient: Sendable {
             // The wait and the connect came out of the request's time.
             left = deadline - MonotonicClock.nanoseconds()
             guard left > 0 else {
-                release(connection)
+                release(connection, keepAlive: nil)
                 throw FleetHTTPError.timeout
             }
         }
@@ -153,7 +164,10 @@ package final class FleetHTTPClient: Sendable {
         preferring loop: any EventLoop, done: @escaping @Sendable (Result<HTTPAnswer, any Error>) -> Void
     ) throws -> Bool {
         let message = try HTTP1Request(method: method, target: path, host: hostHeader, headers: headers, body: body)
-        guard let connection = state.withLock({ $0.machine.requestIdle(preferring: ObjectIdentifier(loop)) }) else { return false }
+        let now = MonotonicClock.nanoseconds()
+        let (idle, expired) = state.withLock { ($0.machine.requestIdle(preferring: ObjectIdentifier(loop), now: now), $0.machine.takeExpired()) }
+        close(expired)
+        guard let connection = idle else { return false }
         connection.start(Exchange.Request(message: message, timeout: .nanoseconds(timeout.nanoseconds)), .callback(done))
         return true
     }
@@ -195,14 +209,15 @@ package final class FleetHTTPClient: Sendable {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
                 let now = MonotonicClock.nanoseconds()
-                let action = state.withLock { state -> Pool.ParkAction in
+                let (action, expired) = state.withLock { state -> (Pool.ParkAction, [Connection]) in
                     // A cancellation before the park found no waiter to fail: its flag, set before
                     // the handler takes the lock, is seen here instead.
-                    if Task.isCancelled { return .proceed(.fail(.cancelled)) }
+                    if Task.isCancelled { return (.proceed(.fail(.cancelled)), []) }
                     let action = state.machine.park(id, preferring: loop, deadline: deadline, now: now)
                     if case .parked = action { state.waiters[id] = continuation }
-                    return action
+                    return (action, state.machine.takeExpired())
                 }
+                close(expired)
                 switch action {
                 case .proceed(let grant): continuation.resume(returning: grant)
                 case .parked(let timer): if let timer { arm(timer) }
@@ -279,12 +294,19 @@ package final class FleetHTTPClient: Sendable {
     }
 
     /// Back to the pool after a complete keep-alive exchange; a waiting caller gets it first.
-    func release(_ connection: Connection) {
+    /// `keepAlive`: the seconds the server said it keeps an idle connection, when it said.
+    func release(_ connection: Connection, keepAlive: Int?) {
         let now = MonotonicClock.nanoseconds()
+        let keepFor = keepAlive.map { Pool.keepFor(announced: $0) }
         wake(state.withLock { state in
-            let action = state.machine.released(connection, now: now)
+            let action = state.machine.released(connection, now: now, keepFor: keepFor)
             return state.take(action)
         })
+    }
+
+    /// Idle connections kept past their time: closed unused (their slots were freed when found).
+    private func close(_ expired: [Connection]) {
+        for connection in expired { connection.channel.close(promise: nil) }
     }
 
     private func closed(_ connection: Connection) {

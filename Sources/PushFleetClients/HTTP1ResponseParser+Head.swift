@@ -19,6 +19,7 @@ extension HTTP1ResponseParser {
         var chunked = false
         var connectionClose = false
         var connectionKeepAlive = false
+        var keepAliveTimeout: Int?
     }
 
     /// The head's length up to and including its empty line, nil until it has come.
@@ -56,6 +57,7 @@ extension HTTP1ResponseParser {
         minorVersion = head.minorVersion
         fields = AnswerFields(checkedLines: bytes.getSlice(at: bytes.readerIndex + head.fields.lowerBound, length: head.fields.count)!)
         keepAlive = minorVersion == 1 ? !head.connectionClose : (head.connectionKeepAlive && !head.connectionClose)
+        keepAliveTimeout = head.keepAliveTimeout
         if (100..<200).contains(status) {
             guard status != 101 else { throw .malformed("101 Switching Protocols to a request that asked for none") }
             // An interim answer: the final one follows.
@@ -174,8 +176,32 @@ extension HTTP1ResponseParser {
                 if equalsLowercase(raw, token, "close") { head.connectionClose = true }
                 if equalsLowercase(raw, token, "keep-alive") { head.connectionKeepAlive = true }
             }
+        } else if equalsLowercase(raw, name, "keep-alive") {
+            // `timeout=5, max=100` (RFC 2068 §19.7.1.1): only the timeout is read; a value that
+            // is not a number of seconds is no announcement.
+            forEachPart(raw, value, omittingEmpty: true) { part in
+                guard let seconds = timeoutParameter(raw, part) else { return }
+                head.keepAliveTimeout = min(head.keepAliveTimeout ?? .max, seconds)
+            }
         }
         return nil
+    }
+
+    /// The seconds of a `timeout=N` parameter (spaces around `=`, quotes around N allowed),
+    /// capped at a day; nil for any other parameter or a value that is not digits.
+    private static func timeoutParameter(_ raw: UnsafeRawBufferPointer, _ part: Range<Int>) -> Int? {
+        guard let equals = part.first(where: { raw[$0] == UInt8(ascii: "=") }) else { return nil }
+        var nameEnd = equals
+        while nameEnd > part.lowerBound, raw[nameEnd - 1] == 0x20 || raw[nameEnd - 1] == 0x09 { nameEnd -= 1 }
+        guard equalsLowercase(raw, part.lowerBound..<nameEnd, "timeout") else { return nil }
+        var start = equals + 1
+        var end = part.upperBound
+        while start < end, raw[start] == 0x20 || raw[start] == 0x09 { start += 1 }
+        if end - start >= 2, raw[start] == UInt8(ascii: "\""), raw[end - 1] == UInt8(ascii: "\"") {
+            start += 1
+            end -= 1
+        }
+        return length(raw, start..<end).map { min($0, 86_400) }
     }
 
     /// Each comma-separated part of `range`, its spaces and tabs trimmed; a part with no bytes

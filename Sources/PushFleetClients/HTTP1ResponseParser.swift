@@ -23,6 +23,9 @@ package struct HTTP1Response: Sendable {
     package var body: ByteBuffer
     /// The connection may carry another exchange after this one.
     package var keepAlive: Bool
+    /// The seconds the server said it keeps the connection idle (`Keep-Alive: timeout=`), when
+    /// it said.
+    package var keepAliveTimeout: Int? = nil
 
     package var headers: HTTPHeaders { fields.headers }
 }
@@ -62,6 +65,7 @@ package struct HTTP1ResponseParser {
     var minorVersion = 1
     var fields = AnswerFields()
     var keepAlive = true
+    var keepAliveTimeout: Int?
     var body: ByteBuffer?
 
     package init(maxHead: Int = 80 * 1024, maxBody: Int) {
@@ -213,7 +217,9 @@ package struct HTTP1ResponseParser {
     }
 
     mutating func finish(keepAlive: Bool) -> HTTP1Response {
-        let response = HTTP1Response(status: status, fields: fields, body: body ?? Self.empty, keepAlive: keepAlive)
+        let response = HTTP1Response(
+            status: status, fields: fields, body: body ?? Self.empty, keepAlive: keepAlive, keepAliveTimeout: keepAliveTimeout)
+        keepAliveTimeout = nil
         state = .head
         skipLineEnds()
         if buffer.readableBytes == 0 { buffer = Self.empty }

@@ -1,4 +1,5 @@
 import NIOCore
+import PushFleetCore
 
 /// A connection as the pool's state machine sees it: an identity and the event loop it reads on.
 package protocol PooledConnection: AnyObject {
@@ -15,6 +16,12 @@ package protocol PooledConnection: AnyObject {
 /// first come, first served, by a released connection or by a slot a close frees, until their
 /// deadline (that of the whole request) passes, their task is cancelled or the pool shuts down.
 /// A waiter whose deadline has passed is never served, even before the timer has failed it.
+///
+/// An idle connection is kept for `idleLimit`, or for less when its server said it keeps an idle
+/// connection for less (`Keep-Alive: timeout=`); one found past that by a request is handed back
+/// to be closed (``takeExpired()``), never used. A server that closes an idle connection while a
+/// request is on its way turns a POST into a failure nobody may repeat (RFC 9112 §9.3.1), so the
+/// client lets go first (docs/design.md, "Idle connections").
 package struct HTTPPoolStateMachine<Connection: PooledConnection> {
     package struct WaiterID: Hashable, Sendable {
         package var raw: UInt64
@@ -84,7 +91,11 @@ package struct HTTPPoolStateMachine<Connection: PooledConnection> {
     package let maxConnections: Int
     /// Idle connections by the event loop they read on: a list per loop, found by a scan (a group
     /// has a loop or a few per core).
-    private var idle: [(loop: ObjectIdentifier, connections: [Connection])] = []
+    private var idle: [(loop: ObjectIdentifier, connections: [(connection: Connection, until: Int64)])] = []
+    /// Idle connections a request found past their time, for the client to close.
+    private var expired: [Connection] = []
+    /// How long an idle connection is kept at most, in nanoseconds.
+    package let idleLimit: Int64
     /// Every open connection, to close at shutdown.
     private var all: [ObjectIdentifier: Connection] = [:]
     /// Slots taken: connections open or being opened.
@@ -96,8 +107,27 @@ package struct HTTPPoolStateMachine<Connection: PooledConnection> {
     private var timerGeneration: UInt64 = 0
     package private(set) var isShutDown = false
 
-    package init(maxConnections: Int) {
+    /// AsyncHTTPClient's default idle limit, under the 75 s of nginx's and this project's servers.
+    package static var defaultIdleLimit: Int64 { 60_000_000_000 }
+
+    package init(maxConnections: Int, idleLimit: Int64 = defaultIdleLimit) {
         self.maxConnections = max(1, maxConnections)
+        self.idleLimit = max(0, idleLimit)
+    }
+
+    /// How long to keep a connection idle whose server announced it keeps one `seconds`: a second
+    /// less, or half when that is under a second, so that the client lets go first.
+    package static func keepFor(announced seconds: Int) -> Int64 {
+        let announced = Int64(min(max(0, seconds), 86_400)) * 1_000_000_000
+        return max(announced - 1_000_000_000, announced / 2)
+    }
+
+    /// Idle connections found past their time since the last call, to close. Their slots are
+    /// free already: their `closed` changes nothing.
+    package mutating func takeExpired() -> [Connection] {
+        guard !expired.isEmpty else { return [] }
+        defer { expired = [] }
+        return expired
     }
 
     package var waiting: Int { waiters.count }
@@ -114,8 +144,8 @@ package struct HTTPPoolStateMachine<Connection: PooledConnection> {
 
     /// An idle connection, one of `loop` first, for a request that is sent at once or some other
     /// way: nil when none is idle, and nothing is asked of the pool then.
-    package mutating func requestIdle(preferring loop: ObjectIdentifier?) -> Connection? {
-        isShutDown ? nil : takeIdle(preferring: loop)
+    package mutating func requestIdle(preferring loop: ObjectIdentifier?, now: Int64) -> Connection? {
+        isShutDown ? nil : takeIdle(preferring: loop, now: now)
     }
 
     /// The request `request` told to wait, now with a continuation to resume.
@@ -135,7 +165,7 @@ package struct HTTPPoolStateMachine<Connection: PooledConnection> {
     private mutating func grant(preferring loop: ObjectIdentifier?, deadline: Int64, now: Int64) -> Grant? {
         if isShutDown { return .fail(.shutDown) }
         if deadline <= now { return .fail(.timeout) }
-        if let connection = takeIdle(preferring: loop) { return .use(connection) }
+        if let connection = takeIdle(preferring: loop, now: now) { return .use(connection) }
         guard open < maxConnections else { return nil }
         open += 1
         connectsStarted += 1
@@ -151,16 +181,18 @@ package struct HTTPPoolStateMachine<Connection: PooledConnection> {
         return true
     }
 
-    /// Back after a complete keep-alive exchange: to the first waiter still in time, else idle.
-    package mutating func released(_ connection: Connection, now: Int64) -> WakeAction {
+    /// Back after a complete keep-alive exchange: to the first waiter still in time, else idle,
+    /// for `idleLimit` or `keepFor` nanoseconds, whichever is shorter.
+    package mutating func released(_ connection: Connection, now: Int64, keepFor: Int64? = nil) -> WakeAction {
         guard !isShutDown else { return .none }
         if let id = takeWaiter(now: now) { return .resume(id, .use(connection)) }
-        putIdle(connection)
+        putIdle(connection, until: Saturating.add(now, min(idleLimit, max(0, keepFor ?? idleLimit))))
         return .none
     }
 
     package mutating func closed(_ connection: Connection, now: Int64) -> WakeAction {
-        all[ObjectIdentifier(connection)] = nil
+        // One let go past its idle time gave up its slot then.
+        guard all.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return .none }
         removeIdle(connection)
         return slotFreed(now: now)
     }
@@ -207,6 +239,7 @@ package struct HTTPPoolStateMachine<Connection: PooledConnection> {
         let failed = waiters.map(\.id)
         waiters.removeAll()
         idle.removeAll()
+        expired.removeAll()
         timer = nil
         return ShutdownAction(waiters: failed, close: Array(all.values))
     }
@@ -228,26 +261,38 @@ package struct HTTPPoolStateMachine<Connection: PooledConnection> {
 
     // MARK: Idle connections
 
-    /// An idle connection, one of `loop` first.
-    private mutating func takeIdle(preferring loop: ObjectIdentifier?) -> Connection? {
-        if let loop, let list = idle.firstIndex(where: { $0.loop == loop }), let connection = idle[list].connections.popLast() {
-            return connection
+    /// An idle connection still in its time, one of `loop` first; those past it go to `expired`.
+    private mutating func takeIdle(preferring loop: ObjectIdentifier?, now: Int64) -> Connection? {
+        while let (connection, until) = popIdle(preferring: loop) {
+            if until > now { return connection }
+            // No waiter can want the slot: a request waits only while nothing is idle.
+            expired.append(connection)
+            all[ObjectIdentifier(connection)] = nil
+            open -= 1
+        }
+        return nil
+    }
+
+    /// The most recently released idle connection, one of `loop` first.
+    private mutating func popIdle(preferring loop: ObjectIdentifier?) -> (Connection, Int64)? {
+        if let loop, let list = idle.firstIndex(where: { $0.loop == loop }), let last = idle[list].connections.popLast() {
+            return last
         }
         guard let list = idle.firstIndex(where: { !$0.connections.isEmpty }) else { return nil }
         return idle[list].connections.popLast()
     }
 
-    private mutating func putIdle(_ connection: Connection) {
+    private mutating func putIdle(_ connection: Connection, until: Int64) {
         if let list = idle.firstIndex(where: { $0.loop == connection.loopID }) {
-            idle[list].connections.append(connection)
+            idle[list].connections.append((connection, until))
         } else {
-            idle.append((connection.loopID, [connection]))
+            idle.append((connection.loopID, [(connection, until)]))
         }
     }
 
     private mutating func removeIdle(_ connection: Connection) {
         guard let list = idle.firstIndex(where: { $0.loop == connection.loopID }),
-            let index = idle[list].connections.firstIndex(where: { $0 === connection })
+            let index = idle[list].connections.firstIndex(where: { $0.connection === connection })
         else { return }
         idle[list].connections.remove(at: index)
     }

@@ -240,6 +240,33 @@ struct HTTP1ResponseParserTests {
         #expect(!closing.keepAlive)
     }
 
+    @Test("Keep-Alive's timeout is read as the seconds the server keeps an idle connection; anything else there announces nothing")
+    func keepAliveTimeout() throws {
+        let cases: [(String, Int?)] = [
+            ("Keep-Alive: timeout=5, max=100", 5),
+            ("keep-alive: MAX=3,TIMEOUT=15", 15),
+            ("Keep-Alive: timeout = \"7\"", 7),
+            ("Keep-Alive: timeout=5\r\nKeep-Alive: timeout=2", 2),
+            ("Keep-Alive: timeout=999999999", 86_400),
+            ("Keep-Alive: timeout=-1", nil),
+            ("Keep-Alive: timeout=5s", nil),
+            ("Keep-Alive: timeouts=5", nil),
+            ("Keep-Alive: max=5", nil),
+            ("X-Keep-Alive: timeout=5", nil),
+            ("X-Other: 1", nil),
+        ]
+        for (field, seconds) in cases {
+            let answer = try #require(try Self.parse("HTTP/1.1 200 OK\r\n\(field)\r\nContent-Length: 0\r\n\r\n"))
+            #expect(answer.keepAliveTimeout == seconds, "\(field)")
+        }
+        // An answer's announcement is its own: the next answer on the connection says its own.
+        var parser = HTTP1ResponseParser(maxBody: 100)
+        var bytes = ByteBuffer(string: "HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        #expect(try parser.feed(&bytes)?.keepAliveTimeout == 5)
+        let next = try #require(try parser.feed(&bytes))
+        #expect(next.keepAliveTimeout == nil)
+    }
+
     @Test("a field name is RFC 9110's token, byte for byte; framing is read from the framing fields' own names only")
     func fieldNames() throws {
         let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)

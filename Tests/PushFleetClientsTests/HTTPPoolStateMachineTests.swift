@@ -56,7 +56,7 @@ struct HTTPPoolStateMachineTests {
     @Test("a request sent at once takes an idle connection, its loop's first, and asks nothing of the pool when none is idle")
     func requestIdle() throws {
         let (pool, connections) = try Self.fullPool(2)
-        #expect(pool.machine.requestIdle(preferring: Self.loopA) == nil)
+        #expect(pool.machine.requestIdle(preferring: Self.loopA, now: 0) == nil)
         #expect(pool.machine.waiting == 0)
         let onB = FakeConnection(on: Self.loopB)
         let grown = Pool(Machine(maxConnections: 3))
@@ -65,14 +65,14 @@ struct HTTPPoolStateMachineTests {
         for connection in all { _ = grown.machine.opened(connection) }
         for connection in all { _ = grown.machine.released(connection, now: 0) }
         #expect(grown.machine.idleCount == 3)
-        #expect(grown.machine.requestIdle(preferring: Self.loopB) === onB)
-        let next = grown.machine.requestIdle(preferring: Self.loopB)
+        #expect(grown.machine.requestIdle(preferring: Self.loopB, now: 0) === onB)
+        let next = grown.machine.requestIdle(preferring: Self.loopB, now: 0)
         #expect(next != nil && next !== onB)
-        _ = grown.machine.requestIdle(preferring: nil)
-        #expect(grown.machine.requestIdle(preferring: nil) == nil && grown.machine.idleCount == 0)
+        _ = grown.machine.requestIdle(preferring: nil, now: 0)
+        #expect(grown.machine.requestIdle(preferring: nil, now: 0) == nil && grown.machine.idleCount == 0)
         _ = grown.machine.released(onB, now: 0)
         _ = grown.machine.shutdown()
-        #expect(grown.machine.requestIdle(preferring: Self.loopB) == nil)
+        #expect(grown.machine.requestIdle(preferring: Self.loopB, now: 0) == nil)
     }
 
     @Test("a request takes an idle connection of its own loop first, opens connections up to the limit, then waits")
@@ -217,5 +217,55 @@ struct HTTPPoolStateMachineTests {
         #expect(pool.machine.request(preferring: nil, deadline: Self.second, now: 1) == .proceed(.fail(.shutDown)))
         let opened = pool.machine.opened(FakeConnection())
         #expect(!opened)
+    }
+
+    @Test("an idle connection past the pool's limit, or past what its server announced, is handed back to close and frees its slot")
+    func idleLimit() throws {
+        let pool = Pool(Machine(maxConnections: 2, idleLimit: 60 * Self.second))
+        let (old, announced) = (FakeConnection(), FakeConnection())
+        for connection in [old, announced] {
+            _ = pool.machine.request(preferring: nil, deadline: 100 * Self.second, now: 0)
+            _ = pool.machine.opened(connection)
+        }
+        // Kept 60 s; the other's server said 5 s, so it is kept 4.
+        #expect(pool.machine.released(old, now: 0) == .none)
+        #expect(pool.machine.released(announced, now: 0, keepFor: Machine.keepFor(announced: 5)) == .none)
+        #expect(pool.machine.requestIdle(preferring: nil, now: 4 * Self.second - 1) === announced)
+        #expect(pool.machine.takeExpired().isEmpty)
+        _ = pool.machine.released(announced, now: 4 * Self.second - 1, keepFor: Machine.keepFor(announced: 5))
+        // At 8 s the one released last is past its 4 s: closed, and the request takes the other.
+        #expect(pool.machine.request(preferring: nil, deadline: 100 * Self.second, now: 8 * Self.second) == .proceed(.use(old)))
+        #expect(pool.machine.takeExpired().map(ObjectIdentifier.init) == [ObjectIdentifier(announced)])
+        #expect(pool.machine.takeExpired().isEmpty)
+        #expect(pool.machine.open == 1)
+        // Its close comes later and frees nothing twice.
+        #expect(pool.machine.closed(announced, now: 8 * Self.second) == .none)
+        #expect(pool.machine.open == 1)
+        _ = pool.machine.released(old, now: 8 * Self.second)
+        // Past 60 s idle: closed, and the slot it held is the request's to connect with.
+        #expect(pool.machine.request(preferring: nil, deadline: 100 * Self.second, now: 68 * Self.second) == .proceed(.connect(ordinal: 3)))
+        #expect(pool.machine.takeExpired().map(ObjectIdentifier.init) == [ObjectIdentifier(old)])
+        #expect(pool.machine.open == 1 && pool.machine.idleCount == 0)
+        // A shutdown closes what is still open, not what was let go.
+        _ = pool.machine.closed(old, now: 68 * Self.second)
+        #expect(pool.machine.shutdown().close.isEmpty)
+    }
+
+    @Test("a server's announced keep-alive becomes a second less, half of it under two seconds, capped at a day")
+    func keepFor() {
+        #expect(Machine.keepFor(announced: 5) == 4 * Self.second)
+        #expect(Machine.keepFor(announced: 75) == 74 * Self.second)
+        #expect(Machine.keepFor(announced: 1) == Self.second / 2)
+        #expect(Machine.keepFor(announced: 0) == 0)
+        #expect(Machine.keepFor(announced: -3) == 0)
+        #expect(Machine.keepFor(announced: .max) == 86_399 * Self.second)
+        // Kept zero: not reused after any idleness at all.
+        let pool = Pool(Machine(maxConnections: 1))
+        let connection = FakeConnection()
+        _ = pool.machine.request(preferring: nil, deadline: Self.second, now: 0)
+        _ = pool.machine.opened(connection)
+        _ = pool.machine.released(connection, now: 5, keepFor: Machine.keepFor(announced: 0))
+        #expect(pool.machine.requestIdle(preferring: nil, now: 5) == nil)
+        #expect(pool.machine.takeExpired().count == 1 && pool.machine.open == 0)
     }
 }

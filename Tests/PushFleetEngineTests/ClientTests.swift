@@ -216,3 +216,80 @@ struct StaleConnectionTests {
         try await server.close()
     }
 }
+
+/// A server that lets a connection go once it has been idle a second: a request that comes
+/// later on it is closed unanswered, as when the server's idle timer wins the race with it.
+/// `announces`: each answer says so (`Keep-Alive: timeout=1`).
+enum IdleClosingServer {
+    /// Connections accepted.
+    final class Accepted: Sendable {
+        let count = Mutex(0)
+    }
+
+    static func start(announces: Bool) async throws -> (any Channel, Int, Accepted) {
+        let connections = Accepted()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                connections.count.withLock { $0 += 1 }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(Connection(announces: announces))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return (channel, channel.localAddress?.port ?? 0, connections)
+    }
+
+    final class Connection: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        let announces: Bool
+        private var answered: NIODeadline?
+
+        init(announces: Bool) { self.announces = announces }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard case .end = unwrapInboundIn(data) else { return }
+            if let answered, NIODeadline.now() - answered >= .seconds(1) {
+                context.close(promise: nil)
+                return
+            }
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Length", value: "2")
+            if announces { headers.add(name: "Keep-Alive", value: "timeout=1, max=100") }
+            context.write(wrapOutboundOut(.head(.init(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: "ok")))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            answered = .now()
+        }
+    }
+}
+
+@Suite("Fleet HTTP client, idle limit")
+struct IdleLimitTests {
+    @Test(
+        "a connection idle past what its server announced, or past the pool's idle limit, is closed unused: the POST after it takes a new one and succeeds"
+    )
+    func idleLimit() async throws {
+        for announces in [true, false] {
+            let (server, port, connections) = try await IdleClosingServer.start(announces: announces)
+            // Announced: 1 s, kept 0.5 s. Not announced: the pool's own limit, here 0.5 s.
+            let client = FleetHTTPClient(
+                host: "127.0.0.1", port: port, maxConnections: 1, group: MultiThreadedEventLoopGroup.singleton,
+                idleLimit: announces ? nil : .milliseconds(500))
+            let first = try await client.execute(.POST, "/", body: ByteBuffer(string: "{}"), timeout: .seconds(300))
+            #expect(first.status == 200)
+            // Past both the client's limit and the server's second.
+            try await Task.sleep(for: .milliseconds(1_200))
+            let second = try await client.execute(.POST, "/", body: ByteBuffer(string: "{}"), timeout: .seconds(300))
+            #expect(second.status == 200 && String(buffer: second.body) == "ok")
+            // At once after: the new connection is reused.
+            let third = try await client.execute(.POST, "/", body: ByteBuffer(string: "{}"), timeout: .seconds(300))
+            #expect(third.status == 200)
+            #expect(connections.count.withLock { $0 } == 2, "announced: \(announces)")
+            await client.shutdown()
+            try await server.close()
+        }
+    }
+}

@@ -27,6 +27,7 @@ struct ErrorLabelTests {
             (FleetHTTPError.timeout, "timeout"),
             (FleetHTTPError.connectionClosed, "connection_closed"),
             (FleetHTTPError.staleConnection, "connection_closed"),
+            (FleetHTTPError.closedBeforeSending, "connection_closed"),
             (FleetHTTPError.connect("refused"), "connect"),
             (FleetHTTPError.bodyTooLarge, "body_too_large"),
             (FleetHTTPError.shutDown, "cancelled"),
