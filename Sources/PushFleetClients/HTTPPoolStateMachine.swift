@@ -116,7 +116,8 @@ package struct HTTPPoolStateMachine<Connection: PooledConnection> {
     }
 
     /// How long to keep a connection idle whose server announced it keeps one `seconds`: a second
-    /// less, or half when that is under a second, so that the client lets go first.
+    /// less, or half of it when that is longer (an announcement under two seconds), so that the
+    /// client lets go first.
     package static func keepFor(announced seconds: Int) -> Int64 {
         let announced = Int64(min(max(0, seconds), 86_400)) * 1_000_000_000
         return max(announced - 1_000_000_000, announced / 2)
