@@ -61,12 +61,17 @@ extension HTTP1RequestScan {
 
         mutating func remember(_ effect: Effect, line: UnsafeRawBufferPointer, at index: Int) {
             if index < settledLines { settledLines = -1 }
-            guard index < Self.maxLines, line.count <= Self.maxLineLength, index <= lines.count else { return }
-            let entry = Line(bytes: Array(line), effect: effect)
+            guard index < Self.maxLines, line.count <= Self.maxLineLength, index <= lines.count else {
+                // The line it replaces, and every line after it, must not match a later head.
+                if index < lines.count { lines.removeSubrange(index...) }
+                return
+            }
             if index == lines.count {
-                lines.append(entry)
+                lines.append(Line(bytes: Array(line), effect: effect))
             } else {
-                lines[index] = entry
+                // In place: a line that changes with every request costs no allocation.
+                lines[index].bytes.replaceSubrange(0..., with: line)
+                lines[index].effect = effect
             }
         }
     }

@@ -147,6 +147,7 @@ struct HTTP1FastPathTests {
             "Host: push.test\r\n", "host: other\r\n", "authorization: bearer a.b.c\r\n", "apns-topic: t\r\n", "apns-id: 1\r\n", "apns-id: 2\r\n",
             "Content-Length: 2\r\n", "content-length: 3\r\n", "connection: close\r\n", "Connection: keep-alive\r\n", "x-a:  spaced \r\n",
             "Upgrade: h2c\r\n", "A: b\rc\r\n", "Transfer-Encoding: chunked\r\n", "A : b\r\n", "x-b: \u{e9}\r\n", "Content-Length: x\r\n",
+            "traceparent: 00-1-01\r\n", "traceparent: 00-2-01\r\n", "apns-id: \(String(repeating: "9", count: 2100))\r\n",
         ]
         let requestLines = ["POST /3/device/ab HTTP/1.1\r\n", "GET /health HTTP/1.1\r\n", "POST /a HTTP/1.0\r\n"]
         var memo = HTTP1RequestScan.LineMemo()
@@ -179,6 +180,26 @@ struct HTTP1FastPathTests {
                 let outcome = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0, memo: &memo) }
                 #expect(outcome.description == "unsupported", "\(form.debugDescription.prefix(120))")
             }
+        }
+    }
+
+    /// A line too long for the memo (over 2,048 bytes) between two heads with the line it
+    /// replaced: the third head reads as it is, not with the second head's fields.
+    @Test("a line the memo does not keep leaves no stale line behind")
+    func memoLongLine() {
+        let long = "apns-id: \(String(repeating: "9", count: 2100))\r\n"
+        let heads = [
+            ["apns-id: 1\r\n", "apns-topic: t\r\n"], [long, "apns-topic: t\r\n"], ["apns-id: 1\r\n", "apns-topic: t\r\n"],
+            ["host: a\r\n", "apns-id: 2\r\n"], ["host: b\r\n", "apns-id: 3\r\n"], ["host: b\r\n", long], ["host: b\r\n", "apns-id: 3\r\n"],
+            ["apns-id: 4\r\n", "traceparent: 00-1-01\r\n"], ["apns-id: 5\r\n", "traceparent: 00-2-01\r\n"], ["apns-id: 5\r\n", "traceparent: 00-2-01\r\n"],
+            ["apns-id: 6\r\n", "host: c\r\n"], ["host: c\r\n", "apns-id: 6\r\n"], ["apns-id: 7\r\n"], ["apns-id: 8\r\n", "apns-topic: t\r\n", "a: b\r\n"],
+        ]
+        var memo = HTTP1RequestScan.LineMemo()
+        for (round, lines) in heads.enumerated() {
+            let bytes = Array(("POST /3/device/ab HTTP/1.1\r\n" + lines.joined() + "\r\n").utf8)
+            let alone = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0) }
+            let remembered = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0, memo: &memo) }
+            #expect(remembered.description == alone.description, "head \(round)")
         }
     }
 
