@@ -66,12 +66,11 @@ extension HTTP1RequestScan {
                 if index < lines.count { lines.removeSubrange(index...) }
                 return
             }
+            let entry = Line(bytes: Array(line), effect: effect)
             if index == lines.count {
-                lines.append(Line(bytes: Array(line), effect: effect))
+                lines.append(entry)
             } else {
-                // In place: a line that changes with every request costs no allocation.
-                lines[index].bytes.replaceSubrange(0..., with: line)
-                lines[index].effect = effect
+                lines[index] = entry
             }
         }
     }
