@@ -92,21 +92,26 @@ extension ReferenceBackend {
         }
     }
 
-    /// The query's `to_tag`, as the router's `URI(_:).queryParameters` reads it (the first one;
+    /// The query's `to_tag` (``queryValue(_:inTarget:)``).
+    static func toTag(inTarget target: String) -> Substring? {
+        queryValue("to_tag", inTarget: target)
+    }
+
+    /// A query member's value, as the router's `URI(_:).queryParameters` reads it (the first one;
     /// a member without `=` has an empty value), read from the bytes when the target has no
     /// escape or fragment, else by `URI`.
-    static func toTag(inTarget target: String) -> Substring? {
+    static func queryValue(_ name: String, inTarget target: String) -> Substring? {
         guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         let query = target[target.index(after: mark)...]
         guard !query.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "#") }) else {
-            return URI(target).queryParameters["to_tag"]
+            return URI(target).queryParameters[Substring(name)]
         }
         for member in query.split(separator: "&", omittingEmptySubsequences: true) {
             guard let equals = member.utf8.firstIndex(of: UInt8(ascii: "=")) else {
-                if member == "to_tag" { return "" }
+                if member == name { return "" }
                 continue
             }
-            if member[..<equals] == "to_tag" { return member[member.index(after: equals)...] }
+            if member[..<equals] == name { return member[member.index(after: equals)...] }
         }
         return nil
     }

@@ -4,14 +4,15 @@ import NIOCore
 import PushFleetServerSupport
 import PushFleetWire
 
-/// The reference backend's fetch of a stored notification (`GET /api/notifications/{id}`),
-/// answered on the event loop that read it (``EventLoopRoutes``), and its secure send, answered
-/// when its pushes are (``ReferenceBackend/secureSendLater(head:body:on:)``): a device fetches once per
-/// secure or rich push, and the router's task, trie and hops to Swift's pool cost more than the
-/// fetch. Taken only when nothing needs waiting or recording: the in-memory store open, no
-/// injected latency, no spans recorded, a caller known at once (Basic, or a token verified
-/// before), the notification found. Anything else, an unknown id included, goes to the router,
-/// which answers it as before.
+/// The reference backend's fetch of a stored notification (`GET /api/notifications/{id}`) and a
+/// device's registration (`POST /api/register`, `PUT /api/register/{id}`), answered on the event
+/// loop that read them (``EventLoopRoutes``), and its secure send, answered when its pushes are
+/// (``ReferenceBackend/secureSendLater(head:body:on:)``): a device fetches once per secure or rich
+/// push and registers twice as it arrives, and the router's task, trie and hops to Swift's pool
+/// cost more than the store's work. Taken only when nothing needs waiting or recording: the
+/// in-memory store open, no injected latency, no spans recorded, a caller known at once (Basic,
+/// or a token verified before), the request one the router would accept. Anything else, an
+/// unknown id included, goes to the router, which answers it as before.
 struct BackendRoutes: EventLoopResponder {
     let backend: ReferenceBackend
 
@@ -24,6 +25,12 @@ struct BackendRoutes: EventLoopResponder {
         if Self.isSecureSend(head) {
             return EventLoopRoute(kind: 1, parameter: "", bodyLimit: backend.configuration.limits.maxBodyBytes)
         }
+        if Self.isRegistrationCreate(head) {
+            return EventLoopRoute(kind: 2, parameter: "", bodyLimit: Self.bodyLimit)
+        }
+        if let id = Self.registrationUpdateID(head) {
+            return EventLoopRoute(kind: 3, parameter: id, bodyLimit: backend.configuration.limits.maxBodyBytes)
+        }
         guard head.method == .get, let path = head.path, path.hasPrefix(Self.prefix) else { return nil }
         let id = path.dropFirst(Self.prefix.count)
         guard !id.isEmpty, id.utf8.allSatisfy(Self.isPlain) else { return nil }
@@ -31,8 +38,14 @@ struct BackendRoutes: EventLoopResponder {
     }
 
     func respond(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> CompleteResponse? {
-        guard route.kind == 0, body != nil else { return nil }
-        return backend.fetchAtOnce(id: String(route.parameter), authorization: head.headerFields.value(of: .authorization))
+        guard let body else { return nil }
+        let authorization = head.headerFields.value(of: .authorization)
+        switch route.kind {
+        case 0: return backend.fetchAtOnce(id: String(route.parameter), authorization: authorization)
+        case 2: return backend.createRegistrationAtOnce(target: head.path ?? "", authorization: authorization)
+        case 3: return backend.updateRegistrationAtOnce(id: String(route.parameter), body: body, authorization: authorization)
+        default: return nil
+        }
     }
 
     func respondLater(_ route: EventLoopRoute, head: HTTPRequest, body: ByteBuffer?, channel: any Channel) -> EventLoopFuture<CompleteResponse>? {
@@ -41,7 +54,7 @@ struct BackendRoutes: EventLoopResponder {
     }
 
     /// A byte of an id the router would take as it is: no slash, query, fragment or escape.
-    private static func isPlain(_ byte: UInt8) -> Bool {
+    static func isPlain(_ byte: UInt8) -> Bool {
         byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: "/") && byte != UInt8(ascii: "?") && byte != UInt8(ascii: "%")
             && byte != UInt8(ascii: "#")
     }

@@ -65,7 +65,10 @@ extension ReferenceBackend {
         // place of sending the password on every call.
         api.post("login") { request, _ -> Response in
             let user = try await self.authenticate(request)
-            let token = try await self.signer.issue(user: user, now: Int64(Date().timeIntervalSince1970))
+            let now = Int64(Date().timeIntervalSince1970)
+            let token = try await self.signer.issue(user: user, now: now)
+            // Signed here, so verified: the device's next call can be answered on the loop.
+            self.verifiedTokens.insert(token, user: user, expires: now + self.signer.lifetime.components.seconds)
             return .json(LoginResponse(token: token, expiresIn: Int(self.signer.lifetime.components.seconds)))
         }
     }
