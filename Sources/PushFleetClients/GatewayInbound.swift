@@ -12,11 +12,16 @@ package enum GatewayInbound: Sendable {
 
     /// The frame's `type` says which it is, so a push is decoded as a push and a notice as a
     /// notice, with no failed decode in between (a thrown decoding error costs more than the
-    /// decode); the other is tried only if the first does not fit.
+    /// decode); the other is tried only if the first does not fit. Both are read in one pass
+    /// first: a notice's `type` is never a push's, so no text reads as both.
     package init(_ text: String) {
         var text = text
         if let frame = text.withUTF8({ PushFrame(fastJSON: $0) }), frame.type == "push" || frame.type == PushFrame.refusedType {
             self = .push(frame)
+            return
+        }
+        if let notice = text.withUTF8({ GatewayNotice(fastJSON: $0) }) {
+            self = .notice(notice)
             return
         }
         self.init(decoding: text)

@@ -27,8 +27,7 @@ package struct GatewayMuxSocket: Sendable {
     }
 
     package func send(_ command: GatewayCommand) async throws {
-        let text = String(decoding: (try? JSONEncoder().encode(command)) ?? Data(), as: UTF8.self)
-        try await outbound.write(.text(text))
+        try await outbound.write(.text(command.encodedJSON))
     }
 
     /// The gateway's text frames, decoded, until the connection closes.

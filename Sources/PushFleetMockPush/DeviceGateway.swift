@@ -147,8 +147,9 @@ struct DeviceGateway {
     }
 
     private func handle(_ message: WebSocketMessage, on connection: GatewayConnection) {
-        guard case .text(let text) = message,
-            let command = try? ServerJSON.decoder.decode(GatewayCommand.self, from: Data(text.utf8))
+        guard case .text(var text) = message,
+            let command = text.withUTF8({ GatewayCommand(fastJSON: $0) })
+                ?? (try? ServerJSON.decoder.decode(GatewayCommand.self, from: Data(text.utf8)))
         else {
             connection.send(
                 service.encode(GatewayNotice(type: .error, reason: "expected a JSON text frame {\"op\":…,\"devices\":[…]}"))

@@ -463,6 +463,10 @@ public final class PushService: Sendable {
         counters.withLock { $0.expired += dropped }
     }
 
+    /// A notice in one pass (``GatewayNotice/encodedJSON``): the gateway answers every batch
+    /// of subscriptions with one.
+    func encode(_ notice: GatewayNotice) -> String { notice.encodedJSON }
+
     func encode(_ value: some Encodable) -> String {
         // JSONEncoder is thread-safe for encoding; sharing one avoids an allocation per frame.
         (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "{}"
