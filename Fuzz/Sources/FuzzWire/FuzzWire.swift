@@ -131,10 +131,17 @@ func webSocketFrames(_ bytes: [UInt8]) {
 
 // MARK: JSON
 
-/// A frame the one-pass reader reads is the frame `JSONDecoder` decodes: its documented promise.
+/// A gateway frame (a push, a notice, a multiplexed command) the one-pass readers read is the
+/// one `JSONDecoder` decodes: their documented promise.
 func pushFrame(_ bytes: [UInt8]) {
-    guard let fast = bytes.withUnsafeBufferPointer({ PushFrame(fastJSON: $0) }) else { return }
-    let decoded = try? JSONDecoder().decode(PushFrame.self, from: Data(bytes))
+    agrees(bytes) { PushFrame(fastJSON: $0) }
+    agrees(bytes) { GatewayNotice(fastJSON: $0) }
+    agrees(bytes) { GatewayCommand(fastJSON: $0) }
+}
+
+func agrees<T: Decodable & Equatable>(_ bytes: [UInt8], _ read: (UnsafeBufferPointer<UInt8>) -> T?) {
+    guard let fast = bytes.withUnsafeBufferPointer(read) else { return }
+    let decoded = try? JSONDecoder().decode(T.self, from: Data(bytes))
     check(decoded == fast, "fast reader: \(fast); JSONDecoder: \(decoded.map { "\($0)" } ?? "refused")")
 }
 
