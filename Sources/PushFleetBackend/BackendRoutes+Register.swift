@@ -9,9 +9,7 @@ extension BackendRoutes {
 
     /// `POST /api/register`, with or without a query.
     static func isRegistrationCreate(_ head: HTTPRequest) -> Bool {
-        guard head.method == .post, let path = head.path, path.hasPrefix(registerPath) else { return false }
-        let rest = path.utf8.dropFirst(registerPath.utf8.count)
-        return rest.isEmpty || rest.first == UInt8(ascii: "?")
+        isPost(head, to: registerPath)
     }
 
     /// The id of `PUT /api/register/{id}` when it is one plain path component, as the router

@@ -11,8 +11,13 @@ extension BackendRoutes {
 
     /// `POST /api/notifications/secure`, with or without a query.
     static func isSecureSend(_ head: HTTPRequest) -> Bool {
-        guard head.method == .post, let path = head.path, path.hasPrefix(securePath) else { return false }
-        let rest = path.utf8.dropFirst(securePath.utf8.count)
+        isPost(head, to: securePath)
+    }
+
+    /// A POST to `path` exactly, with or without a query.
+    static func isPost(_ head: HTTPRequest, to path: String) -> Bool {
+        guard head.method == .post, let target = head.path, target.hasPrefix(path) else { return false }
+        let rest = target.utf8.dropFirst(path.utf8.count)
         return rest.isEmpty || rest.first == UInt8(ascii: "?")
     }
 }

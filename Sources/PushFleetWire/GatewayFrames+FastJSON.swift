@@ -41,6 +41,17 @@ extension DeviceAddress {
         out += "]"
     }
 
+    /// An array of addresses (``read(_:)``); nil unless all were read.
+    static func readList(_ reader: inout StrictJSONReader) -> [DeviceAddress]? {
+        var list: [DeviceAddress] = []
+        guard reader.array({ reader in
+            guard let device = read(&reader) else { return false }
+            list.append(device)
+            return true
+        }) != nil else { return nil }
+        return list
+    }
+
     /// `{"platform":…,"token":…}`, each once; other members only when plain values.
     static func read(_ reader: inout StrictJSONReader) -> DeviceAddress? {
         var platform: Platform?, token: String?
@@ -79,14 +90,8 @@ extension GatewayNotice {
                 return type != nil
             case "devices":
                 guard seen.first(1) else { return false }
-                var list: [DeviceAddress] = []
-                guard reader.array({ reader in
-                    guard let device = DeviceAddress.read(&reader) else { return false }
-                    list.append(device)
-                    return true
-                }) != nil else { return false }
-                devices = list
-                return true
+                devices = DeviceAddress.readList(&reader)
+                return devices != nil
             case "reason":
                 guard seen.first(2) else { return false }
                 reason = reader.optional { $0.string() }
@@ -123,15 +128,7 @@ extension GatewayCommand {
                 return op != nil
             case "devices":
                 guard seen.first(1) else { return false }
-                devices = reader.optional { reader -> [DeviceAddress]? in
-                    var list: [DeviceAddress] = []
-                    guard reader.array({ reader in
-                        guard let device = DeviceAddress.read(&reader) else { return false }
-                        list.append(device)
-                        return true
-                    }) != nil else { return nil }
-                    return list
-                }
+                devices = reader.optional(DeviceAddress.readList)
                 return devices != nil
             case "pushes":
                 guard seen.first(2) else { return false }

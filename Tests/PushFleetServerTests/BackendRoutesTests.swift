@@ -28,6 +28,11 @@ struct BackendRoutesTests {
         try await backend.client.shutdown()
     }
 
+    /// A request's head as the fast path hands it to the routes.
+    static func head(_ method: HTTPRequest.Method, _ path: String) -> HTTPRequest {
+        HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1", path: path)
+    }
+
     static func basic(_ user: String) -> String {
         "Basic " + Data("\(user):\(user)".utf8).base64EncodedString()
     }
@@ -119,9 +124,7 @@ struct BackendRoutesTests {
     func routeParsing() async throws {
         try await Self.withBackend { backend, _ in
             let routes = BackendRoutes(backend: backend)
-            func head(_ method: HTTPRequest.Method, _ path: String) -> HTTPRequest {
-                HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1", path: path)
-            }
+            let head = Self.head
             #expect(routes.route(for: head(.get, "/api/notifications/0a1b-2c"))?.parameter == "0a1b-2c")
             for path in [
                 "/api/notifications/", "/api/notifications", "/api/notifications/a/b", "/api/notifications/a?b=1", "/api/notifications/%2e%2e",

@@ -23,9 +23,7 @@ struct RegistrationOnLoopTests {
     func routeParsing() async throws {
         try await BackendRoutesTests.withBackend { backend, _ in
             let routes = BackendRoutes(backend: backend)
-            func head(_ method: HTTPRequest.Method, _ path: String) -> HTTPRequest {
-                HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1", path: path)
-            }
+            let head = BackendRoutesTests.head
             #expect(routes.route(for: head(.post, "/api/register"))?.kind == 2)
             #expect(routes.route(for: head(.post, "/api/register?handle=a%20b"))?.kind == 2)
             #expect(routes.route(for: head(.put, "/api/register/r-1"))?.kind == 3)
