@@ -13,13 +13,6 @@ extension BackendRoutes {
     static func isSecureSend(_ head: HTTPRequest) -> Bool {
         isPost(head, to: securePath)
     }
-
-    /// A POST to `path` exactly, with or without a query.
-    static func isPost(_ head: HTTPRequest, to path: String) -> Bool {
-        guard head.method == .post, let target = head.path, target.hasPrefix(path) else { return false }
-        let rest = target.utf8.dropFirst(path.utf8.count)
-        return rest.isEmpty || rest.first == UInt8(ascii: "?")
-    }
 }
 
 extension ReferenceBackend {
@@ -100,25 +93,6 @@ extension ReferenceBackend {
     /// The query's `to_tag` (``queryValue(_:inTarget:)``).
     static func toTag(inTarget target: String) -> Substring? {
         queryValue("to_tag", inTarget: target)
-    }
-
-    /// A query member's value, as the router's `URI(_:).queryParameters` reads it (the first one;
-    /// a member without `=` has an empty value), read from the bytes when the target has no
-    /// escape or fragment, else by `URI`.
-    static func queryValue(_ name: String, inTarget target: String) -> Substring? {
-        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
-        let query = target[target.index(after: mark)...]
-        guard !query.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "#") }) else {
-            return URI(target).queryParameters[Substring(name)]
-        }
-        for member in query.split(separator: "&", omittingEmptySubsequences: true) {
-            guard let equals = member.utf8.firstIndex(of: UInt8(ascii: "=")) else {
-                if member == name { return "" }
-                continue
-            }
-            if member[..<equals] == name { return member[member.index(after: equals)...] }
-        }
-        return nil
     }
 
     /// The secure send's body, a JSON string; nil when it is not one.

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HummingbirdCore
 import NIOCore
 import PushFleetServerSupport
 import PushFleetWire
@@ -53,6 +54,13 @@ struct BackendRoutes: EventLoopResponder {
         return backend.secureSendLater(head: head, body: body, on: channel.eventLoop)
     }
 
+    /// A POST to `path` exactly, with or without a query.
+    static func isPost(_ head: HTTPRequest, to path: String) -> Bool {
+        guard head.method == .post, let target = head.path, target.hasPrefix(path) else { return false }
+        let rest = target.utf8.dropFirst(path.utf8.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: "?")
+    }
+
     /// A byte of an id the router would take as it is: no slash, query, fragment or escape.
     static func isPlain(_ byte: UInt8) -> Bool {
         byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: "/") && byte != UInt8(ascii: "?") && byte != UInt8(ascii: "%")
@@ -61,6 +69,25 @@ struct BackendRoutes: EventLoopResponder {
 }
 
 extension ReferenceBackend {
+    /// A query member's value, as the router's `URI(_:).queryParameters` reads it (the first one;
+    /// a member without `=` has an empty value), read from the bytes when the target has no
+    /// escape or fragment, else by `URI`.
+    static func queryValue(_ name: String, inTarget target: String) -> Substring? {
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        let query = target[target.index(after: mark)...]
+        guard !query.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "#") }) else {
+            return URI(target).queryParameters[Substring(name)]
+        }
+        for member in query.split(separator: "&", omittingEmptySubsequences: true) {
+            guard let equals = member.utf8.firstIndex(of: UInt8(ascii: "=")) else {
+                if member == name { return "" }
+                continue
+            }
+            if member[..<equals] == name { return member[member.index(after: equals)...] }
+        }
+        return nil
+    }
+
     /// The fetch's answer when it needs no waiting, else nil (the router's route answers).
     func fetchAtOnce(id: String, authorization: String?) -> CompleteResponse? {
         // A backend recording spans answers on the router, which records the fetch's.

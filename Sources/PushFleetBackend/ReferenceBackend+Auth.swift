@@ -68,7 +68,7 @@ extension ReferenceBackend {
             let now = Int64(Date().timeIntervalSince1970)
             let token = try await self.signer.issue(user: user, now: now)
             // Signed here, so verified: the device's next call can be answered on the loop.
-            self.verifiedTokens.insert(token, user: user, expires: now + self.signer.lifetime.components.seconds)
+            self.verifiedTokens.insert(token, user: user, expires: self.signer.expiry(issuedAt: now))
             return .json(LoginResponse(token: token, expiresIn: Int(self.signer.lifetime.components.seconds)))
         }
     }

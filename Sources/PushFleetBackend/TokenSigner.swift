@@ -38,7 +38,12 @@ package struct TokenSigner: Sendable {
 
     /// - Parameter now: seconds since the epoch.
     package func issue(user: String, now: Int64) async throws -> String {
-        try await keys.value.sign(Claims(sub: user, iat: now, exp: now + lifetime.components.seconds))
+        try await keys.value.sign(Claims(sub: user, iat: now, exp: expiry(issuedAt: now)))
+    }
+
+    /// When a token issued at `now` expires (seconds since the epoch).
+    package func expiry(issuedAt now: Int64) -> Int64 {
+        now + lifetime.components.seconds
     }
 
     /// Returns the user a valid, unexpired token names.

@@ -20,7 +20,7 @@ public func fuzzWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     switch Int(input[0] &- UInt8(ascii: "0")) % 8 {
     case 0: httpAnswer(rest)
     case 1: webSocketFrames(rest)
-    case 2: pushFrame(rest)
+    case 2: gatewayFrame(rest)
     case 3: jsonObject(rest)
     case 4: base64url(rest)
     case 5: jsonPointer(rest)
@@ -133,7 +133,7 @@ func webSocketFrames(_ bytes: [UInt8]) {
 
 /// A gateway frame (a push, a notice, a multiplexed command) the one-pass readers read is the
 /// one `JSONDecoder` decodes: their documented promise.
-func pushFrame(_ bytes: [UInt8]) {
+func gatewayFrame(_ bytes: [UInt8]) {
     agrees(bytes) { PushFrame(fastJSON: $0) }
     agrees(bytes) { GatewayNotice(fastJSON: $0) }
     agrees(bytes) { GatewayCommand(fastJSON: $0) }
