@@ -27,10 +27,11 @@ final class RegistrationStore: Sendable {
     }
 
     private struct State {
-        var byID: [String: Registration] = [:]
+        // Sharded: an entry per device, grown on the backend's loop (ShardedDictionary).
+        var byID = ShardedDictionary<String, Registration>()
         /// Handle → ids, oldest first (the seed returns the first and deletes the rest).
-        var byHandle: [String: [String]] = [:]
-        var byTag: [String: Set<String>] = [:]
+        var byHandle = ShardedDictionary<String, [String]>()
+        var byTag = ShardedDictionary<String, Set<String>>()
         var nextSerial: UInt64 = 0
 
         mutating func remove(_ id: String) {

@@ -43,7 +43,7 @@ public struct GatewayMux: Sendable {
     private var everConnected = false
     private var backoff: Backoff
     /// The devices the connection carries, by token.
-    public private(set) var tokens: Set<String> = []
+    public private(set) var tokens: ShardedSet<String> = []
 
     public init(backoff: Backoff) {
         self.backoff = backoff

@@ -20,7 +20,8 @@ final class MuxChannel: Sendable {
 
     private struct State {
         var machine: GatewayMux
-        var devices: [String: VirtualDevice] = [:]
+        /// Sharded: it holds every device the channel carries, grown on the run's loops.
+        var devices = ShardedDictionary<String, VirtualDevice>()
         var waiters: [String: Waiter] = [:]
         /// Commands the live connection's writer has yet to write.
         var outbox: [GatewayCommand] = []

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOWebSocket
+import PushFleetCore
 import PushFleetWire
 import Synchronization
 
@@ -52,7 +53,8 @@ final class GatewayConnection: Sendable {
     let closeRequests: AsyncStream<String>
     private let closeContinuation: AsyncStream<String>.Continuation
     /// Devices this connection holds online; the registry is the authority, this is its index.
-    private let devices = Mutex<Set<DeviceAddress>>([])
+    /// Sharded: a multiplexed connection may carry a whole fleet (ShardedDictionary).
+    private let devices = Mutex(ShardedSet<DeviceAddress>())
     /// Pushes handed over and not yet written, while a run watches the service.
     private let unsent = Mutex<[UInt64: PushFrame]>([:])
 
@@ -185,10 +187,10 @@ final class GatewayConnection: Sendable {
     }
 
     /// Empties the index, returning what it held (used when the connection ends).
-    func takeAll() -> Set<DeviceAddress> {
+    func takeAll() -> [DeviceAddress] {
         devices.withLock { devices in
-            defer { devices = [] }
-            return devices
+            defer { devices.removeAll() }
+            return Array(devices)
         }
     }
 }

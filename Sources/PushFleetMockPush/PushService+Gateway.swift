@@ -14,7 +14,7 @@ extension PushService {
     func closeConnection(_ connection: GatewayConnection) {
         let instant = now()
         let closed: Int64? = if case .single = connection.mode { instant } else { nil }
-        detach(Array(connection.takeAll()), from: connection, closedAt: closed)
+        detach(connection.takeAll(), from: connection, closedAt: closed)
         connection.finish()
         for frame in connection.takeUnsent() { report(.disconnected, of: frame, at: instant) }
         // What the device never acknowledged is the service's again: held as any push for an

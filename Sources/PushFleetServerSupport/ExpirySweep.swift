@@ -20,8 +20,8 @@ public struct ExpirySweep: Sendable, Equatable {
 
     /// The keys of the entries expired at `now`: their expiry is at or before it. An entry whose
     /// expiry is nil never expires.
-    public static func expired<Key, Value>(
-        in entries: [Key: Value], now: Int64, expiresAt: (Value) -> Int64?
+    public static func expired<Key, Value, Entries: Sequence<(key: Key, value: Value)>>(
+        in entries: Entries, now: Int64, expiresAt: (Value) -> Int64?
     ) -> [Key] {
         entries.compactMap { key, value in
             guard let instant = expiresAt(value), instant <= now else { return nil }

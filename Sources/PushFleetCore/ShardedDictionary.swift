@@ -1,0 +1,122 @@
+/// A dictionary kept as 64 smaller ones, the key's hash choosing which.
+///
+/// Why: a Swift `Dictionary` grows by rehashing every entry at once. A table with an entry per
+/// device, grown on an event loop, stalls that loop for the whole copy: at 393,216 and 786,432
+/// devices the reference backend's registrations and the fleet's multiplexed channels each took
+/// ~0.1–0.2 s, together most of a second in which no device got ready (docs/performance.md, the
+/// million-device ramp). Shards grow one at a time, each 1/64 of the copy, at counts spread by
+/// chance. A lookup hashes the key twice (once for its shard); the tables that need this are
+/// written once per device, read once per push.
+public struct ShardedDictionary<Key: Hashable, Value> {
+    @usableFromInline var shards: [[Key: Value]]
+
+    public static var shardCount: Int { 64 }
+
+    public init() {
+        shards = Array(repeating: [:], count: Self.shardCount)
+    }
+
+    /// From the top bits of the key's hash: the shard's own table buckets by the low bits of
+    /// its own seeded hash.
+    @inlinable static func shard(of key: Key) -> Int {
+        Int(truncatingIfNeeded: UInt64(UInt(bitPattern: key.hashValue)) >> 58)
+    }
+
+    @inlinable public subscript(key: Key) -> Value? {
+        get { shards[Self.shard(of: key)][key] }
+        _modify { yield &shards[Self.shard(of: key)][key] }
+    }
+
+    @inlinable public subscript(key: Key, default defaultValue: @autoclosure () -> Value) -> Value {
+        get { shards[Self.shard(of: key)][key, default: defaultValue()] }
+        _modify { yield &shards[Self.shard(of: key)][key, default: defaultValue()] }
+    }
+
+    @inlinable @discardableResult public mutating func removeValue(forKey key: Key) -> Value? {
+        shards[Self.shard(of: key)].removeValue(forKey: key)
+    }
+
+    public var count: Int { shards.reduce(0) { $0 + $1.count } }
+    public var isEmpty: Bool { shards.allSatisfy(\.isEmpty) }
+    /// Entries per shard: how evenly the keys spread.
+    public var shardSizes: [Int] { shards.map(\.count) }
+
+    public mutating func removeAll() {
+        shards = Array(repeating: [:], count: Self.shardCount)
+    }
+}
+
+extension ShardedDictionary: Sequence {
+    public typealias Element = (key: Key, value: Value)
+
+    /// Shard by shard; within a shard in its table's order (no order to rely on, as a
+    /// dictionary's).
+    public func makeIterator() -> FlattenSequence<[[Key: Value]]>.Iterator {
+        shards.joined().makeIterator()
+    }
+
+    public var underestimatedCount: Int { count }
+}
+
+extension ShardedDictionary: Sendable where Key: Sendable, Value: Sendable {}
+
+extension ShardedDictionary: Equatable where Value: Equatable {}
+
+/// A set kept as 64 smaller ones, for the reason ``ShardedDictionary`` gives.
+public struct ShardedSet<Element: Hashable> {
+    @usableFromInline var shards: [Set<Element>]
+
+    public init() {
+        shards = Array(repeating: [], count: ShardedDictionary<Element, Void>.shardCount)
+    }
+
+    public init<S: Sequence>(_ elements: S) where S.Element == Element {
+        self.init()
+        for element in elements { insert(element) }
+    }
+
+    @inlinable @discardableResult public mutating func insert(_ element: Element) -> Bool {
+        shards[ShardedDictionary<Element, Void>.shard(of: element)].insert(element).inserted
+    }
+
+    @inlinable @discardableResult public mutating func remove(_ element: Element) -> Element? {
+        shards[ShardedDictionary<Element, Void>.shard(of: element)].remove(element)
+    }
+
+    @inlinable public func contains(_ element: Element) -> Bool {
+        shards[ShardedDictionary<Element, Void>.shard(of: element)].contains(element)
+    }
+
+    public var count: Int { shards.reduce(0) { $0 + $1.count } }
+    public var isEmpty: Bool { shards.allSatisfy(\.isEmpty) }
+
+    public mutating func removeAll() {
+        shards = Array(repeating: [], count: ShardedDictionary<Element, Void>.shardCount)
+    }
+}
+
+extension ShardedSet: Sequence {
+    public func makeIterator() -> FlattenSequence<[Set<Element>]>.Iterator {
+        shards.joined().makeIterator()
+    }
+
+    public var underestimatedCount: Int { count }
+}
+
+extension ShardedSet: Sendable where Element: Sendable {}
+
+extension ShardedSet: Equatable {
+    /// The same elements: each element's shard is fixed by its hash, so shard by shard.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.shards == rhs.shards }
+}
+
+extension ShardedSet: ExpressibleByArrayLiteral {
+    public init(arrayLiteral elements: Element...) { self.init(elements) }
+}
+
+extension ShardedDictionary: ExpressibleByDictionaryLiteral {
+    public init(dictionaryLiteral elements: (Key, Value)...) {
+        self.init()
+        for (key, value) in elements { self[key] = value }
+    }
+}
