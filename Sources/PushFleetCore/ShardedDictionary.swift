@@ -2,8 +2,8 @@
 ///
 /// Why: a Swift `Dictionary` grows by rehashing every entry at once. A table with an entry per
 /// device, grown on an event loop, stalls that loop for the whole copy: at 393,216 and 786,432
-/// devices the reference backend's registrations and the fleet's multiplexed channels each took
-/// ~0.1–0.2 s, together most of a second in which no device got ready (docs/performance.md, the
+/// devices the reference backend's registrations and the fleet's multiplexed channels took ~0.1 s
+/// each, together about half a second in which no device got ready (docs/performance.md, the
 /// million-device ramp). Shards grow one at a time, each 1/64 of the copy, at counts spread by
 /// chance. A lookup hashes the key twice (once for its shard); the tables that need this are
 /// written once per device, read once per push.
@@ -61,58 +61,6 @@ extension ShardedDictionary: Sequence {
 extension ShardedDictionary: Sendable where Key: Sendable, Value: Sendable {}
 
 extension ShardedDictionary: Equatable where Value: Equatable {}
-
-/// A set kept as 64 smaller ones, for the reason ``ShardedDictionary`` gives.
-public struct ShardedSet<Element: Hashable> {
-    @usableFromInline var shards: [Set<Element>]
-
-    public init() {
-        shards = Array(repeating: [], count: ShardedDictionary<Element, Void>.shardCount)
-    }
-
-    public init<S: Sequence>(_ elements: S) where S.Element == Element {
-        self.init()
-        for element in elements { insert(element) }
-    }
-
-    @inlinable @discardableResult public mutating func insert(_ element: Element) -> Bool {
-        shards[ShardedDictionary<Element, Void>.shard(of: element)].insert(element).inserted
-    }
-
-    @inlinable @discardableResult public mutating func remove(_ element: Element) -> Element? {
-        shards[ShardedDictionary<Element, Void>.shard(of: element)].remove(element)
-    }
-
-    @inlinable public func contains(_ element: Element) -> Bool {
-        shards[ShardedDictionary<Element, Void>.shard(of: element)].contains(element)
-    }
-
-    public var count: Int { shards.reduce(0) { $0 + $1.count } }
-    public var isEmpty: Bool { shards.allSatisfy(\.isEmpty) }
-
-    public mutating func removeAll() {
-        shards = Array(repeating: [], count: ShardedDictionary<Element, Void>.shardCount)
-    }
-}
-
-extension ShardedSet: Sequence {
-    public func makeIterator() -> FlattenSequence<[Set<Element>]>.Iterator {
-        shards.joined().makeIterator()
-    }
-
-    public var underestimatedCount: Int { count }
-}
-
-extension ShardedSet: Sendable where Element: Sendable {}
-
-extension ShardedSet: Equatable {
-    /// The same elements: each element's shard is fixed by its hash, so shard by shard.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.shards == rhs.shards }
-}
-
-extension ShardedSet: ExpressibleByArrayLiteral {
-    public init(arrayLiteral elements: Element...) { self.init(elements) }
-}
 
 extension ShardedDictionary: ExpressibleByDictionaryLiteral {
     public init(dictionaryLiteral elements: (Key, Value)...) {

@@ -6,7 +6,7 @@ import Testing
 struct ShardedDictionaryTests {
     @Test("20,000 random inserts, updates in place, defaults and removals: the same contents as a Dictionary's at every step's end")
     func dictionaryAgrees() {
-        var generator = SplitMix(seed: 38)
+        var generator = SplitMix64(seed: 38)
         var sharded = ShardedDictionary<String, [Int]>()
         var reference: [String: [Int]] = [:]
         for step in 0..<20_000 {
@@ -45,7 +45,7 @@ struct ShardedDictionaryTests {
 
     @Test("a set: inserts, removals and membership as a Set's; equality by contents whatever the order of insertion")
     func setAgrees() {
-        var generator = SplitMix(seed: 6)
+        var generator = SplitMix64(seed: 6)
         var sharded = ShardedSet<Int>()
         var reference = Set<Int>()
         for _ in 0..<20_000 {
@@ -60,17 +60,5 @@ struct ShardedDictionaryTests {
         let reversed = ShardedSet(reference.sorted().reversed())
         #expect(reversed == sharded)
         #expect(ShardedSet([1, 2, 3]) == [3, 2, 1] && ShardedSet([1, 2]) != [1, 2, 3])
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
     }
 }
