@@ -102,9 +102,7 @@ struct DeviceGateway {
             // when its last connection was found gone (how long a dead link took to notice).
             let previous = service.attach([address], to: connection)
             connection.send(
-                service.encode(
-                    GatewayNotice(type: .subscribed, devices: [address], offlineSince: previous.offlineSince, tookOver: previous.tookOver ? true : nil)
-                )
+                GatewayNotice(type: .subscribed, devices: [address], offlineSince: previous.offlineSince, tookOver: previous.tookOver ? true : nil)
             )
         }
         // On shutdown the service closes every device connection, as a real service going away would.
@@ -151,9 +149,7 @@ struct DeviceGateway {
             let command = text.withUTF8({ GatewayCommand(fastJSON: $0) })
                 ?? (try? ServerJSON.decoder.decode(GatewayCommand.self, from: Data(text.utf8)))
         else {
-            connection.send(
-                service.encode(GatewayNotice(type: .error, reason: "expected a JSON text frame {\"op\":…,\"devices\":[…]}"))
-            )
+            connection.send(GatewayNotice(type: .error, reason: "expected a JSON text frame {\"op\":…,\"devices\":[…]}"))
             return
         }
         if command.op == .ack {
@@ -164,26 +160,26 @@ struct DeviceGateway {
         if case .single(let own) = connection.mode {
             // A single-device connection speaks only for its own device.
             guard devices.allSatisfy({ $0 == own }) else {
-                connection.send(service.encode(GatewayNotice(type: .error, reason: "this connection carries \(own) only")))
+                connection.send(GatewayNotice(type: .error, reason: "this connection carries \(own) only"))
                 return
             }
             devices = [own]
         }
         let invalid = devices.filter { !Platform.pushable.contains($0.platform) || !TokenRules.isValid($0.token[...], for: $0.platform) }
         guard invalid.isEmpty else {
-            connection.send(service.encode(GatewayNotice(type: .error, devices: invalid, reason: "invalid platform or token")))
+            connection.send(GatewayNotice(type: .error, devices: invalid, reason: "invalid platform or token"))
             return
         }
         switch command.op {
         case .subscribe:
             service.attach(devices, to: connection)
-            connection.send(service.encode(GatewayNotice(type: .subscribed, devices: devices)))
+            connection.send(GatewayNotice(type: .subscribed, devices: devices))
         case .unsubscribe:
             service.detach(devices, from: connection)
-            connection.send(service.encode(GatewayNotice(type: .unsubscribed, devices: devices)))
+            connection.send(GatewayNotice(type: .unsubscribed, devices: devices))
         case .unregister:
             service.unregister(devices)
-            connection.send(service.encode(GatewayNotice(type: .unregistered, devices: devices)))
+            connection.send(GatewayNotice(type: .unregistered, devices: devices))
         case .ack:
             break
         }

@@ -71,6 +71,12 @@ final class GatewayConnection: Sendable {
         enqueue(.text(text))
     }
 
+    /// A notice, written in one pass (``GatewayNotice/encodedJSON``): the gateway answers every
+    /// batch of subscriptions with one.
+    func send(_ notice: GatewayNotice) {
+        send(notice.encodedJSON)
+    }
+
     /// Hands a push to the connection's writer; with `tracked`, one the connection closes on
     /// before writing is given back by ``takeUnsent()``.
     func send(_ push: PushFrame, tracked: Bool, expiresAt: Int64?) {

@@ -167,7 +167,7 @@ extension PushService {
             case .single:
                 connection.close(reason: reason)
             case .multiplexed:
-                connection.send(encode(GatewayNotice(type: .disconnected, devices: addresses, reason: reason)))
+                connection.send(GatewayNotice(type: .disconnected, devices: addresses, reason: reason))
             }
         }
     }

@@ -118,11 +118,6 @@ public final class PushService: Sendable {
     /// The TLS listener's port once bound (0: none), for Web Push endpoints in public form.
     let tlsPort = Atomic<Int>(0)
     private let nextPushNumber = Atomic<UInt64>(1)
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        return encoder
-    }()
 
     /// - Parameters:
     ///   - configuration: faults at start and retention defaults.
@@ -461,14 +456,5 @@ public final class PushService: Sendable {
         for frame in frames { report(.expired, of: frame, at: now) }
         held.subtract(dropped, ordering: .relaxed)
         counters.withLock { $0.expired += dropped }
-    }
-
-    /// A notice in one pass (``GatewayNotice/encodedJSON``): the gateway answers every batch
-    /// of subscriptions with one.
-    func encode(_ notice: GatewayNotice) -> String { notice.encodedJSON }
-
-    func encode(_ value: some Encodable) -> String {
-        // JSONEncoder is thread-safe for encoding; sharing one avoids an allocation per frame.
-        (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "{}"
     }
 }
