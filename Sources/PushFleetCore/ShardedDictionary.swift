@@ -10,30 +10,22 @@
 public struct ShardedDictionary<Key: Hashable, Value> {
     @usableFromInline var shards: [[Key: Value]]
 
-    public static var shardCount: Int { 64 }
-
     public init() {
-        shards = Array(repeating: [:], count: Self.shardCount)
-    }
-
-    /// From the top bits of the key's hash: the shard's own table buckets by the low bits of
-    /// its own seeded hash.
-    @inlinable static func shard(of key: Key) -> Int {
-        Int(truncatingIfNeeded: UInt64(UInt(bitPattern: key.hashValue)) >> 58)
+        shards = Array(repeating: [:], count: ShardIndex.count)
     }
 
     @inlinable public subscript(key: Key) -> Value? {
-        get { shards[Self.shard(of: key)][key] }
-        _modify { yield &shards[Self.shard(of: key)][key] }
+        get { shards[ShardIndex.of(key)][key] }
+        _modify { yield &shards[ShardIndex.of(key)][key] }
     }
 
     @inlinable public subscript(key: Key, default defaultValue: @autoclosure () -> Value) -> Value {
-        get { shards[Self.shard(of: key)][key, default: defaultValue()] }
-        _modify { yield &shards[Self.shard(of: key)][key, default: defaultValue()] }
+        get { shards[ShardIndex.of(key)][key, default: defaultValue()] }
+        _modify { yield &shards[ShardIndex.of(key)][key, default: defaultValue()] }
     }
 
     @inlinable @discardableResult public mutating func removeValue(forKey key: Key) -> Value? {
-        shards[Self.shard(of: key)].removeValue(forKey: key)
+        shards[ShardIndex.of(key)].removeValue(forKey: key)
     }
 
     public var count: Int { shards.reduce(0) { $0 + $1.count } }
@@ -42,7 +34,7 @@ public struct ShardedDictionary<Key: Hashable, Value> {
     public var shardSizes: [Int] { shards.map(\.count) }
 
     public mutating func removeAll() {
-        shards = Array(repeating: [:], count: Self.shardCount)
+        shards = Array(repeating: [:], count: ShardIndex.count)
     }
 }
 
@@ -66,5 +58,16 @@ extension ShardedDictionary: ExpressibleByDictionaryLiteral {
     public init(dictionaryLiteral elements: (Key, Value)...) {
         self.init()
         for (key, value) in elements { self[key] = value }
+    }
+}
+
+/// Which of the 64 tables a key is in, for ``ShardedDictionary`` and ``ShardedSet``.
+@usableFromInline enum ShardIndex {
+    @usableFromInline static let count = 64
+
+    /// From the top bits of the key's hash: the shard's own table buckets by the low bits of
+    /// its own seeded hash.
+    @inlinable static func of(_ key: some Hashable) -> Int {
+        Int(truncatingIfNeeded: UInt64(UInt(bitPattern: key.hashValue)) >> 58)
     }
 }

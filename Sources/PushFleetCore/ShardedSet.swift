@@ -3,7 +3,7 @@ public struct ShardedSet<Element: Hashable> {
     @usableFromInline var shards: [Set<Element>]
 
     public init() {
-        shards = Array(repeating: [], count: ShardedDictionary<Element, Void>.shardCount)
+        shards = Array(repeating: [], count: ShardIndex.count)
     }
 
     public init<S: Sequence>(_ elements: S) where S.Element == Element {
@@ -12,22 +12,22 @@ public struct ShardedSet<Element: Hashable> {
     }
 
     @inlinable @discardableResult public mutating func insert(_ element: Element) -> Bool {
-        shards[ShardedDictionary<Element, Void>.shard(of: element)].insert(element).inserted
+        shards[ShardIndex.of(element)].insert(element).inserted
     }
 
     @inlinable @discardableResult public mutating func remove(_ element: Element) -> Element? {
-        shards[ShardedDictionary<Element, Void>.shard(of: element)].remove(element)
+        shards[ShardIndex.of(element)].remove(element)
     }
 
     @inlinable public func contains(_ element: Element) -> Bool {
-        shards[ShardedDictionary<Element, Void>.shard(of: element)].contains(element)
+        shards[ShardIndex.of(element)].contains(element)
     }
 
     public var count: Int { shards.reduce(0) { $0 + $1.count } }
     public var isEmpty: Bool { shards.allSatisfy(\.isEmpty) }
 
     public mutating func removeAll() {
-        shards = Array(repeating: [], count: ShardedDictionary<Element, Void>.shardCount)
+        shards = Array(repeating: [], count: ShardIndex.count)
     }
 }
 
