@@ -12,12 +12,7 @@ extension PushReport {
             switch name {
             case "hops":
                 guard seen.first(0) else { return false }
-                var list: [PushHop] = []
-                guard reader.array({ reader in
-                    guard let hop = PushHop.read(&reader) else { return false }
-                    list.append(hop)
-                    return true
-                }) != nil else { return false }
+                guard let list = reader.elements(PushHop.read) else { return false }
                 hops = list
                 return true
             case "lost":

@@ -31,6 +31,19 @@ package struct StrictJSONReader {
         list(open: UInt8(ascii: "["), close: UInt8(ascii: "]"), element)
     }
 
+    /// An array read into a list by `element` (nil for an element it cannot read); nil unless
+    /// all were read. Inlinable, to be specialized for each element type.
+    @inlinable
+    package mutating func elements<T>(_ element: (inout StrictJSONReader) -> T?) -> [T]? {
+        var list: [T] = []
+        guard array({ reader in
+            guard let value = element(&reader) else { return false }
+            list.append(value)
+            return true
+        }) != nil else { return nil }
+        return list
+    }
+
     /// `open`, items separated by commas (each read by `item`), `close`.
     private mutating func list(open: UInt8, close: UInt8, _ item: (inout StrictJSONReader) -> Bool) -> Void? {
         skipSpace()

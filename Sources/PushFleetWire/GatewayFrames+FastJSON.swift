@@ -43,13 +43,7 @@ extension DeviceAddress {
 
     /// An array of addresses (``read(_:)``); nil unless all were read.
     static func readList(_ reader: inout StrictJSONReader) -> [DeviceAddress]? {
-        var list: [DeviceAddress] = []
-        guard reader.array({ reader in
-            guard let device = read(&reader) else { return false }
-            list.append(device)
-            return true
-        }) != nil else { return nil }
-        return list
+        reader.elements(read)
     }
 
     /// `{"platform":…,"token":…}`, each once; other members only when plain values.
@@ -132,15 +126,7 @@ extension GatewayCommand {
                 return devices != nil
             case "pushes":
                 guard seen.first(2) else { return false }
-                pushes = reader.optional { reader -> [UInt64]? in
-                    var list: [UInt64] = []
-                    guard reader.array({ reader in
-                        guard let push = reader.unsigned() else { return false }
-                        list.append(push)
-                        return true
-                    }) != nil else { return nil }
-                    return list
-                }
+                pushes = reader.optional { $0.elements { $0.unsigned() } }
                 return pushes != nil
             default:
                 return reader.skipScalar()
