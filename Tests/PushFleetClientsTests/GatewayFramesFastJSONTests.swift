@@ -41,28 +41,20 @@ struct GatewayFramesFastJSONTests {
     /// A text bent one way: spaces, members it does not know, a repeated member, nulls, numbers
     /// spelled otherwise, escapes, a cut, a stray byte.
     static func bend(_ text: String, _ rng: inout SplitMix64) -> String {
-        var text = text
-        func replaceFirst(_ pattern: String, with replacement: String) {
-            if let range = text.range(of: pattern) { text.replaceSubrange(range, with: replacement) }
-        }
-        switch rng.next() % 12 {
-        case 0: text = text.replacingOccurrences(of: ",", with: " ,\n\t").replacingOccurrences(of: ":", with: " : ")
-        case 1: replaceFirst("{", with: #"{"extra":"x\"y","n":-12,"b":true,"z":null,"#)
-        case 2: replaceFirst("{", with: #"{"nested":{"a":1},"#)
-        case 3: replaceFirst("{", with: #"{"devices":[],"#)
-        case 4: replaceFirst(#""devices":"#, with: #""devices":null,"x":"#)
-        case 5: replaceFirst(#""platform":""#, with: #""platform":"\u0061"#)
-        case 6: replaceFirst(#""token":"#, with: #""token":12,"x":"#)
-        case 7: text = String(text.prefix(Int(rng.next() % UInt64(max(1, text.count)))))
-        case 8:
-            var bytes = Array(text.utf8)
-            if !bytes.isEmpty { bytes[Int(rng.next() % UInt64(bytes.count))] = UInt8(rng.next() % 128) }
-            text = String(decoding: bytes, as: UTF8.self)
-        case 9: replaceFirst(#""pushes":["#, with: #""pushes":[1.5e3,"#)
-        case 10: replaceFirst(#""offlineSince":"#, with: #""offlineSince":007,"x":"#)
-        default: replaceFirst("{\"platform\"", with: #"{"kind":{"deep":[1]},"platform""#)
-        }
-        return text
+        JSONBend.bend(text, &rng, [
+            .spaced,
+            .replace("{", #"{"extra":"x\"y","n":-12,"b":true,"z":null,"#),
+            .replace("{", #"{"nested":{"a":1},"#),
+            .replace("{", #"{"devices":[],"#),
+            .replace(#""devices":"#, #""devices":null,"x":"#),
+            .replace(#""platform":""#, #""platform":"\u0061"#),
+            .replace(#""token":"#, #""token":12,"x":"#),
+            .cut,
+            .strayByte,
+            .replace(#""pushes":["#, #""pushes":[1.5e3,"#),
+            .replace(#""offlineSince":"#, #""offlineSince":007,"x":"#),
+            .replace("{\"platform\"", #"{"kind":{"deep":[1]},"platform""#),
+        ])
     }
 
     @Test("a notice written in one pass, and the push service's JSONEncoder's, read back to itself by both readers")

@@ -89,30 +89,22 @@ struct PushFrameFastDecodingTests {
     /// A frame's text bent one way: spaces, keys it does not know, a repeated key, numbers
     /// JSON spells otherwise, nulls, escapes, a wrong type, a cut, a stray byte.
     static func bend(_ text: String, _ rng: inout SplitMix64) -> String {
-        var text = text
-        func replaceFirst(_ pattern: String, with replacement: String) {
-            if let range = text.range(of: pattern) { text.replaceSubrange(range, with: replacement) }
-        }
-        switch rng.next() % 14 {
-        case 0: text = text.replacingOccurrences(of: ",", with: " ,\n\t").replacingOccurrences(of: ":", with: " : ")
-        case 1: replaceFirst("{", with: #"{"extra":"x\"y","n":-12,"b":true,"z":null,"#)
-        case 2: replaceFirst("{", with: #"{"nested":{"type":"subscribed"},"#)
-        case 3: replaceFirst("{", with: #"{"list":[1,2],"#)
-        case 4: replaceFirst("{", with: #"{"token":"dup","#)
-        case 5: replaceFirst(#""acceptedAt":"#, with: #""acceptedAt":1.5e3,"x":"#)
-        case 6: replaceFirst(#""stored":"#, with: #""stored":null,"x":"#)
-        case 7: replaceFirst(#""platform":""#, with: #""platform":"\u0061"#)
-        case 8: replaceFirst(#""id":"#, with: #""id":12,"x":"#)
-        case 9: text = String(text.prefix(Int(rng.next() % UInt64(max(1, text.count)))))
-        case 10:
-            var bytes = Array(text.utf8)
-            if !bytes.isEmpty { bytes[Int(rng.next() % UInt64(bytes.count))] = UInt8(rng.next() % 128) }
-            text = String(decoding: bytes, as: UTF8.self)
-        case 11: replaceFirst(#""acceptedAt":"#, with: #""acceptedAt":007,"x":"#)
-        case 12: replaceFirst(#""acceptedAt":"#, with: #""acceptedAt":99999999999999999999,"x":"#)
-        default: replaceFirst(#""token":""#, with: #""token":"\ud83d\ude80\ud800"#)
-        }
-        return text
+        JSONBend.bend(text, &rng, [
+            .spaced,
+            .replace("{", #"{"extra":"x\"y","n":-12,"b":true,"z":null,"#),
+            .replace("{", #"{"nested":{"type":"subscribed"},"#),
+            .replace("{", #"{"list":[1,2],"#),
+            .replace("{", #"{"token":"dup","#),
+            .replace(#""acceptedAt":"#, #""acceptedAt":1.5e3,"x":"#),
+            .replace(#""stored":"#, #""stored":null,"x":"#),
+            .replace(#""platform":""#, #""platform":"\u0061"#),
+            .replace(#""id":"#, #""id":12,"x":"#),
+            .cut,
+            .strayByte,
+            .replace(#""acceptedAt":"#, #""acceptedAt":007,"x":"#),
+            .replace(#""acceptedAt":"#, #""acceptedAt":99999999999999999999,"x":"#),
+            .replace(#""token":""#, #""token":"\ud83d\ude80\ud800"#),
+        ])
     }
 
     @Test("a frame as the gateway writes it is read by the fast decoder, and to the same frame")
