@@ -38,6 +38,7 @@ struct GeneratorHonestyTests {
           devices_per_user: 1
           platforms: { apns: 1 }
         lifecycle: [login, register, connect, receive]
+        timeouts: { login: 60s, register: 60s, connect: 60s }
         traffic:
           - { name: plain, kind: plain, platforms: [apns], rate: 20/s, duration: 2s }
         deadline: 30s

@@ -124,6 +124,7 @@ struct EmbeddedHopTests {
               devices_per_user: 1
               platforms: { apns: 1 }
             lifecycle: [login, register, connect, receive]
+            timeouts: { login: 60s, register: 60s, connect: 60s }
             traffic:
               - { name: plain, kind: plain, platforms: [apns], rate: 60/s, duration: 4s }
             faults:
@@ -158,6 +159,7 @@ struct EmbeddedHopTests {
               devices_per_user: 1
               platforms: { apns: 1, fcm: 1 }
             lifecycle: [login, register, connect, receive, fetch_secure]
+            timeouts: { login: 60s, register: 60s, connect: 60s }
             traffic:
               - { name: secure, kind: secure, rate: 10/s, duration: 2s }
             thresholds:
