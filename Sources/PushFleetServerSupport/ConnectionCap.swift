@@ -49,6 +49,24 @@ public final class StalledConnections: Sendable {
         var quietSince: Int64 = 0
         var evicted = false
 
+        mutating func began(now: Int64, quiet: Bool) {
+            if quiet {
+                if quietDepth == 0 { quietSince = now }
+                quietDepth += 1
+            } else {
+                if depth == 0 { since = now }
+                depth += 1
+            }
+        }
+
+        mutating func ended(quiet: Bool) {
+            if quiet {
+                if quietDepth > 0 { quietDepth -= 1 }
+            } else if depth > 0 {
+                depth -= 1
+            }
+        }
+
         /// When it may be closed for room; nil while it is busy.
         func due(grace: Int64, quietGrace: Int64) -> Int64? {
             guard !evicted else { return nil }
@@ -101,34 +119,22 @@ public final class StalledConnections: Sendable {
     /// A phase in which the client owes bytes (or, `quiet`, one in which it is silent) began on
     /// `channel` (or its parent, for a stream).
     func began(_ channel: any Channel, now: Int64, quiet: Bool = false) {
-        entries.withLock { entries in
-            guard let key = Self.key(channel, in: entries) else { return }
-            if quiet {
-                if entries[key]!.quietDepth == 0 { entries[key]!.quietSince = now }
-                entries[key]!.quietDepth += 1
-            } else {
-                if entries[key]!.depth == 0 { entries[key]!.since = now }
-                entries[key]!.depth += 1
-            }
-        }
+        entries.withLock { Self.update(channel, in: &$0) { $0.began(now: now, quiet: quiet) } }
     }
 
     /// That phase ended.
     func ended(_ channel: any Channel, quiet: Bool = false) {
-        entries.withLock { entries in
-            guard let key = Self.key(channel, in: entries) else { return }
-            if quiet {
-                if entries[key]!.quietDepth > 0 { entries[key]!.quietDepth -= 1 }
-            } else if entries[key]!.depth > 0 {
-                entries[key]!.depth -= 1
-            }
-        }
+        entries.withLock { Self.update(channel, in: &$0) { $0.ended(quiet: quiet) } }
     }
 
-    private static func key(_ channel: any Channel, in entries: [ObjectIdentifier: Entry]) -> ObjectIdentifier? {
-        let own = ObjectIdentifier(channel)
-        if entries[own] != nil { return own }
-        return channel.parent.map { ObjectIdentifier($0) }.flatMap { entries[$0] != nil ? $0 : nil }
+    /// The entry of `channel`, or of its parent for a stream, changed in place: one look-up, no
+    /// copy of the entry (an HTTP/1.1 connection goes quiet and back on every request).
+    private static func update(_ channel: any Channel, in entries: inout [ObjectIdentifier: Entry], _ change: (inout Entry) -> Void) {
+        if let index = entries.index(forKey: ObjectIdentifier(channel)) {
+            change(&entries.values[index])
+        } else if let parent = channel.parent, let index = entries.index(forKey: ObjectIdentifier(parent)) {
+            change(&entries.values[index])
+        }
     }
 
     public var stalledCount: Int { entries.withLock { $0.values.count { $0.depth > 0 && !$0.evicted } } }

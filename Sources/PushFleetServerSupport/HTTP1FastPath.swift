@@ -46,6 +46,8 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var readPending = false
     /// Within `channelRead`: a `channelReadComplete` follows.
     private var inRead = false
+    /// The channel's, taken once: each answer's buffer comes from it.
+    private var allocator = ByteBufferAllocator()
 
     init(responder: any EventLoopResponder, idleTimeout: Duration, stalled: StalledConnections? = nil, lends: Bool = false) {
         self.responder = responder
@@ -61,6 +63,10 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         cancelTimer()
         held = nil
         context.fireChannelInactive()
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        allocator = context.channel.allocator
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -166,6 +172,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// Answers the complete requests held, in order; stops at a partial one, at an answer owed or
     /// a request lent, or hands over.
     private func answerHeld(_ context: ChannelHandlerContext) {
+        let channel = context.channel
         while state.mode == .answering, let buffer = held {
             guard buffer.readableBytes > 0 else {
                 held = nil
@@ -184,7 +191,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
             }
             guard buffer.readableBytes >= total else { return }
             let body = buffer.getSlice(at: buffer.readerIndex + head.length, length: head.contentLength) ?? ByteBuffer()
-            if let later = responder.respondLater(route, head: head.request, body: body, channel: context.channel) {
+            if let later = responder.respondLater(route, head: head.request, body: body, channel: channel) {
                 consume(total)
                 state.owe()
                 let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -196,7 +203,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 }
                 return
             }
-            guard let answer = responder.respond(route, head: head.request, body: body, channel: context.channel) else {
+            guard let answer = responder.respond(route, head: head.request, body: body, channel: channel) else {
                 return lendOrHandOver(total, context)
             }
             consume(total)
@@ -216,7 +223,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Writes an answer; false when the request asked to close, and the connection is closing.
     private func write(_ answer: CompleteResponse, closes: Bool, _ context: ChannelHandlerContext) -> Bool {
-        context.write(NIOAny(Self.encode(answer, allocator: context.channel.allocator)), promise: nil)
+        context.write(NIOAny(Self.encode(answer, allocator: allocator)), promise: nil)
         unflushed = true
         guard closes else { return true }
         state.closed()
@@ -365,31 +372,5 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         timer = nil
         partialTimer?.cancel()
         partialTimer = nil
-    }
-
-    /// The status line, the answer's fields and its `content-length`, and its body, in one buffer.
-    static func encode(_ answer: CompleteResponse, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: 128 + answer.body.readableBytes)
-        if answer.status == .ok {
-            buffer.writeStaticString("HTTP/1.1 200 OK\r\n")
-        } else {
-            buffer.writeStaticString("HTTP/1.1 ")
-            buffer.writeString(String(answer.status.code))
-            buffer.writeInteger(UInt8(ascii: " "))
-            buffer.writeString(answer.status.reasonPhrase)
-            buffer.writeStaticString("\r\n")
-        }
-        for field in answer.headers where field.name != .contentLength {
-            buffer.writeString(field.name.rawName)
-            buffer.writeStaticString(": ")
-            buffer.writeString(field.value)
-            buffer.writeStaticString("\r\n")
-        }
-        buffer.writeStaticString("content-length: ")
-        buffer.writeString(String(answer.body.readableBytes))
-        buffer.writeStaticString("\r\n\r\n")
-        var body = answer.body
-        buffer.writeBuffer(&body)
-        return buffer
     }
 }

@@ -63,16 +63,35 @@ public enum HTTP1RequestScan {
             let start = reader.position
             let effect: LineMemo.Effect
             if count < memo.lines.count, reader.repeats(memo.lines[count].bytes) {
-                effect = memo.lines[count].effect
+                count += 1
+                guard count <= maxFields else { return .unsupported }
+                // While the previous head's fields serve, a repeated line's field is not copied
+                // out of the memo: only what frames the request is.
+                if fields == nil {
+                    switch memo.lines[count - 1].effect {
+                    case .host(let value):
+                        guard host == nil else { return .unsupported }
+                        host = value
+                    case .contentLength(let length, _):
+                        guard contentLength == nil else { return .unsupported }
+                        contentLength = length
+                    case .connection(let closing, _):
+                        if closing { closes = true }
+                    case .field:
+                        break
+                    }
+                    continue
+                }
+                effect = memo.lines[count - 1].effect
             } else {
                 guard let line = reader.nextLine() else { break }
                 guard let (name, value) = line, let read = lineEffect(name: name, value: value) else { return .unsupported }
                 effect = read
                 if fields == nil { fields = memo.fields(ofFirst: count) }
                 memo.remember(effect, line: reader.slice(start, reader.position), at: count)
+                count += 1
+                guard count <= maxFields else { return .unsupported }
             }
-            count += 1
-            guard count <= maxFields else { return .unsupported }
             switch effect {
             case .host(let value):
                 guard host == nil else { return .unsupported }
