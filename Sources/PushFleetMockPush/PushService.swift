@@ -168,7 +168,9 @@ public final class PushService: Sendable {
     /// Decides a push's fate: answered unregistered or throttled, or accepted and then delivered,
     /// held, dropped or delayed as the faults say.
     func accept(_ push: IncomingPush) -> AcceptOutcome {
-        let decision = faults.decide(token: push.address.token, at: now())
+        // One reading of the clock: the faults' decision is made at the instant of acceptance.
+        let acceptedAt = now()
+        let decision = faults.decide(token: push.address.token, at: acceptedAt)
         // One look at the device's entry answers both questions.
         let (unregisteredAt, connection) = shard(for: push.address).devices.withLock { devices in
             let entry = devices[push.address]
@@ -194,7 +196,6 @@ public final class PushService: Sendable {
         if decision.throttled {
             return .throttled
         }
-        let acceptedAt = now()
         sweepIfDue(now: acceptedAt)
         counters.withLock {
             $0.accepted += 1
