@@ -61,56 +61,49 @@ public enum HTTP1RequestScan {
         var count = 0
         while true {
             let start = reader.position
-            let effect: LineMemo.Effect
             if count < memo.lines.count, reader.repeats(memo.lines[count].bytes) {
                 count += 1
                 guard count <= maxFields else { return .unsupported }
-                // While the previous head's fields serve, a repeated line's field is not copied
-                // out of the memo: only what frames the request is.
-                if fields == nil {
-                    switch memo.lines[count - 1].effect {
-                    case .host(let value):
-                        guard host == nil else { return .unsupported }
-                        host = value
-                    case .contentLength(let length, _):
-                        guard contentLength == nil else { return .unsupported }
-                        contentLength = length
-                    case .connection(let closing, _):
-                        if closing { closes = true }
-                    case .field:
-                        break
-                    }
-                    continue
-                }
-                effect = memo.lines[count - 1].effect
-            } else {
-                guard let line = reader.nextLine() else { break }
-                guard let (name, value) = line, let read = lineEffect(name: name, value: value) else { return .unsupported }
-                effect = read
-                if fields == nil { fields = memo.fields(ofFirst: count) }
-                memo.remember(effect, line: reader.slice(start, reader.position), at: count)
-                count += 1
-                guard count <= maxFields else { return .unsupported }
+                // Read in place: a repeated line's field is copied out of the memo only when the
+                // head's fields are made anew, not while the previous head's serve.
+                guard Self.take(memo.lines[count - 1].effect, fields: &fields, host: &host, contentLength: &contentLength, closes: &closes)
+                else { return .unsupported }
+                continue
             }
-            switch effect {
-            case .host(let value):
-                guard host == nil else { return .unsupported }
-                host = value
-            case .contentLength(let length, let field):
-                guard contentLength == nil else { return .unsupported }
-                contentLength = length
-                fields?.append(field)
-            case .connection(let closing, let field):
-                if closing { closes = true }
-                fields?.append(field)
-            case .field(let field):
-                fields?.append(field)
-            }
+            guard let line = reader.nextLine() else { break }
+            guard let (name, value) = line, let effect = lineEffect(name: name, value: value) else { return .unsupported }
+            if fields == nil { fields = memo.fields(ofFirst: count) }
+            memo.remember(effect, line: reader.slice(start, reader.position), at: count)
+            count += 1
+            guard count <= maxFields else { return .unsupported }
+            guard Self.take(effect, fields: &fields, host: &host, contentLength: &contentLength, closes: &closes) else { return .unsupported }
         }
         let headerFields = fields ?? memo.fields(ofFirst: count)
         memo.settle(headerFields, lines: count)
         let request = HTTPRequest(method: method, scheme: "http", authority: host, path: target, headerFields: headerFields)
         return .request(Head(request: request, length: end, contentLength: contentLength ?? 0, closes: closes))
+    }
+
+    /// Adds what a line made to the head read so far; false when it repeats the host or the length.
+    @inline(__always)
+    private static func take(
+        _ effect: borrowing LineMemo.Effect, fields: inout HTTPFields?, host: inout String?, contentLength: inout Int?, closes: inout Bool
+    ) -> Bool {
+        switch effect {
+        case .host(let value):
+            guard host == nil else { return false }
+            host = value
+        case .contentLength(let length, let field):
+            guard contentLength == nil else { return false }
+            contentLength = length
+            fields?.append(field)
+        case .connection(let closing, let field):
+            if closing { closes = true }
+            fields?.append(field)
+        case .field(let field):
+            fields?.append(field)
+        }
+        return true
     }
 
     /// What one field line makes; nil for a field outside the subset.
