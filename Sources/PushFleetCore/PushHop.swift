@@ -78,6 +78,9 @@ public struct PushHop: Codable, Sendable, Equatable {
     /// context for the push), when it carried a well-formed one.
     public var trace: String?
 
+    /// Inlinable, as the push frame's init is: several are made for every push watched, in
+    /// another module.
+    @inlinable
     public init(
         push: UInt64, step: Step, at: Int64, platform: String, token: String, pushType: String? = nil, body: String? = nil, base64: Bool? = nil,
         hubAt: Int64? = nil, status: Int? = nil, reason: String? = nil, delay: Int64? = nil, then: Int64? = nil, trace: String? = nil

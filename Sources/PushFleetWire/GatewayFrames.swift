@@ -55,6 +55,9 @@ public struct PushFrame: Codable, Sendable, Equatable {
     /// app's own, for a notification message). A held one replaces the one held with its key.
     public var collapseKey: String?
 
+    /// Inlinable: made for every push in another module, it is then built in place there rather
+    /// than copied out of a call.
+    @inlinable
     public init(
         platform: Platform,
         token: String,
