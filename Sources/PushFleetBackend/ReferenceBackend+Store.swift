@@ -53,7 +53,8 @@ extension ReferenceBackend {
     }
 
     private func act(on action: StoreHealth.Action, detail: String = "") {
-        let metadata: Logger.Metadata = ["store": "\(configuration.store)"]
+        // Called on every store call: the log's metadata is made only when there is news.
+        var metadata: Logger.Metadata { ["store": "\(configuration.store)"] }
         switch action {
         case .none:
             return
