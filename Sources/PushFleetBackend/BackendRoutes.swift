@@ -103,7 +103,7 @@ extension ReferenceBackend {
         switch notification.content {
         case .secure(let payload):
             let secure = SecureNotification(id: notification.id, payload: payload, read: notification.read)
-            return .bytes(secure.encodedJSON.utf8, contentType: "application/json")
+            return .text(secure.encodedJSON, contentType: "application/json")
         case .rich(_, _, let contentType, let data):
             return .bytes(data, contentType: contentType)
         }

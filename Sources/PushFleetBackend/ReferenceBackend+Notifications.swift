@@ -259,7 +259,7 @@ extension ReferenceBackend {
     }
 
     static func answer(for outcome: SendOutcome) -> CompleteResponse {
-        .bytes(outcome.encodedJSON.utf8, status: outcome.outcome == .abandoned ? .internalServerError : .ok, contentType: "application/json")
+        .text(outcome.encodedJSON, status: outcome.outcome == .abandoned ? .internalServerError : .ok, contentType: "application/json")
     }
 }
 

@@ -72,9 +72,26 @@ extension CompleteResponse {
     public static func bytes(
         _ data: some Collection<UInt8>, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String
     ) -> CompleteResponse {
+        CompleteResponse(status: status, headers: fields(headers, contentType: contentType), body: ByteBuffer(bytes: data))
+    }
+
+    /// A body made as text (JSON written in one pass), copied into the answer whole.
+    public static func text(
+        _ body: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String
+    ) -> CompleteResponse {
+        CompleteResponse(status: status, headers: fields(headers, contentType: contentType), body: ByteBuffer(string: body))
+    }
+
+    /// `headers` with `contentType`: an answer with no other field (most) gets it appended, as
+    /// setting it by name goes through the fields' generic replacement.
+    private static func fields(_ headers: HTTPFields, contentType: String) -> HTTPFields {
         var fields = headers
-        fields[.contentType] = contentType
-        return CompleteResponse(status: status, headers: fields, body: ByteBuffer(bytes: data))
+        if fields.isEmpty {
+            fields.append(HTTPField(name: .contentType, value: contentType))
+        } else {
+            fields[.contentType] = contentType
+        }
+        return fields
     }
 
     /// No body.
