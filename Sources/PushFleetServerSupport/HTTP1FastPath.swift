@@ -46,8 +46,6 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var readPending = false
     /// Within `channelRead`: a `channelReadComplete` follows.
     private var inRead = false
-    /// The channel's, taken once: each answer's buffer comes from it.
-    private var allocator = ByteBufferAllocator()
 
     init(responder: any EventLoopResponder, idleTimeout: Duration, stalled: StalledConnections? = nil, lends: Bool = false) {
         self.responder = responder
@@ -63,10 +61,6 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
         cancelTimer()
         held = nil
         context.fireChannelInactive()
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        allocator = context.channel.allocator
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -223,7 +217,7 @@ final class HTTP1FastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Writes an answer; false when the request asked to close, and the connection is closing.
     private func write(_ answer: CompleteResponse, closes: Bool, _ context: ChannelHandlerContext) -> Bool {
-        context.write(NIOAny(Self.encode(answer, allocator: allocator)), promise: nil)
+        context.write(NIOAny(Self.encode(answer, allocator: context.channel.allocator)), promise: nil)
         unflushed = true
         guard closes else { return true }
         state.closed()

@@ -31,9 +31,7 @@ extension Response {
         headers: HTTPFields = [:],
         contentType: String
     ) -> Response {
-        var fields = headers
-        fields[.contentType] = contentType
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        Response(status: status, headers: headers.with(contentType: contentType), body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     /// A response with no body.
@@ -72,26 +70,14 @@ extension CompleteResponse {
     public static func bytes(
         _ data: some Collection<UInt8>, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String
     ) -> CompleteResponse {
-        CompleteResponse(status: status, headers: fields(headers, contentType: contentType), body: ByteBuffer(bytes: data))
+        CompleteResponse(status: status, headers: headers.with(contentType: contentType), body: ByteBuffer(bytes: data))
     }
 
     /// A body made as text (JSON written in one pass), copied into the answer whole.
     public static func text(
         _ body: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String
     ) -> CompleteResponse {
-        CompleteResponse(status: status, headers: fields(headers, contentType: contentType), body: ByteBuffer(string: body))
-    }
-
-    /// `headers` with `contentType`: an answer with no other field (most) gets it appended, as
-    /// setting it by name goes through the fields' generic replacement.
-    private static func fields(_ headers: HTTPFields, contentType: String) -> HTTPFields {
-        var fields = headers
-        if fields.isEmpty {
-            fields.append(HTTPField(name: .contentType, value: contentType))
-        } else {
-            fields[.contentType] = contentType
-        }
-        return fields
+        CompleteResponse(status: status, headers: headers.with(contentType: contentType), body: ByteBuffer(string: body))
     }
 
     /// No body.
@@ -103,5 +89,19 @@ extension CompleteResponse {
     public var response: Response {
         // An empty buffer would still be written as a body chunk (an empty DATA frame on HTTP/2).
         Response(status: status, headers: headers, body: body.readableBytes == 0 ? .init() : .init(byteBuffer: body))
+    }
+}
+
+extension HTTPFields {
+    /// These fields with `contentType`: an answer with no other field (most) gets it appended, as
+    /// setting it by name goes through the fields' generic replacement.
+    func with(contentType: String) -> HTTPFields {
+        var fields = self
+        if fields.isEmpty {
+            fields.append(HTTPField(name: .contentType, value: contentType))
+        } else {
+            fields[.contentType] = contentType
+        }
+        return fields
     }
 }
