@@ -74,18 +74,29 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         let connected = Mutex<UInt64>(0)
         // What the fleet process and the servers' process had spent when traffic began.
         let atTraffic = Mutex<(fleetCPU: Double, serverCPU: Double, backendCPU: Double, fleetRSS: UInt64)>((0, 0, 0, 0))
+        // And when the drain ended, before the fleet disconnected.
+        let atDrainEnd = Mutex<(fleetCPU: Double, serverCPU: Double, backendCPU: Double)?>(nil)
         var options = FleetRunner.Options.bench(yaml)
         options.beforeTraffic = {
             try? await Task.sleep(for: .seconds(1))
             connected.withLock { $0 = server.residentBytes() }
             atTraffic.withLock { $0 = (CPUTime.own(), server.cpuSeconds(), backend?.cpuSeconds() ?? 0, ServerProcess.residentBytes(pid: getpid())) }
         }
+        options.afterDrain = {
+            atDrainEnd.withLock { $0 = (CPUTime.own(), server.cpuSeconds(), backend?.cpuSeconds() ?? 0) }
+        }
         let result = try await FleetRunner(scenario: scenario, options: options).run()
+        let atEnd = (fleetCPU: CPUTime.own(), serverCPU: server.cpuSeconds(), backendCPU: backend?.cpuSeconds() ?? 0)
         let (fleetCPU, serverCPU, backendCPU, fleetRSS) = atTraffic.withLock { $0 }
-        let fleetCPUAfter = CPUTime.own() - fleetCPU
-        let pushServiceCPUAfter = server.cpuSeconds() - serverCPU
-        let backendCPUAfter = backend.map { $0.cpuSeconds() - backendCPU } ?? 0
+        // Per push: from traffic start to the drain's end. What comes after (every device
+        // disconnecting, the fleet's verdict) is a run's fixed cost, printed on its own.
+        let drained = atDrainEnd.withLock { $0 } ?? atEnd
+        let fleetCPUAfter = drained.fleetCPU - fleetCPU
+        let pushServiceCPUAfter = drained.serverCPU - serverCPU
+        let backendCPUAfter = backend.map { _ in drained.backendCPU - backendCPU } ?? 0
         let serverCPUAfter = pushServiceCPUAfter + backendCPUAfter
+        let fleetCPUEnding = atEnd.fleetCPU - drained.fleetCPU
+        let serverCPUEnding = (atEnd.serverCPU - drained.serverCPU) + (atEnd.backendCPU - drained.backendCPU)
         let fleetRSSAfter = ServerProcess.residentBytes(pid: getpid())
         let withDevices = connected.withLock { $0 }
         let traffic = max(0.001, result.info.trafficEndSecond - result.info.trafficStartSecond)
@@ -106,9 +117,10 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
             ("server RSS before devices", String(format: "%.1f MiB", Double(baseline) / 1_048_576)),
             ("server RSS with devices", String(format: "%.1f MiB", Double(withDevices) / 1_048_576)),
             ("server bytes per device", String(format: "%.1f KB", perDevice / Double(max(1, result.devices.ready)) / 1000)),
-            // From traffic start to the run's end (drain and judgement included), per push received.
+            // From traffic start to the drain's end, per push received.
             ("fleet CPU per push", String(format: "%.1f µs", fleetCPUAfter / pushes * 1e6)),
             ("servers' CPU per push", String(format: "%.1f µs", serverCPUAfter / pushes * 1e6)),
+            ("CPU after the drain", String(format: "fleet %.0f ms, servers %.0f ms (%d devices disconnecting; the fleet's verdict)", fleetCPUEnding * 1e3, serverCPUEnding * 1e3, result.devices.ready)),
         ]
         let split: [(String, String)] =
             backend == nil

@@ -20,6 +20,11 @@ extension FleetRun {
         if let beforeTraffic = options.beforeTraffic, !context.isStopping { await beforeTraffic() }
     }
 
+    /// Gives a benchmark its moment at the drain's end, before anything disconnects.
+    func afterDrain() async {
+        if let afterDrain = options.afterDrain { await afterDrain() }
+    }
+
     /// The fleet: every device (and shared channel) is a child of one discarding group, so one
     /// cancellation reaches all of them. One loop releases devices at their arrival times; a
     /// device's task starts when it arrives and a setup slot is free (``SetupTracker``), so a

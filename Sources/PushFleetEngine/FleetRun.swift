@@ -183,6 +183,7 @@ struct FleetRun: Sendable {
             let listen = stop.level >= .stopping ? scenario.deadline : scenario.deadline + scenario.grace
             await drain(stop, until: timeline.trafficEnd + listen.nanoseconds)
             timeline.listeningEnded = context.now()
+            await afterDrain()
             if options.departAtEnd && stop.level == .running {
                 await withDiscardingTaskGroup { departing in
                     for device in devices { departing.addTask { await device.depart(context) } }

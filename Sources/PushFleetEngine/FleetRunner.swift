@@ -19,6 +19,9 @@ public struct FleetRunner: Sendable {
         public var liveWindow: Duration = .seconds(10)
         /// Called once the fleet is in and before traffic starts (benchmarks sample memory here).
         public var beforeTraffic: (@Sendable () async -> Void)?
+        /// Called once the drain has ended, before the fleet departs and disconnects: benchmarks
+        /// close their per-push window here, so a short run's teardown is not counted per push.
+        public var afterDrain: (@Sendable () async -> Void)?
         /// Live Prometheus metrics to keep up to date, if any.
         public var metrics: LiveMetrics?
         /// The run id (hex digits) when the runner makes the plan; random when nil. A plan given
