@@ -4,60 +4,92 @@
 /// ``PushReport/init(fastJSON:)``; nil members are left out, as `JSONEncoder` leaves them.
 extension PushReport {
     public var json: String {
-        var out = "{\"hops\":["
-        out.reserveCapacity(64 + hops.count * 160)
+        var out = JSONBytes(capacity: 0)
+        encodeJSON(into: &out)
+        return out.text
+    }
+
+    /// ``json``'s bytes, appended to `out`.
+    public func encodeJSON(into out: inout JSONBytes) {
+        out.bytes.reserveCapacity(out.bytes.count + 64 + hops.count * 200)
+        out.raw("{\"hops\":[")
         for (index, hop) in hops.enumerated() {
-            if index > 0 { out += "," }
-            hop.append(to: &out)
+            if index > 0 { out.raw(",") }
+            hop.encodeJSON(into: &out)
         }
-        out += "]"
+        out.raw("]")
         if let hub {
-            out += ",\"hub\":["
+            out.raw(",\"hub\":[")
             for (index, note) in hub.enumerated() {
-                if index > 0 { out += "," }
-                out += "{\"at\":\(note.at),\"body\":"
-                JSONText.appendQuoted(note.body, to: &out)
-                out += ",\"format\":"
-                JSONText.appendQuoted(note.format, to: &out)
-                out += ",\"targets\":\(note.targets)}"
+                if index > 0 { out.raw(",") }
+                out.raw("{\"at\":")
+                out.integer(note.at)
+                out.raw(",\"body\":")
+                out.quoted(note.body)
+                out.raw(",\"format\":")
+                out.quoted(note.format)
+                out.raw(",\"targets\":")
+                out.integer(note.targets)
+                out.raw("}")
             }
-            out += "]"
+            out.raw("]")
         }
-        if let lost { out += ",\"lost\":\(lost)" }
-        out += "}"
-        return out
+        if let lost {
+            out.raw(",\"lost\":")
+            out.integer(lost)
+        }
+        out.raw("}")
     }
 }
 
 extension PushHop {
-    fileprivate func append(to out: inout String) {
-        out += "{\"push\":\(push),\"step\":"
-        JSONText.appendQuoted(step.rawValue, to: &out)
-        out += ",\"at\":\(at),\"platform\":"
-        JSONText.appendQuoted(platform, to: &out)
-        out += ",\"token\":"
-        JSONText.appendQuoted(token, to: &out)
+    fileprivate func encodeJSON(into out: inout JSONBytes) {
+        out.raw("{\"push\":")
+        out.integer(push)
+        out.raw(",\"step\":")
+        out.quoted(step.rawValue)
+        out.raw(",\"at\":")
+        out.integer(at)
+        out.raw(",\"platform\":")
+        out.quoted(platform)
+        out.raw(",\"token\":")
+        out.quoted(token)
         if let pushType {
-            out += ",\"push_type\":"
-            JSONText.appendQuoted(pushType, to: &out)
+            out.raw(",\"push_type\":")
+            out.quoted(pushType)
         }
         if let body {
-            out += ",\"body\":"
-            JSONText.appendQuoted(body, to: &out)
+            out.raw(",\"body\":")
+            out.quoted(body)
         }
-        if let base64 { out += base64 ? ",\"base64\":true" : ",\"base64\":false" }
-        if let hubAt { out += ",\"hub_at\":\(hubAt)" }
-        if let status { out += ",\"status\":\(status)" }
+        if let base64 {
+            out.raw(",\"base64\":")
+            out.bool(base64)
+        }
+        if let hubAt {
+            out.raw(",\"hub_at\":")
+            out.integer(hubAt)
+        }
+        if let status {
+            out.raw(",\"status\":")
+            out.integer(status)
+        }
         if let reason {
-            out += ",\"reason\":"
-            JSONText.appendQuoted(reason, to: &out)
+            out.raw(",\"reason\":")
+            out.quoted(reason)
         }
-        if let delay { out += ",\"delay\":\(delay)" }
-        if let then { out += ",\"then\":\(then)" }
+        if let delay {
+            out.raw(",\"delay\":")
+            out.integer(delay)
+        }
+        if let then {
+            out.raw(",\"then\":")
+            out.integer(then)
+        }
         if let trace {
-            out += ",\"trace\":"
-            JSONText.appendQuoted(trace, to: &out)
+            out.raw(",\"trace\":")
+            out.quoted(trace)
         }
-        out += "}"
+        out.raw("}")
     }
 }

@@ -105,13 +105,16 @@ final class GatewayConnection: Sendable {
         guard !items.isEmpty, writer.channel.isActive else { return }
         let sink = frameSink(writer)
         var written: [PushFrame] = []
+        var json = JSONBytes(capacity: 512)
         for item in items {
             switch item {
             case .text(let text):
                 write(text, sink, writer)
             case .push(var frame):
                 frame.writtenAt = writer.now()
-                write(frame.encodedJSON, sink, writer)
+                json.bytes.removeAll(keepingCapacity: true)
+                frame.encodeJSON(into: &json)
+                write(json.bytes, sink, writer)
                 written.append(frame)
             case .close(let reason):
                 closeContinuation.yield(reason)
@@ -141,6 +144,12 @@ final class GatewayConnection: Sendable {
         let allocator = writer.channel.allocator
         if let sink, sink.write(GatewayFrameSink.textFrame(text, allocator: allocator)) { return }
         writer.channel.write(WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(string: text)), promise: nil)
+    }
+
+    private func write(_ payload: [UInt8], _ sink: GatewayFrameSink?, _ writer: Writer) {
+        let allocator = writer.channel.allocator
+        if let sink, sink.write(GatewayFrameSink.textFrame(payload, allocator: allocator)) { return }
+        writer.channel.write(WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(bytes: payload)), promise: nil)
     }
 
     /// The device has these pushes.

@@ -34,9 +34,9 @@ struct ObserveEndpoint {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     do {
-                        try await outbound.write(.text(Self.encode(PushReport())))
+                        try await outbound.write(Self.frame(PushReport()))
                         while let batch = await queue.next(max: Self.maxBatch) {
-                            try await outbound.write(.text(Self.encode(batch)))
+                            try await outbound.write(Self.frame(batch))
                         }
                         try await outbound.close(.normalClosure, reason: "shutting down")
                     } catch {
@@ -55,7 +55,12 @@ struct ObserveEndpoint {
         }
     }
 
-    static func encode(_ report: PushReport) -> String { report.json }
+    /// A text frame of the report's JSON, written from its bytes (no `String` between).
+    static func frame(_ report: PushReport) -> WebSocketOutboundWriter.OutboundFrame {
+        var json = JSONBytes(capacity: 0)
+        report.encodeJSON(into: &json)
+        return .custom(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: json.bytes)))
+    }
 }
 
 /// Reports waiting for one watcher's connection.

@@ -1,43 +1,67 @@
-import PushFleetCore
+public import PushFleetCore
 
 extension PushFrame {
     /// The frame as the JSON text `JSONEncoder` writes (members in declaration order, absent
     /// optionals left out, slashes unescaped), written in one pass: the gateway writes one per
     /// push, and `JSONEncoder`'s generic containers cost more than the rest of the write.
     public var encodedJSON: String {
-        var out = "{\"type\":"
-        out.reserveCapacity(160 + token.utf8.count + id.utf8.count + body.utf8.count)
-        JSONText.appendQuoted(type, to: &out)
-        out += ",\"platform\":"
-        JSONText.appendQuoted(platform.rawValue, to: &out)
-        out += ",\"token\":"
-        JSONText.appendQuoted(token, to: &out)
-        out += ",\"id\":"
-        JSONText.appendQuoted(id, to: &out)
-        out += ",\"acceptedAt\":" + String(acceptedAt)
-        out += ",\"pushType\":"
-        JSONText.appendQuoted(pushType, to: &out)
-        out += ",\"body\":"
-        JSONText.appendQuoted(body, to: &out)
+        var out = JSONBytes(capacity: 0)
+        encodeJSON(into: &out)
+        return out.text
+    }
+
+    /// ``encodedJSON``'s bytes, appended to `out`.
+    public func encodeJSON(into out: inout JSONBytes) {
+        out.bytes.reserveCapacity(out.bytes.count + 200 + token.utf8.count + id.utf8.count + body.utf8.count + (trace?.utf8.count ?? 0))
+        out.raw("{\"type\":")
+        out.quoted(type)
+        out.raw(",\"platform\":")
+        out.quoted(platform.rawValue)
+        out.raw(",\"token\":")
+        out.quoted(token)
+        out.raw(",\"id\":")
+        out.quoted(id)
+        out.raw(",\"acceptedAt\":")
+        out.integer(acceptedAt)
+        out.raw(",\"pushType\":")
+        out.quoted(pushType)
+        out.raw(",\"body\":")
+        out.quoted(body)
         if let bodyEncoding {
-            out += ",\"bodyEncoding\":"
-            JSONText.appendQuoted(bodyEncoding, to: &out)
+            out.raw(",\"bodyEncoding\":")
+            out.quoted(bodyEncoding)
         }
-        out += stored ? ",\"stored\":true" : ",\"stored\":false"
+        out.raw(",\"stored\":")
+        out.bool(stored)
         if let reason {
-            out += ",\"reason\":"
-            JSONText.appendQuoted(reason, to: &out)
+            out.raw(",\"reason\":")
+            out.quoted(reason)
         }
-        if let push { out += ",\"push\":" + String(push) }
-        if let writtenAt { out += ",\"writtenAt\":" + String(writtenAt) }
-        if let hubAt { out += ",\"hubAt\":" + String(hubAt) }
-        if let delay { out += ",\"delay\":" + String(delay) }
+        if let push {
+            out.raw(",\"push\":")
+            out.integer(push)
+        }
+        if let writtenAt {
+            out.raw(",\"writtenAt\":")
+            out.integer(writtenAt)
+        }
+        if let hubAt {
+            out.raw(",\"hubAt\":")
+            out.integer(hubAt)
+        }
+        if let delay {
+            out.raw(",\"delay\":")
+            out.integer(delay)
+        }
         if let webPush {
-            out += ",\"webPush\":{"
+            out.raw(",\"webPush\":{")
             var first = true
-            func member(_ name: String, _ value: String?) {
+            func member(_ name: StaticString, _ value: String?) {
                 guard let value else { return }
-                out += (first ? "\"" : ",\"") + name + "\":" + JSONText.quoted(value)
+                out.raw(first ? "\"" : ",\"")
+                out.raw(name)
+                out.raw("\":")
+                out.quoted(value)
                 first = false
             }
             member("contentEncoding", webPush.contentEncoding)
@@ -45,17 +69,19 @@ extension PushFrame {
             member("cryptoKey", webPush.cryptoKey)
             member("urgency", webPush.urgency)
             member("topic", webPush.topic)
-            out += (first ? "\"" : ",\"") + "ttl\":" + String(webPush.ttl) + "}"
+            out.raw(first ? "\"ttl\":" : ",\"ttl\":")
+            out.integer(webPush.ttl)
+            out.raw("}")
         }
         if let trace {
-            out += ",\"trace\":"
-            JSONText.appendQuoted(trace, to: &out)
+            out.raw(",\"trace\":")
+            out.quoted(trace)
         }
         if let collapseKey {
-            out += ",\"collapseKey\":"
-            JSONText.appendQuoted(collapseKey, to: &out)
+            out.raw(",\"collapseKey\":")
+            out.quoted(collapseKey)
         }
-        return out + "}"
+        out.raw("}")
     }
 }
 

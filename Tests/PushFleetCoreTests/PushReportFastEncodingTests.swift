@@ -66,6 +66,33 @@ struct PushReportFastEncodingTests {
             let escaped = JSONText.escape(text)
             #expect(escaped == reference(text), "\(text.debugDescription)")
             #expect(try JSONDecoder().decode(String.self, from: Data(JSONText.quoted(text).utf8)) == text, "\(text.debugDescription)")
+            var bytes = JSONBytes(capacity: 0)
+            bytes.raw("[")
+            bytes.quoted(text)
+            #expect(bytes.text == "[" + JSONText.quoted(text), "\(text.debugDescription)")
+        }
+    }
+
+    @Test("integers are written in bytes as String writes them, at the edges of their range too")
+    func integersInBytes() {
+        var rng = SplitMix64(seed: 0x1D16)
+        var signed: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, .max, .min, .max - 1, .min + 1]
+        var unsigned: [UInt64] = [0, 9, 10, .max, .max - 1, UInt64(Int64.max) + 1]
+        for _ in 0..<1_000 {
+            signed.append(Int64(bitPattern: rng.next()) >> Int64(rng.next() % 64))
+            unsigned.append(rng.next() >> (rng.next() % 64))
+        }
+        for value in signed {
+            var bytes = JSONBytes(capacity: 0)
+            bytes.integer(value)
+            #expect(bytes.text == String(value))
+        }
+        for value in unsigned {
+            var bytes = JSONBytes(capacity: 0)
+            bytes.integer(value)
+            bytes.raw(",")
+            bytes.bool(value % 2 == 0)
+            #expect(bytes.text == String(value) + "," + String(value % 2 == 0))
         }
     }
 }

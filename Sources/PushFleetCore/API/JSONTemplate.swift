@@ -143,34 +143,50 @@ public enum JSONText {
         var length = 0
         for byte in bytes { length += escapedLength(byte) }
         return String(unsafeUninitializedCapacity: length) { out in
-            let hex: StaticString = "0123456789abcdef"
             var count = 0
-            func put(_ byte: UInt8) {
-                out[count] = byte
-                count += 1
-            }
             for byte in bytes {
-                switch escapedLength(byte) {
-                case 1:
-                    put(byte)
-                case 2:
-                    put(UInt8(ascii: "\\"))
-                    switch byte {
-                    case UInt8(ascii: "\n"): put(UInt8(ascii: "n"))
-                    case UInt8(ascii: "\r"): put(UInt8(ascii: "r"))
-                    case UInt8(ascii: "\t"): put(UInt8(ascii: "t"))
-                    default: put(byte)
-                    }
-                default:
-                    put(UInt8(ascii: "\\"))
-                    put(UInt8(ascii: "u"))
-                    put(UInt8(ascii: "0"))
-                    put(UInt8(ascii: "0"))
-                    put(hex.utf8Start[Int(byte >> 4)])
-                    put(hex.utf8Start[Int(byte & 0x0F)])
+                escaped(byte) { piece in
+                    out[count] = piece
+                    count += 1
                 }
             }
             return count
+        }
+    }
+
+    /// `bytes` escaped, appended to `out`; a string with nothing to escape is copied whole.
+    public static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        var plainFrom = 0
+        for (index, byte) in bytes.enumerated() where escapedLength(byte) > 1 {
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[plainFrom..<index]))
+            escaped(byte) { out.append($0) }
+            plainFrom = index + 1
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[plainFrom...]))
+    }
+
+    /// `byte` as JSON writes it in a string, a byte at a time to `put`.
+    @inline(__always)
+    private static func escaped(_ byte: UInt8, _ put: (UInt8) -> Void) {
+        switch escapedLength(byte) {
+        case 1:
+            put(byte)
+        case 2:
+            put(UInt8(ascii: "\\"))
+            switch byte {
+            case UInt8(ascii: "\n"): put(UInt8(ascii: "n"))
+            case UInt8(ascii: "\r"): put(UInt8(ascii: "r"))
+            case UInt8(ascii: "\t"): put(UInt8(ascii: "t"))
+            default: put(byte)
+            }
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            put(UInt8(ascii: "\\"))
+            put(UInt8(ascii: "u"))
+            put(UInt8(ascii: "0"))
+            put(UInt8(ascii: "0"))
+            put(hex.utf8Start[Int(byte >> 4)])
+            put(hex.utf8Start[Int(byte & 0x0F)])
         }
     }
 
