@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdCore
 import NIOCore
+import PushFleetCore
 import PushFleetServerSupport
 import PushFleetWire
 
@@ -103,7 +104,7 @@ extension ReferenceBackend {
         switch notification.content {
         case .secure(let payload):
             let secure = SecureNotification(id: notification.id, payload: payload, read: notification.read)
-            return .text(secure.encodedJSON, contentType: "application/json")
+            return .bytes(secure.jsonBytes.bytes, contentType: "application/json")
         case .rich(_, _, let contentType, let data):
             return .bytes(data, contentType: contentType)
         }

@@ -259,7 +259,7 @@ extension ReferenceBackend {
     }
 
     static func answer(for outcome: SendOutcome) -> CompleteResponse {
-        .text(outcome.encodedJSON, status: outcome.outcome == .abandoned ? .internalServerError : .ok, contentType: "application/json")
+        .bytes(outcome.jsonBytes.bytes, status: outcome.outcome == .abandoned ? .internalServerError : .ok, contentType: "application/json")
     }
 }
 

@@ -73,11 +73,11 @@ extension CompleteResponse {
         CompleteResponse(status: status, headers: headers.with(contentType: contentType), body: ByteBuffer(bytes: data))
     }
 
-    /// A body made as text (JSON written in one pass), copied into the answer whole.
-    public static func text(
-        _ body: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String
+    /// A body written as bytes (JSON written in one pass), copied into the answer whole.
+    public static func bytes(
+        _ data: [UInt8], status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String
     ) -> CompleteResponse {
-        CompleteResponse(status: status, headers: headers.with(contentType: contentType), body: ByteBuffer(string: body))
+        CompleteResponse(status: status, headers: headers.with(contentType: contentType), body: ByteBuffer(bytes: data))
     }
 
     /// No body.

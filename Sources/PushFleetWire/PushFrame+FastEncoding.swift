@@ -88,22 +88,45 @@ extension PushFrame {
 extension SendOutcome {
     /// The outcome as the backend's JSON encoder writes it (sorted keys, absent id left out), in
     /// one pass: the backend answers one per send.
-    public var encodedJSON: String {
-        var out = "{\"accepted\":" + String(accepted) + ",\"failed\":" + String(failed)
+    public var encodedJSON: String { jsonBytes.text }
+
+    /// ``encodedJSON`` as UTF-8 bytes, the answer's body as it is.
+    public var jsonBytes: JSONBytes {
+        var out = JSONBytes(capacity: 128)
+        out.raw("{\"accepted\":")
+        out.integer(accepted)
+        out.raw(",\"failed\":")
+        out.integer(failed)
         if let id {
-            out += ",\"id\":"
-            JSONText.appendQuoted(id, to: &out)
+            out.raw(",\"id\":")
+            out.quoted(id)
         }
-        out += ",\"outcome\":"
-        JSONText.appendQuoted(outcome.rawValue, to: &out)
-        return out + ",\"removed\":" + String(removed) + ",\"targets\":" + String(targets) + "}"
+        out.raw(",\"outcome\":")
+        out.quoted(outcome.rawValue)
+        out.raw(",\"removed\":")
+        out.integer(removed)
+        out.raw(",\"targets\":")
+        out.integer(targets)
+        out.raw("}")
+        return out
     }
 }
 
 extension SecureNotification {
     /// The notification as the backend's JSON encoder writes it (sorted keys, slashes unescaped),
     /// in one pass: the backend answers one per secure push fetched.
-    public var encodedJSON: String {
-        "{\"Id\":" + JSONText.quoted(id) + ",\"Payload\":" + JSONText.quoted(payload) + ",\"Read\":" + (read ? "true" : "false") + "}"
+    public var encodedJSON: String { jsonBytes.text }
+
+    /// ``encodedJSON`` as UTF-8 bytes, the answer's body as it is.
+    public var jsonBytes: JSONBytes {
+        var out = JSONBytes(capacity: 48 + id.utf8.count + payload.utf8.count)
+        out.raw("{\"Id\":")
+        out.quoted(id)
+        out.raw(",\"Payload\":")
+        out.quoted(payload)
+        out.raw(",\"Read\":")
+        out.bool(read)
+        out.raw("}")
+        return out
     }
 }
