@@ -93,7 +93,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         let drained = atDrainEnd.withLock { $0 } ?? atEnd
         let fleetCPUAfter = drained.fleetCPU - fleetCPU
         let pushServiceCPUAfter = drained.serverCPU - serverCPU
-        let backendCPUAfter = backend.map { _ in drained.backendCPU - backendCPU } ?? 0
+        let backendCPUAfter = backend == nil ? 0 : drained.backendCPU - backendCPU
         let serverCPUAfter = pushServiceCPUAfter + backendCPUAfter
         let fleetCPUEnding = atEnd.fleetCPU - drained.fleetCPU
         let serverCPUEnding = (atEnd.serverCPU - drained.serverCPU) + (atEnd.backendCPU - drained.backendCPU)
@@ -120,7 +120,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
             // From traffic start to the drain's end, per push received.
             ("fleet CPU per push", String(format: "%.1f µs", fleetCPUAfter / pushes * 1e6)),
             ("servers' CPU per push", String(format: "%.1f µs", serverCPUAfter / pushes * 1e6)),
-            ("CPU after the drain", String(format: "fleet %.0f ms, servers %.0f ms (%d devices disconnecting; the fleet's verdict)", fleetCPUEnding * 1e3, serverCPUEnding * 1e3, result.devices.ready)),
+            ("CPU after the drain", String(format: "fleet %.0f ms, servers %.0f ms", fleetCPUEnding * 1e3, serverCPUEnding * 1e3) + " (\(result.devices.ready) devices disconnecting; the fleet's verdict)"),
         ]
         let split: [(String, String)] =
             backend == nil

@@ -109,7 +109,7 @@ final class GatewayConnection: Sendable {
         for item in items {
             switch item {
             case .text(let text):
-                write(text, sink, writer)
+                write(Array(text.utf8), sink, writer)
             case .push(var frame):
                 frame.writtenAt = writer.now()
                 json.bytes.removeAll(keepingCapacity: true)
@@ -138,12 +138,6 @@ final class GatewayConnection: Sendable {
             sink.value = installed.map { .installed($0) } ?? .absent
             return installed
         }
-    }
-
-    private func write(_ text: String, _ sink: GatewayFrameSink?, _ writer: Writer) {
-        let allocator = writer.channel.allocator
-        if let sink, sink.write(GatewayFrameSink.textFrame(text, allocator: allocator)) { return }
-        writer.channel.write(WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(string: text)), promise: nil)
     }
 
     private func write(_ payload: [UInt8], _ sink: GatewayFrameSink?, _ writer: Writer) {

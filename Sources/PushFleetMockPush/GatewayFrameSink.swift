@@ -49,22 +49,9 @@ final class GatewayFrameSink: ChannelOutboundHandler, RemovableChannelHandler {
     }
 
     /// A final, unmasked text frame (RFC 6455 §5.2), as a server writes one: its head and the
-    /// text's UTF-8 in one buffer.
-    static func textFrame(_ text: String, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = textFrameHead(length: text.utf8.count, allocator: allocator)
-        buffer.writeString(text)
-        return buffer
-    }
-
-    /// The same, of text already in UTF-8 bytes.
+    /// text's UTF-8 (a push's frame is written as ``JSONBytes``) in one buffer.
     static func textFrame(_ payload: [UInt8], allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = textFrameHead(length: payload.count, allocator: allocator)
-        buffer.writeBytes(payload)
-        return buffer
-    }
-
-    /// A buffer holding a text frame's head, with room for its `length` bytes of payload.
-    private static func textFrameHead(length: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
+        let length = payload.count
         var buffer = allocator.buffer(capacity: length + 10)
         buffer.writeInteger(UInt8(0x81))
         if length < 126 {
@@ -76,6 +63,7 @@ final class GatewayFrameSink: ChannelOutboundHandler, RemovableChannelHandler {
             buffer.writeInteger(UInt8(127))
             buffer.writeInteger(UInt64(length))
         }
+        buffer.writeBytes(payload)
         return buffer
     }
 }

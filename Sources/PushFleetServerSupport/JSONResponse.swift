@@ -66,16 +66,11 @@ extension CompleteResponse {
         return bytes(data, status: status, headers: headers, contentType: "application/json")
     }
 
-    /// A raw body and its content type.
+    /// A raw body and its content type. Inlinable: the backend answers with it per request, from
+    /// another module, and the buffer's copy is then made for the caller's collection.
+    @inlinable
     public static func bytes(
         _ data: some Collection<UInt8>, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String
-    ) -> CompleteResponse {
-        CompleteResponse(status: status, headers: headers.with(contentType: contentType), body: ByteBuffer(bytes: data))
-    }
-
-    /// A body written as bytes (JSON written in one pass), copied into the answer whole.
-    public static func bytes(
-        _ data: [UInt8], status: HTTPResponse.Status = .ok, headers: HTTPFields = [:], contentType: String
     ) -> CompleteResponse {
         CompleteResponse(status: status, headers: headers.with(contentType: contentType), body: ByteBuffer(bytes: data))
     }
@@ -95,6 +90,7 @@ extension CompleteResponse {
 extension HTTPFields {
     /// These fields with `contentType`: an answer with no other field (most) gets it appended, as
     /// setting it by name goes through the fields' generic replacement.
+    @usableFromInline
     func with(contentType: String) -> HTTPFields {
         var fields = self
         if fields.isEmpty {
