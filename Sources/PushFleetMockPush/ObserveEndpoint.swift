@@ -77,6 +77,8 @@ final class ReportQueue: Sendable {
 
     private let state = Mutex(State())
     private let limit: Int
+    /// Room kept between batches, at most.
+    private static let keptCapacity = 4_096
 
     init(limit: Int) {
         self.limit = limit
@@ -126,8 +128,15 @@ final class ReportQueue: Sendable {
                     let hops: [PushHop]
                     if state.hops.count <= max {
                         hops = state.hops
+                        // The next batch is likely this one's size: grown once, not by doublings
+                        // on the pushes' path; a burst's storage is not kept.
                         state.hops = []
-                        state.firstAt = [:]
+                        state.hops.reserveCapacity(Swift.min(hops.count, Self.keptCapacity))
+                        if state.firstAt.count <= Self.keptCapacity {
+                            state.firstAt.removeAll(keepingCapacity: true)
+                        } else {
+                            state.firstAt = [:]
+                        }
                     } else {
                         hops = Array(state.hops.prefix(max))
                         state.hops.removeFirst(max)
