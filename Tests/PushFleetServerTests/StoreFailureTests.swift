@@ -215,7 +215,9 @@ struct StoreFailureTests {
         return directory
     }
 
-    static func createRegistration(_ backend: String, _ user: String, timeout: Duration = .seconds(20)) async throws -> TestResponse {
+    /// The timeout bounds only a hang: SQLite's writes have taken over 20 s beside a loaded
+    /// suite and two builds.
+    static func createRegistration(_ backend: String, _ user: String, timeout: Duration = .seconds(300)) async throws -> TestResponse {
         try await TestHTTP.request(.POST, "\(backend)/api/register", auth: .user(user), timeout: timeout)
     }
 
