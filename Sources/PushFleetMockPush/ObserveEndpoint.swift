@@ -132,7 +132,8 @@ final class ReportQueue: Sendable {
                         // on the pushes' path; a burst's storage is not kept.
                         state.hops = []
                         state.hops.reserveCapacity(Swift.min(hops.count, Self.keptCapacity))
-                        if state.firstAt.count <= Self.keptCapacity {
+                        // A long queue's index, rebuilt below, may hold far more room than a batch.
+                        if state.firstAt.capacity <= Self.keptCapacity {
                             state.firstAt.removeAll(keepingCapacity: true)
                         } else {
                             state.firstAt = [:]

@@ -21,6 +21,15 @@ struct SlowClientTests {
         )
     }
 
+    /// ``limits(maxConnections:)`` with the header and idle timeouts far past any wait here: what
+    /// a test sees within its wait is not theirs, however long a loaded machine takes.
+    static func quietLimits() -> ServerLimits {
+        var limits = limits()
+        limits.idleTimeout = .seconds(600)
+        limits.headerTimeout = .seconds(600)
+        return limits
+    }
+
     static func configuration(maxConnections: Int? = nil) -> EmbeddedSystem.Configuration {
         var configuration = EmbeddedSystem.Configuration()
         configuration.backend.server = limits(maxConnections: maxConnections)
@@ -122,13 +131,11 @@ struct SlowClientTests {
             [(.zero, HTTP2Wire.preface + post)] + (0..<40).map { _ in (.milliseconds(250), HTTP2Wire.data(stream: 1, [0x20])) }
         // Read until the stream's answer ends it. The header and idle timeouts are far past the
         // wait, so a 408 within it is the body guard's; the wait bounds only a hang (a loaded
-        // machine has held the guard's answer for 19 s).
+        // machine has taken 19 s to answer this stream).
         let answered: @Sendable ([UInt8]) -> Bool = { bytes in
             HTTP2Wire.frames(bytes).contains { $0.type == HTTP2Wire.headersType && $0.stream == 1 && $0.flags & 0x1 != 0 }
         }
-        var limits = Self.limits()
-        limits.idleTimeout = .seconds(600)
-        limits.headerTimeout = .seconds(600)
+        let limits = Self.quietLimits()
         var configuration = Self.configuration()
         configuration.pushServer.http2Limits = limits
         try await TestSystem.run(configuration) { (system: TestSystem) async throws in
@@ -205,11 +212,8 @@ struct SlowClientTests {
             let outcome = try await RawStream.run(port: Self.port(system.pushServiceHTTP2!), [(.zero, h2)], wait: .seconds(30), until: Self.streamOneEnded)
             Self.expectStreamEnded(outcome, status: 413, within: 30, "h2c")
         }
-        // Header and idle timeouts far past the waits: a close within them follows the 413.
-        var quiet = Self.limits()
-        quiet.idleTimeout = .seconds(600)
-        quiet.headerTimeout = .seconds(600)
-        try await TLSTestSystem.run(limits: quiet) { (tls: TLSTestSystem) async throws in
+        // A close within the waits follows the 413, not a timeout.
+        try await TLSTestSystem.run(limits: Self.quietLimits()) { (tls: TLSTestSystem) async throws in
             let h2 = HTTP2Wire.preface + HTTP2Wire.headers(stream: 1, path: "/3/device/abc", extra: [("content-length", "4611686018427387904")], endStream: false)
             let h2Client = RawStream.TLS(configuration: try tls.clientTLS(), serverName: "api.push.apple.com", alpn: ["h2"])
             Self.expectStreamEnded(
@@ -262,9 +266,7 @@ struct SlowClientTests {
         let records = LogCapture()
         let logger = records.logger
         // Connections that outlive a stop would hold it for these timeouts: far past the bound below.
-        var limits = Self.limits()
-        limits.idleTimeout = .seconds(300)
-        limits.headerTimeout = .seconds(300)
+        let limits = Self.quietLimits()
         var configuration = Self.configuration()
         configuration.backend.server = limits
         configuration.pushServer.limits = limits
