@@ -148,7 +148,6 @@ let package = Package(
                 "PushFleetMockPush",
                 "PushFleetServerSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

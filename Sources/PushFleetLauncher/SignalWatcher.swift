@@ -1,4 +1,4 @@
-import UnixSignals
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -8,23 +8,30 @@ import Darwin
 
 /// Turns SIGINT and SIGTERM into calls ("SIGINT", "SIGTERM"), every one received, instead of the
 /// default immediate exit; `cancel()` gives both their default action back.
+///
+/// The handlers are installed when the watcher is made, and only count (all a signal handler may
+/// safely do); a task hands the counts on every 20 ms. Why not swift-service-lifecycle's
+/// `UnixSignalsSequence`: it registers asynchronously with the signals ignored meanwhile, and on a
+/// loaded machine a SIGINT sent in the run's first second was lost there, the run going on to its
+/// end.
 public final class SignalWatcher: Sendable {
     private let watching: Task<Void, Never>
 
     public init(_ handler: @escaping @Sendable (String) -> Void) {
-        // The sequence registers asynchronously: until it has, a signal must not end the process.
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
+        _ = interrupts.exchange(0, ordering: .relaxed)
+        _ = terminations.exchange(0, ordering: .relaxed)
+        signal(SIGINT) { _ in _ = interrupts.wrappingAdd(1, ordering: .relaxed) }
+        signal(SIGTERM) { _ in _ = terminations.wrappingAdd(1, ordering: .relaxed) }
         watching = Task {
-            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
-            // Cancelled while it registered: the registration may have changed the disposition since.
-            guard !Task.isCancelled else { return Self.restoreDefaults() }
-            for await signal in signals { handler(signal.description) }
+            while true {
+                for _ in 0..<interrupts.exchange(0, ordering: .relaxed) { handler("SIGINT") }
+                for _ in 0..<terminations.exchange(0, ordering: .relaxed) { handler("SIGTERM") }
+                do { try await Task.sleep(for: .milliseconds(20)) } catch { return }
+            }
         }
     }
 
-    /// Ends the iteration (which releases the sequence's sources) and restores the default action;
-    /// the sequence itself leaves its handlers installed.
+    /// Ends the hand-on and restores the default action.
     public func cancel() {
         watching.cancel()
         Self.restoreDefaults()
@@ -35,3 +42,7 @@ public final class SignalWatcher: Sendable {
         signal(SIGTERM, SIG_DFL)
     }
 }
+
+/// Signals received and not yet handed on; a signal handler may only touch lock-free state.
+private let interrupts = Atomic<Int>(0)
+private let terminations = Atomic<Int>(0)
