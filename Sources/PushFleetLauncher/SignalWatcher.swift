@@ -12,8 +12,8 @@ import Darwin
 /// The handlers are installed when the watcher is made, and only count (all a signal handler may
 /// safely do); a task hands the counts on every 20 ms. Why not swift-service-lifecycle's
 /// `UnixSignalsSequence`: it registers asynchronously with the signals ignored meanwhile, and on a
-/// loaded machine a SIGINT sent in the run's first second was lost there, the run going on to its
-/// end.
+/// loaded machine a SIGINT sent 8 s after a command started was lost there, the run going on to
+/// its end. One watcher at a time: the counts are the process's.
 public final class SignalWatcher: Sendable {
     private let watching: Task<Void, Never>
 
