@@ -334,9 +334,11 @@ let package = Package(
         // Fuzz targets (docs/testing.md): in a normal build they replay the files they are given;
         // .ci/fuzz builds them with -sanitize=fuzzer -DPUSHFLEET_FUZZ into libFuzzer binaries.
         .target(name: "FuzzDriver", path: "Fuzz/Sources/FuzzDriver", swiftSettings: swiftSettings),
+        .target(name: "CEpoll", path: "Benchmarks/CEpoll"),
         .executableTarget(
             name: "NIOFloor",
             dependencies: [
+                "CEpoll",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -8,7 +8,9 @@ import NIOPosix
 // answered by a handler after NIO's decoder and encoder, h2c answered at the connection's frames
 // (no stream channels, as the push service answers provider streams), each "200, empty body",
 // with no checks and no work; and h2c read frame by frame without NIO's HTTP/2 handler
-// (H2FramesByHand). Usage: NIOFloor HTTP1_PORT H2C_PORT [H2C_BY_HAND_PORT] (loopback).
+// (H2FramesByHand); HTTP/1.1 read as bytes in a NIO channel without NIO's codec (H1BytesAnswer),
+// and the same by a loop of its own on epoll, without NIO (OwnLoop).
+// Usage: NIOFloor HTTP1_PORT H2C_PORT [H2C_BY_HAND_PORT [H1_BYTES_PORT OWN_LOOP_PORT]] (loopback).
 
 final class H1Answer: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
@@ -77,6 +79,17 @@ if CommandLine.arguments.count > 3, let byHandPort = Int(CommandLine.arguments[3
             channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(H2FramesByHand()) }
         }
         .bind(host: "127.0.0.1", port: byHandPort).wait()
+}
+if CommandLine.arguments.count > 5, let bytesPort = Int(CommandLine.arguments[4]), let ownPort = Int(CommandLine.arguments[5]) {
+    _ = try ServerBootstrap(group: group)
+        .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+        .childChannelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(H1BytesAnswer()) }
+        }
+        .bind(host: "127.0.0.1", port: bytesPort).wait()
+    #if canImport(Glibc)
+    _ = try OwnLoop.serve(port: ownPort)
+    #endif
 }
 print("nio-floor listening: h1 \(h1Port), h2c \(h2Port)")
 _ = try h1.closeFuture.and(h2.closeFuture).wait()

@@ -7,7 +7,7 @@ import NIOWebSocket
 /// Why not `channel.write(WebSocketFrame)`: that write starts at the pipeline's tail and passes
 /// every handler of the upgraded connection, and the encoder then writes the frame's head and
 /// payload as two buffers (a `writev`). Per delivered push that was ~8% of the push service's
-/// CPU (docs/performance-servers.md). Frames the WebSocket handler writes (pings, pongs, the
+/// CPU (docs/performance-push.md). Frames the WebSocket handler writes (pings, pongs, the
 /// close) still go through the encoder and then through here, in the order they were written.
 final class GatewayFrameSink: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = ByteBuffer

@@ -1,0 +1,15 @@
+#ifndef C_EPOLL_H
+#define C_EPOLL_H
+// epoll and accept4 for NIOFloor's own loop: Swift's Glibc module leaves <sys/epoll.h> out.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+static inline int c_epoll_add_readable(int epoll, int fd) {
+    struct epoll_event event = { .events = EPOLLIN, .data = { .fd = fd } };
+    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
+}
+
+static inline int c_epoll_event_fd(const struct epoll_event *event) { return event->data.fd; }
+
+int c_accept_nonblocking(int listener);
+#endif
