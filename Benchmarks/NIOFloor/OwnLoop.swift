@@ -11,18 +11,8 @@ import Glibc
 /// at once, or whose head cannot be read, is closed.
 enum OwnLoop {
     static func serve(port: Int) throws -> Thread {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard listener >= 0 else { throw Failure("socket") }
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(listener, 1024) == 0 else { throw Failure("bind/listen on \(port)") }
+        let listener = c_listen_loopback(Int32(port))
+        guard listener >= 0 else { throw Failure("listen on \(port)") }
         let poll = epoll_create1(0)
         guard poll >= 0 else { throw Failure("epoll_create1") }
         guard c_epoll_add_readable(poll, listener) == 0 else { throw Failure("epoll_ctl") }

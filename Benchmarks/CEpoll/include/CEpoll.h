@@ -1,6 +1,7 @@
 #ifndef C_EPOLL_H
 #define C_EPOLL_H
-// epoll and accept4 for NIOFloor's own loop: Swift's Glibc module leaves <sys/epoll.h> out.
+// epoll, accept4 and a loopback listener for NIOFloor's own loop: Swift's Glibc module leaves
+// <sys/epoll.h> out.
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -12,4 +13,6 @@ static inline int c_epoll_add_readable(int epoll, int fd) {
 static inline int c_epoll_event_fd(const struct epoll_event *event) { return event->data.fd; }
 
 int c_accept_nonblocking(int listener);
+/// A nonblocking socket listening on 127.0.0.1:port, or -1 (errno set).
+int c_listen_loopback(int port);
 #endif
