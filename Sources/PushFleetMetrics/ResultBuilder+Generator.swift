@@ -39,6 +39,9 @@ extension ResultBuilder {
     static let cpuSaturation = 0.9
     /// A push service event loop whose thread was busy this share of the traffic is saturated.
     static let loopSaturation = 0.9
+    /// A push service event loop ready to run and held off a core this share of the traffic is
+    /// starved, however little it ran: a push that came meanwhile waited for pushfleet.
+    static let loopWaitLimit = 0.25
     /// A push service whose loops' checks woke late this often (and at least
     /// ``lateCheckMinimum`` times) kept pushes waiting.
     static let lateCheckShare = 0.1
@@ -112,7 +115,9 @@ extension ResultBuilder {
         // Only for a push service in a process of its own: in the fleet's process its loops are
         // the fleet's too, and what they waited for a core the fleet's own checks judge (its
         // late starts, against the scenario's rule).
-        if let demand = load.busiestLoopDemand, load.processCoreShare != nil, demand >= Self.loopSaturation, load.busiestLoopShare < Self.loopSaturation {
+        if let demand = load.busiestLoopDemand, load.processCoreShare != nil, load.busiestLoopShare < Self.loopSaturation,
+            demand >= Self.loopSaturation || demand - load.busiestLoopShare >= Self.loopWaitLimit
+        {
             limits.append(
                 "push service starved: its busiest event loop wanted a core \(Self.percent(demand)) of the traffic and ran \(Self.percent(load.busiestLoopShare)); other processes on its cores, or a CPU quota, held it back; "
                     + consequence

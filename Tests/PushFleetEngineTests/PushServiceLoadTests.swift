@@ -133,7 +133,20 @@ struct PushServiceLoadTests {
         #expect(limits(starved) == [
             "push service starved: its busiest event loop wanted a core 95.0% of the traffic and ran 40.0%; other processes on its cores, or a CPU quota, held it back; pushes waited for pushfleet's push service, and the backend hop includes that wait"
         ])
+        // Ready and held off a core a quarter of the traffic or more is starved, however little it
+        // wanted: 0.85 against 0.40 ran; 0.50 against 0.016 (a quota of 2% on a machine whose
+        // fleet fell behind, so fewer pushes came).
         starved.busiestLoopDemand = 0.85
+        #expect(limits(starved).count == 1 && limits(starved)[0].hasPrefix("push service starved: its busiest event loop wanted a core 85.0% of the traffic and ran 40.0%"))
+        starved.busiestLoopDemand = 0.5
+        starved.busiestLoopShare = 0.016
+        #expect(limits(starved).count == 1 && limits(starved)[0].hasPrefix("push service starved: its busiest event loop wanted a core 50.0% of the traffic and ran 1.6%"))
+        // A loop that waited less than a quarter of the traffic, and wanted a core less than 90% of it.
+        starved.busiestLoopDemand = 0.64
+        starved.busiestLoopShare = 0.40
+        #expect(limits(starved).isEmpty)
+        starved.busiestLoopDemand = 0.2
+        starved.busiestLoopShare = 0.01
         #expect(limits(starved).isEmpty)
         starved.busiestLoopDemand = 0.97
         starved.busiestLoopShare = 0.92
