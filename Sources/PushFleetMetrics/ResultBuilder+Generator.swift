@@ -39,9 +39,12 @@ extension ResultBuilder {
     static let cpuSaturation = 0.9
     /// A push service event loop whose thread was busy this share of the traffic is saturated.
     static let loopSaturation = 0.9
-    /// A push service event loop ready to run and held off a core this share of the traffic is
-    /// starved, however little it ran: a push that came meanwhile waited for pushfleet.
+    /// A push service event loop ready to run and held off a core this share of the traffic, that
+    /// ran less than ``starvedRunRatio`` of the time it wanted one, is starved however little it
+    /// wanted: its pushes took many times their CPU time, waiting for pushfleet. A loaded machine
+    /// gives a loop a third or more of the time it wants; a CPU quota or a crowded core far less.
     static let loopWaitLimit = 0.25
+    static let starvedRunRatio = 0.125
     /// A push service whose loops' checks woke late this often (and at least
     /// ``lateCheckMinimum`` times) kept pushes waiting.
     static let lateCheckShare = 0.1
@@ -116,7 +119,8 @@ extension ResultBuilder {
         // the fleet's too, and what they waited for a core the fleet's own checks judge (its
         // late starts, against the scenario's rule).
         if let demand = load.busiestLoopDemand, load.processCoreShare != nil, load.busiestLoopShare < Self.loopSaturation,
-            demand >= Self.loopSaturation || demand - load.busiestLoopShare >= Self.loopWaitLimit
+            demand >= Self.loopSaturation
+                || (demand - load.busiestLoopShare >= Self.loopWaitLimit && load.busiestLoopShare < Self.starvedRunRatio * demand)
         {
             limits.append(
                 "push service starved: its busiest event loop wanted a core \(Self.percent(demand)) of the traffic and ran \(Self.percent(load.busiestLoopShare)); other processes on its cores, or a CPU quota, held it back; "
