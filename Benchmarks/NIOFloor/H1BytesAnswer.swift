@@ -38,7 +38,8 @@ final class H1BytesAnswer: ChannelInboundHandler {
     func channelReadComplete(context: ChannelHandlerContext) { context.flush() }
 }
 
-/// The request framing both byte-level floors share.
+/// The request framing both byte-level floors share. Not the push service's `HTTP1RequestScan`:
+/// the floors measure a request with no reading of its fields, which is the scan's own cost.
 enum H1Request {
     static let answer = Array("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".utf8)
 

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import CEpoll
+import Foundation
 import Glibc
 
 /// HTTP/1.1 answered by a loop of its own: one thread, `epoll`, nonblocking sockets, each request
@@ -10,13 +11,15 @@ import Glibc
 /// A measurement only: no limits, no timeouts; a connection whose answers cannot all be written
 /// at once, or whose head cannot be read, is closed.
 enum OwnLoop {
-    static func serve(port: Int) throws -> Thread {
+    /// Listens on `port` and answers on a thread of its own, so that the loop's CPU is its alone
+    /// and NIO's loops stay idle.
+    static func serve(port: Int) throws {
         let listener = c_listen_loopback(Int32(port))
         guard listener >= 0 else { throw Failure("listen on \(port)") }
         let poll = epoll_create1(0)
         guard poll >= 0 else { throw Failure("epoll_create1") }
         guard c_epoll_add_readable(poll, listener) == 0 else { throw Failure("epoll_ctl") }
-        return Thread { run(poll: poll, listener: listener) }
+        Thread.detachNewThread { run(poll: poll, listener: listener) }
     }
 
     private static func run(poll: Int32, listener: Int32) {
@@ -28,7 +31,7 @@ enum OwnLoop {
             let ready = epoll_wait(poll, &events, Int32(events.count), -1)
             guard ready > 0 else { continue }
             for event in events[0..<Int(ready)] {
-                let fd = withUnsafePointer(to: event) { c_epoll_event_fd($0) }
+                let fd = event.data.fd
                 if fd == listener {
                     while case let accepted = c_accept_nonblocking(listener), accepted >= 0 {
                         var one: Int32 = 1
@@ -72,21 +75,6 @@ enum OwnLoop {
     struct Failure: Error, CustomStringConvertible {
         let description: String
         init(_ call: String) { description = "own loop: \(call) failed, errno \(errno)" }
-    }
-
-    /// A thread of its own, so that the loop's CPU is its alone and NIO's loops stay idle.
-    final class Thread: @unchecked Sendable {
-        private var handle = pthread_t()
-        private let body: () -> Void
-
-        init(_ body: @escaping () -> Void) {
-            self.body = body
-            let context = Unmanaged.passRetained(self).toOpaque()
-            pthread_create(&handle, nil, { context in
-                Unmanaged<Thread>.fromOpaque(context!).takeRetainedValue().body()
-                return nil
-            }, context)
-        }
     }
 }
 #endif

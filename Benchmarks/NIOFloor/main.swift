@@ -88,7 +88,7 @@ if CommandLine.arguments.count > 5, let bytesPort = Int(CommandLine.arguments[4]
         }
         .bind(host: "127.0.0.1", port: bytesPort).wait()
     #if canImport(Glibc)
-    _ = try OwnLoop.serve(port: ownPort)
+    try OwnLoop.serve(port: ownPort)
     #endif
 }
 print("nio-floor listening: h1 \(h1Port), h2c \(h2Port)")

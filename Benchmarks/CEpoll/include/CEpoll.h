@@ -10,8 +10,6 @@ static inline int c_epoll_add_readable(int epoll, int fd) {
     return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
 }
 
-static inline int c_epoll_event_fd(const struct epoll_event *event) { return event->data.fd; }
-
 int c_accept_nonblocking(int listener);
 /// A nonblocking socket listening on 127.0.0.1:port, or -1 (errno set).
 int c_listen_loopback(int port);
