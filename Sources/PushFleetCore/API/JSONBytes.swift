@@ -48,7 +48,15 @@ public struct JSONBytes: Sendable {
             bytes.append(UInt8(truncatingIfNeeded: rest % 10) &+ UInt8(ascii: "0"))
             rest /= 10
         } while rest > 0
-        bytes[start...].reverse()
+        // Swapped in place: reversing `bytes[start...]` copied the slice out, one allocation
+        // for every number written.
+        var low = start
+        var high = bytes.count - 1
+        while low < high {
+            bytes.swapAt(low, high)
+            low += 1
+            high -= 1
+        }
     }
 
     /// The bytes as a `String` (they are valid UTF-8: every string written in was).
