@@ -97,33 +97,42 @@ final class GatewayConnection: Sendable {
         writer.channel.eventLoop.execute { self.write(with: writer) }
     }
 
-    /// On the channel's loop: writes what the outbox holds, flushes once, then reports the
-    /// pushes written. A channel already closed writes nothing; the connection's end reports
-    /// what it was handed and never wrote.
+    /// On the channel's loop: writes what the outbox holds.
     private func write(with writer: Writer) {
-        let items = outbox.withLock { $0.take() }
+        write(outbox.withLock { $0.take() }, with: writer)
+    }
+
+    /// On the channel's loop: writes `items`, flushes once, then reports the pushes written. A
+    /// channel already closed writes nothing; the connection's end reports what it was handed
+    /// and never wrote.
+    private func write(_ items: some Collection<GatewayOutbox.Item>, with writer: Writer) {
         guard !items.isEmpty, writer.channel.isActive else { return }
         let sink = frameSink(writer)
-        var written: [PushFrame] = []
+        // The frames of one write go out in one flush: one instant is theirs, and no list of them
+        // is kept for the reports after it.
+        let writtenAt = writer.now()
+        var pushes = 0
         var json = JSONBytes(capacity: 512)
         for item in items {
             switch item {
             case .text(let text):
                 write(Array(text.utf8), sink, writer)
             case .push(var frame):
-                frame.writtenAt = writer.now()
+                frame.writtenAt = writtenAt
                 json.bytes.removeAll(keepingCapacity: true)
                 frame.encodeJSON(into: &json)
                 write(json.bytes, sink, writer)
-                written.append(frame)
+                pushes += 1
             case .close(let reason):
                 closeContinuation.yield(reason)
             }
         }
         if sink?.flush() != true { writer.channel.flush() }
-        for frame in written {
+        guard pushes > 0 else { return }
+        for case .push(var frame) in items {
+            frame.writtenAt = writtenAt
             wrote(frame)
-            writer.written(frame, frame.writtenAt ?? 0)
+            writer.written(frame, writtenAt)
         }
     }
 

@@ -28,7 +28,7 @@ struct ObserveEndpoint {
 
     func run(_ run: String, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async {
         let queue = ReportQueue(limit: Self.maxQueued)
-        let watch = service.watch(run: run) { report in queue.add(report) }
+        let watch = service.watch(run: run, { report in queue.add(report) }, hops: { hop in queue.add(hop) })
         defer { watch.cancel() }
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
@@ -87,19 +87,7 @@ final class ReportQueue: Sendable {
     func add(_ report: PushReport) {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
             guard !state.finished else { return nil }
-            for hop in report.hops {
-                // A push written before its first report went out is sent as one report: a run
-                // reads half as many for the pushes that go straight to their device.
-                if hop.step == .written, let index = state.firstAt[hop.push], state.hops[index].then == nil {
-                    state.hops[index].step = .written
-                    state.hops[index].then = hop.at
-                } else if state.hops.count + state.notes.count >= limit {
-                    state.lost += 1
-                } else {
-                    if hop.step.isFirst { state.firstAt[hop.push] = state.hops.count }
-                    state.hops.append(hop)
-                }
-            }
+            for hop in report.hops { Self.queue(hop, in: &state, limit: limit) }
             for note in report.hub ?? [] {
                 if state.hops.count + state.notes.count >= limit { state.lost += 1 } else { state.notes.append(note) }
             }
@@ -107,6 +95,31 @@ final class ReportQueue: Sendable {
             return state.waiter
         }
         waiter?.resume()
+    }
+
+    /// One hop, as ``add(_:)`` takes a report's.
+    func add(_ hop: PushHop) {
+        let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
+            guard !state.finished else { return nil }
+            Self.queue(hop, in: &state, limit: limit)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    private static func queue(_ hop: PushHop, in state: inout State, limit: Int) {
+        // A push written before its first report went out is sent as one report: a run reads
+        // half as many for the pushes that go straight to their device.
+        if hop.step == .written, let index = state.firstAt[hop.push], state.hops[index].then == nil {
+            state.hops[index].step = .written
+            state.hops[index].then = hop.at
+        } else if state.hops.count + state.notes.count >= limit {
+            state.lost += 1
+        } else {
+            if hop.step.isFirst { state.firstAt[hop.push] = state.hops.count }
+            state.hops.append(hop)
+        }
     }
 
     /// No more reports; ``next(max:)`` returns what is left, then nil.

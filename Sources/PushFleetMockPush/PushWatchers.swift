@@ -10,13 +10,20 @@ final class PushWatchers: Sendable {
     final class Watcher: Sendable {
         let run: String
         private let sink: @Sendable (PushReport) -> Void
+        /// Takes a hop alone, where the sink would wrap it in a report of its own: `/observe`'s
+        /// queue, two hops for every push.
+        private let hopSink: (@Sendable (PushHop) -> Void)?
 
-        init(run: String, sink: @escaping @Sendable (PushReport) -> Void) {
+        init(run: String, sink: @escaping @Sendable (PushReport) -> Void, hopSink: (@Sendable (PushHop) -> Void)? = nil) {
             self.run = run
             self.sink = sink
+            self.hopSink = hopSink
         }
 
-        func take(_ hop: PushHop) { sink(PushReport(hops: [hop])) }
+        func take(_ hop: PushHop) {
+            if let hopSink { return hopSink(hop) }
+            sink(PushReport(hops: [hop]))
+        }
         func take(_ note: HubNote) { sink(PushReport(hub: [note])) }
     }
 
@@ -71,7 +78,12 @@ extension PushService: PushServiceWatching {
     }
 
     public func watch(run: String, _ sink: @escaping @Sendable (PushReport) -> Void) -> any PushServiceWatch {
-        let watcher = PushWatchers.Watcher(run: run, sink: sink)
+        watch(run: run, sink, hops: nil)
+    }
+
+    /// A watch whose hops go to `hops` one by one, and whose hub notes go to `sink`.
+    func watch(run: String, _ sink: @escaping @Sendable (PushReport) -> Void, hops: (@Sendable (PushHop) -> Void)?) -> any PushServiceWatch {
+        let watcher = PushWatchers.Watcher(run: run, sink: sink, hopSink: hops)
         watchers.add(watcher)
         return Watch(watchers: watchers, watcher: watcher)
     }

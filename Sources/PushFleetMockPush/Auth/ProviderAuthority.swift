@@ -97,7 +97,9 @@ final class ProviderAuthority: Sendable {
             return .decided(.authorized(bundles: bundles))
         }
         guard let authorization else { return .decided(.rejected(.forbidden, "MissingProviderToken")) }
-        guard let text = Self.bearer(authorization) else { return .decided(.rejected(.forbidden, "InvalidProviderToken")) }
+        // The token is looked at in place: a connection's token is the same on every request,
+        // and a copy of it cost an allocation a push.
+        guard let text = Self.bearerText(authorization) else { return .decided(.rejected(.forbidden, "InvalidProviderToken")) }
         if text == inProcessBearer { return .decided(.authorized(bundles: [])) }
         let now = now()
         let session = connection ?? ConnectionState(isTLS: false)
@@ -109,8 +111,9 @@ final class ProviderAuthority: Sendable {
         case .verify:
             break
         }
-        switch APNsProviderToken.inspect(text, now: now) {
-        case .success(let inspected): return .adopt(text: text, token: inspected, session: session)
+        let token = String(text)
+        switch APNsProviderToken.inspect(token, now: now) {
+        case .success(let inspected): return .adopt(text: token, token: inspected, session: session)
         case .failure(let failure): return .decided(.rejected(.forbidden, failure.rawValue))
         }
     }
@@ -180,15 +183,20 @@ final class ProviderAuthority: Sendable {
     /// The token of an `Authorization: Bearer …` header (scheme case-insensitive).
     /// The credentials after a `Bearer ` scheme (any case), compared as bytes: once per push.
     static func bearer(_ authorization: String?) -> String? {
+        bearerText(authorization).map(String.init)
+    }
+
+    /// ``bearer(_:)``'s token as a part of `authorization`, not copied out.
+    static func bearerText(_ authorization: String?) -> Substring? {
         guard let authorization else { return nil }
         let utf8 = authorization.utf8
         guard utf8.count > 7, utf8.prefix(7).elementsEqual("bearer ".utf8, by: { $1 == 0x20 ? $0 == 0x20 : ($0 | 0x20) == $1 }) else { return nil }
         let after = utf8.index(utf8.startIndex, offsetBy: 7)
         // An ASCII byte never joins the space before it: no walk by characters is needed.
-        if utf8[after] < 0x80 { return String(Substring(utf8[after...])) }
+        if utf8[after] < 0x80 { return Substring(utf8[after...]) }
         // The scheme is its own seven characters: a mark combining with its space makes it another.
         let rest = authorization.dropFirst(7)
         guard rest.utf8.count == utf8.count - 7 else { return nil }
-        return String(rest)
+        return rest
     }
 }
