@@ -17,6 +17,15 @@ extension HTTP1RequestScan {
         struct Line {
             var bytes: [UInt8]
             var effect: Effect
+            /// Times a head's line here differed from the one kept (saturating, see below).
+            var changes: UInt8 = 0
+
+            /// A line that changes on every head (a request id, a `traceparent`, a caller's token
+            /// on a shared connection) is not kept as bytes: it would never match, and copying it
+            /// out cost an allocation a request. One in 64 changes keeps it again, so a line that
+            /// settles is matched once more.
+            var isVolatile: Bool { changes >= Line.volatileAfter && changes % 64 != 0 }
+            static let volatileAfter: UInt8 = 4
         }
 
         /// Lines past these are read every time.
@@ -66,12 +75,14 @@ extension HTTP1RequestScan {
                 if index < lines.count { lines.removeSubrange(index...) }
                 return
             }
-            let entry = Line(bytes: Array(line), effect: effect)
             if index == lines.count {
-                lines.append(entry)
-            } else {
-                lines[index] = entry
+                lines.append(Line(bytes: Array(line), effect: effect))
+                return
             }
+            let changes = lines[index].changes == .max ? Line.volatileAfter : lines[index].changes + 1
+            var entry = Line(bytes: [], effect: effect, changes: changes)
+            if !entry.isVolatile { entry.bytes = Array(line) }
+            lines[index] = entry
         }
     }
 }

@@ -61,7 +61,7 @@ public enum HTTP1RequestScan {
         var count = 0
         while true {
             let start = reader.position
-            if count < memo.lines.count, reader.repeats(memo.lines[count].bytes) {
+            if count < memo.lines.count, !memo.lines[count].isVolatile, reader.repeats(memo.lines[count].bytes) {
                 count += 1
                 guard count <= maxFields else { return .unsupported }
                 // Read in place: a repeated line's field is copied out of the memo only when the
@@ -121,9 +121,8 @@ public enum HTTP1RequestScan {
             guard let length = decimal(value) else { return nil }
             return .contentLength(length, field)
         case .connection:
-            let tokens = text(value).lowercased()
-            if tokens.contains("upgrade") { return nil }
-            return .connection(closes: tokens.contains("close"), field)
+            if containsLowercased(value, "upgrade") { return nil }
+            return .connection(closes: containsLowercased(value, "close"), field)
         default:
             return .field(field)
         }
@@ -167,6 +166,17 @@ public enum HTTP1RequestScan {
             default: return nil
             }
         }
+    }
+
+    /// `word` (lowercase) occurs in the bytes, in any case: what `lowercased().contains` says of
+    /// ASCII, with no strings made.
+    static func containsLowercased(_ bytes: UnsafeRawBufferPointer, _ word: StaticString) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard bytes.count >= count else { return false }
+        for start in 0...(bytes.count - count) where equalsLowercased(UnsafeRawBufferPointer(rebasing: bytes[start..<(start + count)]), word) {
+            return true
+        }
+        return false
     }
 
     static func equalsLowercased(_ bytes: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {

@@ -203,6 +203,31 @@ struct HTTP1FastPathTests {
         }
     }
 
+    /// A line new on every head (a request id) stops being copied into the memo; once it stays
+    /// the same it is kept again within 64 heads. Every head reads as it reads alone.
+    @Test("a line that changes on every head is not kept, and is kept again once it settles")
+    func memoVolatileLine() {
+        let topic = "apns-topic: t\r\n"
+        var memo = HTTP1RequestScan.LineMemo()
+        func read(_ id: String) -> Int {
+            let bytes = Array(("POST /3/device/ab HTTP/1.1\r\n" + topic + "apns-id: \(id)\r\n\r\n").utf8)
+            let alone = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0) }
+            let remembered = bytes.withUnsafeBytes { HTTP1RequestScan.scan($0, memo: &memo) }
+            #expect(remembered.description == alone.description, "apns-id \(id)")
+            return memo.keptBytes
+        }
+        #expect(read("first") == topic.utf8.count + "apns-id: first\r\n".utf8.count)
+        var kept = 0
+        for number in 0..<10 { kept = read("id-\(number)") }
+        #expect(kept == topic.utf8.count, "a line changed on ten heads in turn is no longer kept")
+        var keptAgain = false
+        for _ in 0..<64 where !keptAgain {
+            keptAgain = read("settled") == topic.utf8.count + "apns-id: settled\r\n".utf8.count
+        }
+        #expect(keptAgain, "a line that stays the same is kept again within 64 heads")
+        #expect(read("settled") == topic.utf8.count + "apns-id: settled\r\n".utf8.count, "and stays kept while it matches")
+    }
+
     /// NIO's decoder and `HTTP1ToHTTPServerCodec` on an embedded channel: the request and its body's length.
     static func nioHead(_ text: String) throws -> (request: HTTPRequest, body: Int) {
         let channel = EmbeddedChannel()
