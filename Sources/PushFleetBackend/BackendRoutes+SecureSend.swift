@@ -26,22 +26,25 @@ extension ReferenceBackend {
     func secureSendLater(head: HTTPRequest, body: ByteBuffer, on loop: any EventLoop) -> EventLoopFuture<CompleteResponse>? {
         guard !configuration.faults.isActive, configuration.spans == nil, hubSender == nil, let store = storeHandle.memory,
             body.readableBytes <= configuration.limits.maxBodyBytes, let user = knownCaller(head.headerFields.value(of: .authorization)),
-            let recipient = try? recipient(Self.toTag(inTarget: head.path ?? ""), default: user),
+            let (recipient, recipientTag) = try? recipientAndTag(Self.toTag(inTarget: head.path ?? ""), default: user),
             let payload = Self.secureText(body)
         else { return nil }
         let now = configuration.clock()
         sweepIfDue(now: now, store: store)
-        let found = store.targets(tag: Self.userTag(recipient), now: now)
+        let found = store.targets(tag: recipientTag, now: now)
         storeSucceeded(writes: false)
         // Nothing is stored for a user with no device to tell: it could only be read by id.
         guard !found.isEmpty else { return loop.makeSucceededFuture(Self.answer(for: .noTarget)) }
         guard let stored = try? store.createNotification(sender: user, recipient: recipient, content: .secure(payload: payload), now: now)
         else { return nil }
         storeSucceeded(writes: true)
-        let targets = found.filter { Platform.pushable.contains($0.platform!) }
-        let trace = Self.traceContext(head)
+        // Most users' devices are all pushable: their list is kept, not filtered into a new one.
+        let pushable = { (target: RegistrationStore.Registration) in Platform.pushable.contains(target.platform!) }
+        let targets = found.allSatisfy(pushable) ? found : found.filter(pushable)
+        let parent = head.headerFields.value(of: .traceparent)
+        let trace = Self.traceContext(head, parent: parent)
         let promise = loop.makePromise(of: CompleteResponse.self)
-        if targets.count == 1, pushAtOnce(targets[0], id: stored.id, trace: trace, store: store, on: loop, promise) {
+        if targets.count == 1, pushAtOnce(targets[0], id: stored.id, trace: trace, parent: parent, store: store, on: loop, promise) {
             return promise.futureResult
         }
         promise.completeWithTask {
@@ -60,7 +63,7 @@ extension ReferenceBackend {
     /// can be (``PushSender/startFirstAttempt(_:to:trace:preferring:done:)``); further
     /// attempts, when its answer asks for them, in a task. False when it could not begin.
     private func pushAtOnce(
-        _ target: RegistrationStore.Registration, id: String, trace: TraceContext?, store: MemoryStore, on loop: any EventLoop,
+        _ target: RegistrationStore.Registration, id: String, trace: TraceContext?, parent: String?, store: MemoryStore, on loop: any EventLoop,
         _ promise: EventLoopPromise<CompleteResponse>
     ) -> Bool {
         guard let notification = NativeNotification.secure(platform: target.platform!, id: id), let handle = target.handle else { return false }
@@ -75,7 +78,7 @@ extension ReferenceBackend {
             outcome.id = id
             return Self.answer(for: outcome)
         }
-        return sender.startFirstAttempt(notification, to: handle, trace: TracePropagation.headers(for: trace), preferring: loop) { step in
+        return sender.startFirstAttempt(notification, to: handle, trace: TracePropagation.headers(for: trace, parent: parent), preferring: loop) { step in
             switch step {
             case .done(let result):
                 promise.succeed(answer(result))
@@ -101,9 +104,9 @@ extension ReferenceBackend {
     }
 
     /// The caller's W3C Trace Context, as ``TraceContextMiddleware`` reads it for the router.
-    static func traceContext(_ head: HTTPRequest) -> TraceContext? {
-        guard let parent = head.headerFields.value(of: .traceparent) else { return nil }
-        let state = head.headerFields[values: .tracestate].joined(separator: ",")
+    static func traceContext(_ head: HTTPRequest, parent: String?) -> TraceContext? {
+        guard let parent else { return nil }
+        let state = head.headerFields.contains(.tracestate) ? head.headerFields[values: .tracestate].joined(separator: ",") : ""
         return try? TraceContext(traceParentHeaderValue: parent, traceStateHeaderValue: state.isEmpty ? nil : state)
     }
 }

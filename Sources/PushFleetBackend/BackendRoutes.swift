@@ -74,17 +74,23 @@ extension ReferenceBackend {
     /// a member without `=` has an empty value), read from the bytes when the target has no
     /// escape or fragment, else by `URI`.
     static func queryValue(_ name: String, inTarget target: String) -> Substring? {
-        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
-        let query = target[target.index(after: mark)...]
-        guard !query.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "#") }) else {
+        let utf8 = target.utf8
+        guard let mark = utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        let query = utf8[utf8.index(after: mark)...]
+        guard !query.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "#") }) else {
             return URI(target).queryParameters[Substring(name)]
         }
-        for member in query.split(separator: "&", omittingEmptySubsequences: true) {
-            guard let equals = member.utf8.firstIndex(of: UInt8(ascii: "=")) else {
-                if member == name { return "" }
-                continue
+        // One pass over the bytes, no member array: this runs for every secure send.
+        var start = query.startIndex
+        while start < query.endIndex {
+            let end = query[start...].firstIndex(of: UInt8(ascii: "&")) ?? query.endIndex
+            let member = query[start..<end]
+            if let equals = member.firstIndex(of: UInt8(ascii: "=")) {
+                if member[..<equals].elementsEqual(name.utf8) { return Substring(target[utf8.index(after: equals)..<end]) }
+            } else if !member.isEmpty, member.elementsEqual(name.utf8) {
+                return ""
             }
-            if member[..<equals] == name { return member[member.index(after: equals)...] }
+            start = end == query.endIndex ? end : utf8.index(after: end)
         }
         return nil
     }

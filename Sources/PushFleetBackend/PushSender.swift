@@ -201,27 +201,29 @@ struct PushSender: Sendable {
     /// An APNs, FCM or WNS request with its `authorization`.
     private func makePost(_ notification: NativeNotification, handle: String, base: String, authorization: String) throws -> ProviderPost {
         var path: String
-        var headers: [(String, String)]
+        // One list, made once with room for every field: it is made for every push.
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(8)
         var body: ByteBuffer
         switch notification.platform {
         case .apns:
             path = "/3/device/\(Self.pathSegment(handle))"
-            headers = [
-                ("apns-push-type", notification.pushType), ("apns-topic", settings.apnsTopic), ("apns-id", UUIDText.unguessable(upper: true)),
-                ("apns-priority", notification.pushType == "alert" ? "10" : "5"),
-                ("apns-expiration", String(Int(Date().timeIntervalSince1970) + 3600)),
-            ]
+            headers.append(("apns-push-type", notification.pushType))
+            headers.append(("apns-topic", settings.apnsTopic))
+            headers.append(("apns-id", UUIDText.unguessable(upper: true)))
+            headers.append(("apns-priority", notification.pushType == "alert" ? "10" : "5"))
+            headers.append(("apns-expiration", String(Int(Date().timeIntervalSince1970) + 3600)))
             body = ByteBuffer(string: notification.bodyText)
         case .fcm:
             path = "/v1/projects/\(settings.fcmProject)/messages:send"
-            headers = []
             var message = notification.body ?? [:]
             message["token"] = .string(handle)
             body = ByteBuffer(string: JSONValue.text(["message": .object(message)]))
         case .wns:
             path = String(try Self.channelURL(handle, base: base).dropFirst(base.count))
             // Hold raw pushes for an offline device too, so the secure flow survives a reconnect.
-            headers = [("X-WNS-Type", notification.pushType), ("X-WNS-Cache-Policy", "cache")]
+            headers.append(("X-WNS-Type", notification.pushType))
+            headers.append(("X-WNS-Cache-Policy", "cache"))
             body = ByteBuffer(string: notification.text ?? "")
         case .mpns, .webpush:
             throw RequestError(description: "\(notification.platform.rawValue) is not sent to here")

@@ -86,12 +86,19 @@ extension ReferenceBackend {
 
     /// The user a send addresses: `to_tag` is a user name; the tag it becomes must fit the limit.
     func recipient(_ toTag: Substring?, default fallback: String?) throws -> String {
+        try recipientAndTag(toTag, default: fallback).user
+    }
+
+    /// ``recipient(_:default:)`` and the user's tag, made once.
+    func recipientAndTag(_ toTag: Substring?, default fallback: String?) throws -> (user: String, tag: String) {
         guard let toTag, !toTag.isEmpty else {
-            if let fallback { return fallback }
+            if let fallback { return (fallback, Self.userTag(fallback)) }
             throw HTTPError(.badRequest, message: "to_tag (the recipient's user name) is required")
         }
-        try validateTag(Self.userTag(String(toTag)))
-        return String(toTag)
+        let user = String(toTag)
+        let tag = Self.userTag(user)
+        try validateTag(tag)
+        return (user, tag)
     }
 
     private func richContent(from request: Request) async throws -> NotificationStore.Content {

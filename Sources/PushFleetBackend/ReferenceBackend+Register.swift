@@ -14,6 +14,8 @@ extension ReferenceBackend {
     /// `username:bob.26x.3D1` and no two names share a tag.
     static func userTag(_ user: String) -> String {
         var tag = userTagPrefix
+        // Grown once: every send looks its recipient's tag up.
+        tag.reserveCapacity(userTagPrefix.utf8.count + user.utf8.count)
         for byte in user.utf8 {
             if byte != UInt8(ascii: ".") && isTagByte(byte) {
                 tag.unicodeScalars.append(Unicode.Scalar(byte))

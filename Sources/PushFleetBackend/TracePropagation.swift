@@ -27,8 +27,15 @@ enum TracePropagation {
 
     /// The headers that hand `context` on as it came.
     static func headers(for context: TraceContext?) -> [(String, String)] {
-        guard let context else { return [] }
-        var headers = [("traceparent", context.traceParentHeaderValue)]
+        headers(for: context, parent: context?.traceParentHeaderValue)
+    }
+
+    /// The headers that hand `context` on, read from the `traceparent` text `parent`: that text
+    /// is handed on as it is, not written anew (every push asks). The library reads only the form
+    /// it writes (version `00`, 55 bytes, lowercase hex), so the two are the same bytes.
+    static func headers(for context: TraceContext?, parent: String?) -> [(String, String)] {
+        guard let context, let parent else { return [] }
+        var headers = [("traceparent", parent)]
         if let state = context.traceStateHeaderValue { headers.append(("tracestate", state)) }
         return headers
     }

@@ -88,10 +88,15 @@ extension CompleteResponse {
 }
 
 extension HTTPFields {
+    @usableFromInline
+    static let json: HTTPFields = [.contentType: "application/json"]
+
     /// These fields with `contentType`: an answer with no other field (most) gets it appended, as
     /// setting it by name goes through the fields' generic replacement.
     @usableFromInline
     func with(contentType: String) -> HTTPFields {
+        // The backend's answers, one or two a push: fields shared, not made.
+        if isEmpty, contentType == "application/json" { return Self.json }
         var fields = self
         if fields.isEmpty {
             fields.append(HTTPField(name: .contentType, value: contentType))
