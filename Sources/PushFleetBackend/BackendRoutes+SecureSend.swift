@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import NIOCore
+import PushFleetCore
 import PushFleetServerSupport
 import PushFleetWire
 import W3CTraceContext
@@ -41,14 +42,13 @@ extension ReferenceBackend {
         // Most users' devices are all pushable: their list is kept, not filtered into a new one.
         let pushable = { (target: RegistrationStore.Registration) in Platform.pushable.contains(target.platform!) }
         let targets = found.allSatisfy(pushable) ? found : found.filter(pushable)
-        let parent = head.headerFields.value(of: .traceparent)
-        let trace = Self.traceContext(head, parent: parent)
+        let caller = CallerTrace(head)
         let promise = loop.makePromise(of: CompleteResponse.self)
-        if targets.count == 1, pushAtOnce(targets[0], id: stored.id, trace: trace, parent: parent, store: store, on: loop, promise) {
+        if targets.count == 1, pushAtOnce(targets[0], id: stored.id, trace: caller, store: store, on: loop, promise) {
             return promise.futureResult
         }
         promise.completeWithTask {
-            await TracePropagation.$current.withValue(trace) {
+            await TracePropagation.$current.withValue(caller.context) {
                 var outcome = await self.push(to: targets, store: store) { platform in
                     NativeNotification.secure(platform: platform, id: stored.id)
                 }
@@ -63,7 +63,7 @@ extension ReferenceBackend {
     /// can be (``PushSender/startFirstAttempt(_:to:trace:preferring:done:)``); further
     /// attempts, when its answer asks for them, in a task. False when it could not begin.
     private func pushAtOnce(
-        _ target: RegistrationStore.Registration, id: String, trace: TraceContext?, parent: String?, store: MemoryStore, on loop: any EventLoop,
+        _ target: RegistrationStore.Registration, id: String, trace: CallerTrace, store: MemoryStore, on loop: any EventLoop,
         _ promise: EventLoopPromise<CompleteResponse>
     ) -> Bool {
         guard let notification = NativeNotification.secure(platform: target.platform!, id: id), let handle = target.handle else { return false }
@@ -78,13 +78,13 @@ extension ReferenceBackend {
             outcome.id = id
             return Self.answer(for: outcome)
         }
-        return sender.startFirstAttempt(notification, to: handle, trace: TracePropagation.headers(for: trace, parent: parent), preferring: loop) { step in
+        return sender.startFirstAttempt(notification, to: handle, trace: trace.headers, preferring: loop) { step in
             switch step {
             case .done(let result):
                 promise.succeed(answer(result))
             case .again(let lastFailure):
                 promise.completeWithTask {
-                    let result = await TracePropagation.$current.withValue(trace) {
+                    let result = await TracePropagation.$current.withValue(trace.context) {
                         await self.sender.send(notification, to: handle, from: 1, lastFailure: lastFailure)
                     }
                     return answer(result)
@@ -103,10 +103,32 @@ extension ReferenceBackend {
         body.withUnsafeReadableBytes(PlainJSONString.read) ?? (try? ServerJSON.decoder.decode(String.self, from: Data(body.readableBytesView)))
     }
 
-    /// The caller's W3C Trace Context, as ``TraceContextMiddleware`` reads it for the router.
-    static func traceContext(_ head: HTTPRequest, parent: String?) -> TraceContext? {
-        guard let parent else { return nil }
-        let state = head.headerFields.contains(.tracestate) ? head.headerFields[values: .tracestate].joined(separator: ",") : ""
-        return try? TraceContext(traceParentHeaderValue: parent, traceStateHeaderValue: state.isEmpty ? nil : state)
+    /// The caller's W3C Trace Context as its headers came, read as ``TraceContextMiddleware``
+    /// reads it for the router.
+    struct CallerTrace: Sendable {
+        var parent: String?
+        var state: String?
+
+        init(_ head: HTTPRequest) {
+            parent = head.headerFields.value(of: .traceparent)
+            let state = head.headerFields.contains(.tracestate) ? head.headerFields[values: .tracestate].joined(separator: ",") : ""
+            self.state = state.isEmpty ? nil : state
+        }
+
+        /// Made when a task needs it (a retry, several devices): the first attempt needs only
+        /// the headers.
+        var context: TraceContext? {
+            guard let parent else { return nil }
+            return try? TraceContext(traceParentHeaderValue: parent, traceStateHeaderValue: state)
+        }
+
+        /// The headers that hand the context on. With no `tracestate`, the `traceparent` is
+        /// checked by ``TraceIdentity``, which takes exactly what the library takes (version
+        /// `00`, 55 bytes, lowercase hex, non-zero ids) with no copy of the text: every send asks.
+        var headers: [(String, String)] {
+            guard let parent else { return [] }
+            guard state != nil else { return TraceIdentity(traceparent: parent) == nil ? [] : [("traceparent", parent)] }
+            return TracePropagation.headers(for: context, parent: parent)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import NIOHTTP1
 import PushFleetHub
@@ -228,5 +229,43 @@ struct TracePropagationTests {
             let frames = try await device.waitForPushes(hostile.count + 1)
             #expect(frames.map(\.trace) == [good] + Array(repeating: nil, count: hostile.count), "\(frames.map(\.trace))")
         }
+    }
+}
+
+extension TracePropagationTests {
+    /// The secure send's fast path checks a `traceparent` with ``TraceIdentity`` and hands the
+    /// text on as it came; the router's path parses it with the W3C library and writes it out
+    /// again. The two must hand on the same headers for any text.
+    @Test("the fast path's traceparent check takes exactly what the W3C library takes, and hands on what the library writes")
+    func fastPathTraceCheckIsTheLibrarys() {
+        var generator = SystemRandomNumberGenerator()
+        let valid = Array("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".utf8)
+        let bytes = Array("0123456789abcdefABCDEF-x ".utf8)
+        var texts = [
+            String(decoding: valid, as: UTF8.self), "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01", "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "",
+        ]
+        for _ in 0..<5_000 {
+            var text = valid
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                let index = Int.random(in: 0..<text.count, using: &generator)
+                switch Int.random(in: 0..<6, using: &generator) {
+                case 0: text.remove(at: index)
+                case 1: text.insert(bytes.randomElement(using: &generator)!, at: index)
+                case 2: text[index] = UInt8(ascii: "0")
+                default: text[index] = bytes.randomElement(using: &generator)!
+                }
+            }
+            texts.append(String(decoding: text, as: UTF8.self))
+        }
+        var accepted = 0
+        for text in texts {
+            let head = HTTPRequest(method: .post, scheme: "http", authority: "b", path: "/api/notifications", headerFields: [HTTPField.Name("traceparent")!: text])
+            let caller = ReferenceBackend.CallerTrace(head)
+            let library = TracePropagation.headers(for: caller.context)
+            #expect(caller.headers.map { "\($0.0)=\($0.1)" } == library.map { "\($0.0)=\($0.1)" }, "\(text)")
+            if !library.isEmpty { accepted += 1 }
+        }
+        #expect(accepted > 100, "enough of the texts are valid to compare what is handed on")
     }
 }
