@@ -30,7 +30,7 @@ struct APNsTokenSession: Equatable, Sendable {
 
     /// What to do with the token text a request presents.
     func step(for text: some StringProtocol, now: Int64) -> Step {
-        guard let current, current.text.utf8.elementsEqual(text.utf8) else { return .verify }
+        guard let current, current.text == text else { return .verify }
         return APNsProviderToken.isExpired(current.identity, now: now) ? .expired : .accepted(current.identity)
     }
 
