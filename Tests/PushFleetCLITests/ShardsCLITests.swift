@@ -40,20 +40,38 @@ struct ShardsCLITests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("tiny.yaml")
         try Self.scenario.write(to: file, atomically: true, encoding: .utf8)
-        let out = directory.appendingPathComponent("run")
-        // Serialised with the other suites' runs: shards are whole fleets.
-        let outcome = try await RunGate.exclusive {
-            try await Self.pushfleet(["shards", file.path, "--local", "2", "--out", out.path, "--compare", "--quiet"], limit: .seconds(300))
-        }
-        #expect(outcome.status == 0, "\(outcome.text)")
-        #expect(outcome.text.contains("ledger and operation counts agree"), "\(outcome.text)")
-        for shard in ["shard-0-of-2", "shard-1-of-2"] {
-            for name in ["shard.json", "events.pftape", "summary.txt"] {
-                #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent(shard).appendingPathComponent(name).path), "\(shard)/\(name)")
+        // A shared test machine can starve a run for real (CI runs this beside its builds): the
+        // push service then waits for a core, the run names it and is inconclusive (exit 3), and
+        // that is right. Each attempt is checked for what holds at any load; one the machine made
+        // generator-bound is played again, up to three times.
+        var out = directory.appendingPathComponent("run-0")
+        var last: (outcome: ChildProcess.Outcome, merged: RunResult)?
+        var boundBy: [String] = []
+        for attempt in 0..<3 {
+            out = directory.appendingPathComponent("run-\(attempt)")
+            // Serialised with the other suites' runs: shards are whole fleets.
+            let outcome = try await RunGate.exclusive {
+                try await Self.pushfleet(["shards", file.path, "--local", "2", "--out", out.path, "--compare", "--quiet"], limit: .seconds(300))
             }
+            #expect(outcome.status == 0 || outcome.status == 3, "\(outcome.text)")
+            #expect(outcome.text.contains("ledger and operation counts agree"), "\(outcome.text)")
+            for shard in ["shard-0-of-2", "shard-1-of-2"] {
+                for name in ["shard.json", "events.pftape", "summary.txt"] {
+                    #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent(shard).appendingPathComponent(name).path), "\(shard)/\(name)")
+                }
+            }
+            let result = try ReportFiles.decodeRunJSON(Data(contentsOf: out.appendingPathComponent("merged/run.json")))
+            #expect(result.delivery.expected > 0 && result.delivery.delivered == result.delivery.expected, "\(result.delivery)")
+            #expect(result.delivery.misdelivered == 0 && result.delivery.lost == 0, "\(result.delivery)")
+            last = (outcome, result)
+            guard outcome.status == 3, result.inconclusive, outcome.text.contains("generator was the limit") else { break }
+            boundBy.append(result.generator?.limits.joined(separator: "; ") ?? "")
         }
-        let merged = try ReportFiles.decodeRunJSON(Data(contentsOf: out.appendingPathComponent("merged/run.json")))
-        #expect(merged.passed && merged.delivery.expected > 0 && merged.delivery.delivered == merged.delivery.expected, "\(merged.delivery)")
+        guard let (outcome, merged) = last, outcome.status == 0 else {
+            Issue.record("every attempt was generator-bound, or one failed: \(boundBy) \(last?.outcome.text ?? "")")
+            return
+        }
+        #expect(merged.passed, "\(merged.delivery)")
         let again = try await Self.pushfleet(["merge", out.path, "--out", directory.appendingPathComponent("again").path])
         #expect(again.status == 0, "\(again.text)")
         let remerged = try ReportFiles.decodeRunJSON(Data(contentsOf: directory.appendingPathComponent("again/run.json")))
