@@ -102,13 +102,12 @@ struct NativeNotification: Sendable, Equatable {
     /// strings made three on every send).
     private static func secureAPNsText(_ id: String) -> String {
         let head = #"{"aps":{"content-available":1},"secureId":"#
-        let escaped = JSONText.escape(id)
         var text = ""
-        text.reserveCapacity(head.utf8.count + escaped.utf8.count + 3)
+        // An id is plain (a UUID): its quoted form is its length and two quotes.
+        text.reserveCapacity(head.utf8.count + id.utf8.count + 3)
         text += head
-        text += "\""
-        text += escaped
-        text += "\"}"
+        JSONText.appendQuoted(id, to: &text)
+        text += "}"
         return text
     }
 
