@@ -76,14 +76,23 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         let atTraffic = Mutex<(fleetCPU: Double, serverCPU: Double, backendCPU: Double, fleetRSS: UInt64)>((0, 0, 0, 0))
         // And when the drain ended, before the fleet disconnected.
         let atDrainEnd = Mutex<(fleetCPU: Double, serverCPU: Double, backendCPU: Double)?>(nil)
+        // Each process's context switches at the same two moments.
+        typealias Switches = (fleet: ContextSwitches, server: ContextSwitches, backend: ContextSwitches)
+        let readSwitches: @Sendable () -> Switches = { (ContextSwitches.of() ?? .init(), server.contextSwitches(), backend?.contextSwitches() ?? .init()) }
+        let switchesAtTraffic = Mutex<Switches?>(nil)
+        let switchesAtDrainEnd = Mutex<Switches?>(nil)
         var options = FleetRunner.Options.bench(yaml)
         options.beforeTraffic = {
             try? await Task.sleep(for: .seconds(1))
             connected.withLock { $0 = server.residentBytes() }
             atTraffic.withLock { $0 = (CPUTime.own(), server.cpuSeconds(), backend?.cpuSeconds() ?? 0, ServerProcess.residentBytes(pid: getpid())) }
+            let now = readSwitches()
+            switchesAtTraffic.withLock { $0 = now }
         }
         options.afterDrain = {
             atDrainEnd.withLock { $0 = (CPUTime.own(), server.cpuSeconds(), backend?.cpuSeconds() ?? 0) }
+            let now = readSwitches()
+            switchesAtDrainEnd.withLock { $0 = now }
         }
         let result = try await FleetRunner(scenario: scenario, options: options).run()
         let atEnd = (fleetCPU: CPUTime.own(), serverCPU: server.cpuSeconds(), backendCPU: backend?.cpuSeconds() ?? 0)
@@ -120,6 +129,7 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
             // From traffic start to the drain's end, per push received.
             ("fleet CPU per push", String(format: "%.1f µs", fleetCPUAfter / pushes * 1e6)),
             ("servers' CPU per push", String(format: "%.1f µs", serverCPUAfter / pushes * 1e6)),
+            ("context switches per push", Self.perPush(from: switchesAtTraffic.withLock { $0 }, to: switchesAtDrainEnd.withLock { $0 } ?? readSwitches(), pushes: pushes, split: backend != nil)),
             ("CPU after the drain", String(format: "fleet %.0f ms, servers %.0f ms", fleetCPUEnding * 1e3, serverCPUEnding * 1e3) + " (\(result.devices.ready) devices disconnecting; the fleet's verdict)"),
         ]
         let split: [(String, String)] =
@@ -148,5 +158,22 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         guard result.devices.ready == devices, c.expected > 0, c.misdelivered == 0, c.leaks == 0, c.duplicates == 0 else {
             throw BenchFailure(run: "delivery", "\(result.devices.ready) of \(devices) ready, \(c.misdelivered) misdelivered, \(c.duplicates) duplicates, \(c.leaks) leaks", result)
         }
+    }
+
+    /// "fleet 2.90 woken + 0.35 preempted, servers …": the wake-ups that pace a push's CPU.
+    static func perPush(
+        from start: (fleet: ContextSwitches, server: ContextSwitches, backend: ContextSwitches)?,
+        to end: (fleet: ContextSwitches, server: ContextSwitches, backend: ContextSwitches),
+        pushes: Double, split: Bool
+    ) -> String {
+        guard let start else { return "–" }
+        func text(_ name: String, _ switches: ContextSwitches) -> String {
+            "\(name) " + String(format: "%.2f woken + %.2f preempted", Double(switches.woken) / pushes, Double(switches.preempted) / pushes)
+        }
+        let pushService = end.server.since(start.server)
+        let backend = end.backend.since(start.backend)
+        let servers = ContextSwitches(woken: pushService.woken + backend.woken, preempted: pushService.preempted + backend.preempted)
+        let parts = [text("fleet", end.fleet.since(start.fleet)), text("servers", servers)] + (split ? [text("push service", pushService), text("backend", backend)] : [])
+        return parts.joined(separator: ", ")
     }
 }

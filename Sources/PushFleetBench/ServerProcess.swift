@@ -80,6 +80,11 @@ public struct ServerProcess: Sendable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// The server process's threads' context switches so far, from /proc.
+    func contextSwitches() -> ContextSwitches {
+        ContextSwitches.of(String(pid)) ?? ContextSwitches()
+    }
+
     /// The server process's peak resident memory (VmHWM), from /proc.
     public func peakResidentBytes() -> UInt64 {
         ProcessMemory.peakResident(String(pid)) ?? 0
