@@ -77,7 +77,6 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         // And when the drain ended, before the fleet disconnected.
         let atDrainEnd = Mutex<(fleetCPU: Double, serverCPU: Double, backendCPU: Double)?>(nil)
         // Each process's context switches at the same two moments.
-        typealias Switches = (fleet: ContextSwitches, server: ContextSwitches, backend: ContextSwitches)
         let readSwitches: @Sendable () -> Switches = { (ContextSwitches.of() ?? .init(), server.contextSwitches(), backend?.contextSwitches() ?? .init()) }
         let switchesAtTraffic = Mutex<Switches?>(nil)
         let switchesAtDrainEnd = Mutex<Switches?>(nil)
@@ -160,12 +159,11 @@ public struct DeliveryBench: AsyncParsableCommand, Sendable {
         }
     }
 
+    /// The fleet's, the push service's (or the servers' together) and the backend's (split) switches.
+    typealias Switches = (fleet: ContextSwitches, server: ContextSwitches, backend: ContextSwitches)
+
     /// "fleet 2.90 woken + 0.35 preempted, servers …": the wake-ups that pace a push's CPU.
-    static func perPush(
-        from start: (fleet: ContextSwitches, server: ContextSwitches, backend: ContextSwitches)?,
-        to end: (fleet: ContextSwitches, server: ContextSwitches, backend: ContextSwitches),
-        pushes: Double, split: Bool
-    ) -> String {
+    static func perPush(from start: Switches?, to end: Switches, pushes: Double, split: Bool) -> String {
         guard let start else { return "–" }
         func text(_ name: String, _ switches: ContextSwitches) -> String {
             "\(name) " + String(format: "%.2f woken + %.2f preempted", Double(switches.woken) / pushes, Double(switches.preempted) / pushes)

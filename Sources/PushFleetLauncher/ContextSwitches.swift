@@ -21,9 +21,9 @@ public struct ContextSwitches: Sendable, Equatable {
         guard let threads = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
         var total = ContextSwitches()
         for thread in threads {
-            guard let status = try? String(contentsOfFile: "\(directory)/\(thread)/status", encoding: .utf8) else { continue }
-            total.woken += field("voluntary_ctxt_switches:", in: status)
-            total.preempted += field("nonvoluntary_ctxt_switches:", in: status)
+            guard let status = ProcStatus.read("\(directory)/\(thread)/status") else { continue }
+            total.woken += ProcStatus.number("voluntary_ctxt_switches:", in: status) ?? 0
+            total.preempted += ProcStatus.number("nonvoluntary_ctxt_switches:", in: status) ?? 0
         }
         return total
     }
@@ -34,10 +34,5 @@ public struct ContextSwitches: Sendable, Equatable {
             woken: woken >= earlier.woken ? woken - earlier.woken : 0,
             preempted: preempted >= earlier.preempted ? preempted - earlier.preempted : 0
         )
-    }
-
-    private static func field(_ name: String, in status: String) -> UInt64 {
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name) }) else { return 0 }
-        return UInt64(line.dropFirst(name.count).trimmingCharacters(in: .whitespaces)) ?? 0
     }
 }

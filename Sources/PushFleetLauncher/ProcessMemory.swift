@@ -10,10 +10,7 @@ public enum ProcessMemory {
     public static func peakResident(_ process: String = "self") -> UInt64? { field("VmHWM:", of: process) }
 
     private static func field(_ name: String, of process: String) -> UInt64? {
-        guard let status = try? String(contentsOfFile: "/proc/\(process)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name) }),
-            let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
-        else { return nil }
+        guard let status = ProcStatus.read("/proc/\(process)/status"), let kb = ProcStatus.number(name, in: status) else { return nil }
         return kb * 1024
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import PushFleetLauncher
+@testable import PushFleetLauncher
 import Testing
 
 /// The wake-ups `bench delivery` prints per push, read from /proc.
@@ -36,5 +36,19 @@ struct ContextSwitchesTests {
         let earlier = ContextSwitches(woken: 50, preempted: 7)
         let later = ContextSwitches(woken: 40, preempted: 9)
         #expect(later.since(earlier) == ContextSwitches(woken: 0, preempted: 2))
+    }
+
+    @Test("a status line is read by its exact name; a missing, empty or garbled number is nil")
+    func statusLines() {
+        let status = "Name:\tpushfleet\nVmRSS:\t    5660 kB\nvoluntary_ctxt_switches:\t123\nnonvoluntary_ctxt_switches:\t7\nVmHWM:\t\nVmSwap:\t-4 kB\nVmPeak:\t12x kB\n"
+        #expect(ProcStatus.number("VmRSS:", in: status) == 5660)
+        #expect(ProcStatus.number("voluntary_ctxt_switches:", in: status) == 123)
+        #expect(ProcStatus.number("nonvoluntary_ctxt_switches:", in: status) == 7)
+        #expect(ProcStatus.number("VmHWM:", in: status) == nil)
+        #expect(ProcStatus.number("VmSwap:", in: status) == nil)
+        #expect(ProcStatus.number("VmPeak:", in: status) == nil)
+        #expect(ProcStatus.number("VmData:", in: status) == nil)
+        #expect(ProcStatus.number("VmRSS:", in: "") == nil)
+        #expect(ProcStatus.number("VmRSS:", in: "VmRSS:\t99999999999999999999999 kB") == nil)
     }
 }
